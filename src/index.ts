@@ -1,5 +1,12 @@
-export class Hello {
-  public sayHello() {
-    return 'hello, world!';
-  }
-}
+export * from './api/enums';
+export * from './api/labels';
+export * from './api/name-hash';
+export * from './container';
+export * from './volume';
+export * from './runtime-class';
+export * from './crds';
+export * from './blueprint';
+export * from './sandbox';
+export * from './template';
+export * from './warm-pool';
+export * from './claim';

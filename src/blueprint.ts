@@ -1,0 +1,205 @@
+import { ApiObjectMetadata, Duration } from 'cdk8s';
+import { Construct } from 'constructs';
+import { isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
+import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Label, checkQuantity } from './api/validation';
+import { SandboxContainerProps, _containerToKube, _validateContainer, dropUndefined } from './container';
+import { IRuntimeClass } from './runtime-class';
+import { SandboxVolume, VolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
+
+/** Pod-level security settings. Each hardening default can be switched off on its own. */
+export interface PodSecurityOptions {
+  /** Mount a service-account token into the sandbox. @default false */
+  readonly automountServiceAccountToken?: boolean;
+  /** Refuse to start containers as UID 0. @default true */
+  readonly runAsNonRoot?: boolean;
+  /** Run the seccomp RuntimeDefault profile. @default true */
+  readonly seccompRuntimeDefault?: boolean;
+  /** Drop ALL capabilities and forbid privilege escalation in every container. @default true */
+  readonly hardenContainers?: boolean;
+  /** fsGroup for mounted volumes, so a non-root user can write to PVCs. @default - none */
+  readonly fsGroup?: number;
+}
+
+/** A toleration of the sandbox Pod. */
+export interface SandboxToleration {
+  /** Taint key. */
+  readonly key: string;
+  /** @default - any value (operator Exists) */
+  readonly value?: string;
+  /** @default - all effects */
+  readonly effect?: string;
+}
+
+/** What a sandbox Pod is made of: shared by {@link Sandbox} and {@link SandboxTemplate}. */
+export interface SandboxBlueprintProps {
+  /** Metadata of the object. @default - a generated name */
+  readonly metadata?: ApiObjectMetadata;
+  /** The containers; at least one (here or through `addContainer`). @default - none */
+  readonly containers?: SandboxContainerProps[];
+  /** Init containers. @default - none */
+  readonly initContainers?: SandboxContainerProps[];
+  /** Pod volumes. @default - none */
+  readonly volumes?: SandboxVolume[];
+  /** One PVC per entry per Sandbox, kept across suspend/resume. @default - none */
+  readonly volumeClaimTemplates?: VolumeClaimTemplate[];
+  /** Isolation runtime, such as `SandboxRuntimeClass.gvisor(...)`. @default - the cluster default runtime */
+  readonly runtimeClass?: IRuntimeClass;
+  /** Labels for the Pod (keys under agents.x-k8s.io/ are reserved). @default - none */
+  readonly podLabels?: { [key: string]: string };
+  /** Annotations for the Pod. @default - none */
+  readonly podAnnotations?: { [key: string]: string };
+  /** Keep a headless Service named after the Sandbox. @default - unset: no Service is created */
+  readonly service?: boolean;
+  /** Service account of the Pod. @default - the namespace's `default` */
+  readonly serviceAccountName?: string;
+  /** Node labels the Pod must land on. @default - none */
+  readonly nodeSelector?: { [key: string]: string };
+  /** Tolerations. @default - none */
+  readonly tolerations?: SandboxToleration[];
+  /** Grace period for the Pod to stop on suspend or shutdown. @default - Kubernetes' 30 seconds */
+  readonly terminationGracePeriod?: Duration;
+  /** Security settings. @default - no token, non-root, seccomp RuntimeDefault, ALL capabilities dropped */
+  readonly security?: PodSecurityOptions;
+}
+
+/**
+ * The Pod blueprint of a Sandbox or SandboxTemplate: containers, volumes, claim templates,
+ * runtime class and the secure defaults, with mutators that work until synth.
+ */
+export abstract class SandboxBlueprint extends Construct {
+  private readonly containers: SandboxContainerProps[];
+  private readonly initContainers: SandboxContainerProps[];
+  private readonly volumes: SandboxVolume[];
+  private readonly claimTemplates: VolumeClaimTemplate[];
+  private readonly blueprint: SandboxBlueprintProps;
+
+  protected constructor(scope: Construct, id: string, props: SandboxBlueprintProps) {
+    super(scope, id);
+    this.blueprint = props;
+    this.containers = [...(props.containers ?? [])];
+    this.initContainers = [...(props.initContainers ?? [])];
+    this.volumes = [...(props.volumes ?? [])];
+    this.claimTemplates = [...(props.volumeClaimTemplates ?? [])];
+  }
+
+  /** Add a container. */
+  public addContainer(container: SandboxContainerProps): void {
+    this.containers.push(container);
+  }
+
+  /** Add an init container. */
+  public addInitContainer(container: SandboxContainerProps): void {
+    this.initContainers.push(container);
+  }
+
+  /** Add a Pod volume. */
+  public addVolume(volume: SandboxVolume): void {
+    this.volumes.push(volume);
+  }
+
+  /** Add a volume claim template. */
+  public addVolumeClaimTemplate(template: VolumeClaimTemplate): void {
+    this.claimTemplates.push(template);
+  }
+
+  /** Names of the regular containers, in order (the first one receives claim env by default). */
+  public get containerNames(): string[] {
+    return this.containers.map((c, i) => containerName(c, i));
+  }
+
+  /** Names of the init containers. */
+  public get initContainerNames(): string[] {
+    return this.initContainers.map((c, i) => c.name ?? `init-${i}`);
+  }
+
+  /** Whether this blueprint asks for a headless Service. */
+  public get service(): boolean | undefined {
+    return this.blueprint.service;
+  }
+
+  /** @internal Problems with the blueprint, as `field: message` lines. */
+  protected _validateBlueprint(errors: ErrorList): void {
+    if (this.containers.length === 0) {
+      errors.check('containers', 'at least one container is required; pass `containers` or call addContainer()');
+    }
+    this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c));
+    this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c));
+    checkUnique(errors, 'containers[].name', [...this.containerNames, ...this.initContainerNames]);
+
+    const claimNames = this.claimTemplates.map((t) => t.name);
+    this.claimTemplates.forEach((t, i) => {
+      errors.check(`volumeClaimTemplates[${i}].name`, checkDns1123Label(t.name));
+      errors.check(`volumeClaimTemplates[${i}].storage`, checkQuantity(t.storage));
+    });
+    checkUnique(errors, 'volumeClaimTemplates[].name', claimNames);
+    const volumeNames = [...this.volumes.map((v) => v.name), ...claimNames];
+    checkUnique(errors, 'volumes[].name (including volume claim templates)', volumeNames);
+    const mounts = [...this.containers, ...this.initContainers].flatMap((c) => c.volumeMounts ?? []);
+    for (const mount of mounts) {
+      if (!volumeNames.includes(mount.volume)) {
+        errors.check('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add it with addVolume() or addVolumeClaimTemplate()`);
+      }
+    }
+
+    for (const [field, map, reserved] of [
+      ['podLabels', this.blueprint.podLabels, isReservedLabelKey],
+      ['podAnnotations', this.blueprint.podAnnotations, isReservedAnnotationKey],
+    ] as const) {
+      for (const [key, value] of Object.entries(map ?? {})) {
+        errors.check(`${field}["${key}"]`, checkQualifiedName(key));
+        if (reserved(key)) {
+          errors.check(`${field}["${key}"]`, 'the agents.x-k8s.io/ and extensions.agents.x-k8s.io/ prefixes are reserved for the system and would be dropped; use your own domain');
+        }
+        if (field === 'podLabels') errors.check(`${field}["${key}"]`, checkLabelValue(value));
+      }
+    }
+  }
+
+  /** @internal The blueprint fields of the spec: podTemplate, volumeClaimTemplates, service. */
+  protected _blueprintToKube(): { [key: string]: unknown } {
+    const p = this.blueprint;
+    const sec = p.security ?? {};
+    const hardened = sec.hardenContainers ?? true;
+    const podSecurityContext = dropUndefined({
+      runAsNonRoot: (sec.runAsNonRoot ?? true) ? true : undefined,
+      seccompProfile: (sec.seccompRuntimeDefault ?? true) ? { type: 'RuntimeDefault' } : undefined,
+      fsGroup: sec.fsGroup,
+    });
+    const spec = dropUndefined({
+      automountServiceAccountToken: sec.automountServiceAccountToken ?? false,
+      runtimeClassName: p.runtimeClass?.runtimeClassName,
+      serviceAccountName: p.serviceAccountName,
+      nodeSelector: p.nodeSelector,
+      tolerations: p.tolerations?.map((t) => dropUndefined({
+        key: t.key, operator: t.value === undefined ? 'Exists' : 'Equal', value: t.value, effect: t.effect,
+      })),
+      terminationGracePeriodSeconds: p.terminationGracePeriod?.toSeconds(),
+      securityContext: Object.keys(podSecurityContext).length > 0 ? podSecurityContext : undefined,
+      initContainers: this.initContainers.length > 0
+        ? this.initContainers.map((c, i) => _containerToKube(c, c.name ?? `init-${i}`, { hardened }))
+        : undefined,
+      containers: this.containers.map((c, i) => _containerToKube(c, containerName(c, i), { hardened })),
+      volumes: this.volumes.length > 0 ? this.volumes.map((v) => v._toKube()) : undefined,
+    });
+    return dropUndefined({
+      podTemplate: {
+        metadata: dropUndefined({ labels: p.podLabels, annotations: p.podAnnotations }),
+        spec,
+      },
+      volumeClaimTemplates: this.claimTemplates.length > 0 ? this.claimTemplates.map(volumeClaimTemplateToKube) : undefined,
+      service: p.service,
+    });
+  }
+}
+
+function containerName(c: SandboxContainerProps, index: number): string {
+  return c.name ?? (index === 0 ? 'sandbox' : `container-${index}`);
+}
+
+function checkUnique(errors: ErrorList, field: string, names: string[]): void {
+  const seen = new Set<string>();
+  for (const name of names) {
+    if (seen.has(name)) errors.check(field, `"${name}" is used twice; names must be unique`);
+    seen.add(name);
+  }
+}

@@ -1,0 +1,162 @@
+import { ErrorList, checkDns1123Label, checkQuantity } from './api/validation';
+
+/** Protocol of a container port. */
+export enum Protocol {
+  /** TCP (the default). */
+  TCP = 'TCP',
+  /** UDP. */
+  UDP = 'UDP',
+  /** SCTP. */
+  SCTP = 'SCTP',
+}
+
+/** When the kubelet pulls a container image. */
+export enum ImagePullPolicy {
+  /** Always pull. */
+  ALWAYS = 'Always',
+  /** Pull only if absent (the Kubernetes default for tagged images). */
+  IF_NOT_PRESENT = 'IfNotPresent',
+  /** Never pull. */
+  NEVER = 'Never',
+}
+
+/** A port a sandbox container listens on. The headless Service (if any) exposes it. */
+export interface ContainerPort {
+  /** Port number, 1-65535. */
+  readonly number: number;
+  /** Port name (an IANA service name, at most 15 characters). @default - unnamed */
+  readonly name?: string;
+  /** @default Protocol.TCP */
+  readonly protocol?: Protocol;
+}
+
+/** CPU, memory and other resources of a container, as Kubernetes quantities. */
+export interface ContainerResources {
+  /** Requests such as `{ cpu: '500m', memory: '1Gi' }`. @default - none */
+  readonly requests?: { [resource: string]: string };
+  /** Limits such as `{ cpu: '2', memory: '4Gi' }`. @default - none */
+  readonly limits?: { [resource: string]: string };
+}
+
+/** Where a volume is mounted in a container. */
+export interface VolumeMount {
+  /** Name of a pod volume or of a volume claim template. */
+  readonly volume: string;
+  /** Absolute mount path. */
+  readonly path: string;
+  /** @default false */
+  readonly readOnly?: boolean;
+  /** Sub-path inside the volume. @default - the volume root */
+  readonly subPath?: string;
+}
+
+/** Overrides of the secure container defaults, for images that need them. */
+export interface ContainerSecurityOverrides {
+  /** UID to run as. @default - the image's user (must be non-root unless the pod allows root) */
+  readonly runAsUser?: number;
+  /** GID to run as. @default - the image's group */
+  readonly runAsGroup?: number;
+  /** Mount the root filesystem read-only. @default false */
+  readonly readOnlyRootFilesystem?: boolean;
+  /** Capabilities to add back after dropping ALL, such as `NET_BIND_SERVICE`. @default - none */
+  readonly addCapabilities?: string[];
+}
+
+/** A container of a sandbox Pod. */
+export interface SandboxContainerProps {
+  /** Image reference; pin a digest for reproducible sandboxes. */
+  readonly image: string;
+  /** Container name (DNS-1123 label). @default - `sandbox` for the first container, `container-<n>` after */
+  readonly name?: string;
+  /** Entrypoint override. @default - the image's ENTRYPOINT */
+  readonly command?: string[];
+  /** Arguments. @default - the image's CMD */
+  readonly args?: string[];
+  /** Environment variables by name. @default - none */
+  readonly env?: { [name: string]: string };
+  /** Ports the container listens on. @default - none */
+  readonly ports?: ContainerPort[];
+  /** Resource requests and limits. @default - none (set them: sandboxes run untrusted code) */
+  readonly resources?: ContainerResources;
+  /** Volume mounts. @default - none */
+  readonly volumeMounts?: VolumeMount[];
+  /** Working directory. @default - the image's WORKDIR */
+  readonly workingDir?: string;
+  /** @default - Kubernetes' default for the image tag */
+  readonly imagePullPolicy?: ImagePullPolicy;
+  /** Security context overrides. @default - none: non-root, no privilege escalation, ALL capabilities dropped */
+  readonly security?: ContainerSecurityOverrides;
+}
+
+/** @internal Settings that decide the container security context. */
+export interface _ContainerSecurityDefaults {
+  readonly hardened: boolean;
+}
+
+/** @internal Validate one container; `field` names it, e.g. `containers[0]`. */
+export function _validateContainer(errors: ErrorList, field: string, c: SandboxContainerProps): void {
+  if (!c.image || c.image.trim() !== c.image) {
+    errors.check(`${field}.image`, 'must be a non-empty image reference without surrounding spaces, e.g. "python:3.12-slim"');
+  }
+  if (c.name !== undefined) errors.check(`${field}.name`, checkDns1123Label(c.name));
+  (c.ports ?? []).forEach((p, i) => {
+    if (!Number.isInteger(p.number) || p.number < 1 || p.number > 65535) {
+      errors.check(`${field}.ports[${i}].number`, `${p.number} is not a port; use an integer from 1 to 65535`);
+    }
+    if (p.name !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || (p.name?.length ?? 0) > 15) {
+      errors.check(`${field}.ports[${i}].name`, `"${p.name}" must be at most 15 lowercase letters, digits or '-'`);
+    }
+  });
+  for (const kind of ['requests', 'limits'] as const) {
+    for (const [resource, quantity] of Object.entries(c.resources?.[kind] ?? {})) {
+      errors.check(`${field}.resources.${kind}.${resource}`, checkQuantity(quantity));
+    }
+  }
+  (c.volumeMounts ?? []).forEach((m, i) => {
+    if (!m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `"${m.path}" must be an absolute path`);
+  });
+}
+
+/** @internal The container as core/v1 Container JSON. */
+export function _containerToKube(c: SandboxContainerProps, name: string, defaults: _ContainerSecurityDefaults): { [key: string]: unknown } {
+  const env = Object.entries(c.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
+  const security = c.security ?? {};
+  const securityContext = defaults.hardened
+    ? {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'], ...(security.addCapabilities ? { add: security.addCapabilities } : {}) },
+      ...(security.readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem: security.readOnlyRootFilesystem } : {}),
+      ...(security.runAsUser !== undefined ? { runAsUser: security.runAsUser } : {}),
+      ...(security.runAsGroup !== undefined ? { runAsGroup: security.runAsGroup } : {}),
+    }
+    : undefinedIfEmpty({
+      ...(security.addCapabilities ? { capabilities: { add: security.addCapabilities } } : {}),
+      ...(security.readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem: security.readOnlyRootFilesystem } : {}),
+      ...(security.runAsUser !== undefined ? { runAsUser: security.runAsUser } : {}),
+      ...(security.runAsGroup !== undefined ? { runAsGroup: security.runAsGroup } : {}),
+    });
+  return dropUndefined({
+    name,
+    image: c.image,
+    command: c.command,
+    args: c.args,
+    workingDir: c.workingDir,
+    imagePullPolicy: c.imagePullPolicy,
+    env: env.length > 0 ? env : undefined,
+    ports: c.ports?.map((p) => dropUndefined({ name: p.name, containerPort: p.number, protocol: p.protocol ?? Protocol.TCP })),
+    resources: c.resources ? dropUndefined({ requests: c.resources.requests, limits: c.resources.limits }) : undefined,
+    volumeMounts: c.volumeMounts?.map((m) =>
+      dropUndefined({ name: m.volume, mountPath: m.path, readOnly: m.readOnly, subPath: m.subPath })),
+    securityContext,
+  });
+}
+
+/** @internal A copy of `obj` without undefined values, so YAML output stays minimal. */
+export function dropUndefined<T extends object>(obj: T): { [key: string]: unknown } {
+  return Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined));
+}
+
+/** @internal `undefined` for an empty object. */
+export function undefinedIfEmpty<T extends object>(obj: T): T | undefined {
+  return Object.keys(obj).length === 0 ? undefined : obj;
+}

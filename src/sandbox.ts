@@ -1,0 +1,68 @@
+import { ApiObject, Lazy } from 'cdk8s';
+import { Construct } from 'constructs';
+import { OperatingMode, SandboxShutdownPolicy } from './api/enums';
+import { KINDS, apiVersionOf } from './api/groups';
+import { ErrorList, checkDns1035Label, checkRfc3339 } from './api/validation';
+import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
+import { dropUndefined } from './container';
+
+/** Props of {@link Sandbox}. */
+export interface SandboxProps extends SandboxBlueprintProps {
+  /** Running keeps the Pod; Suspended deletes it and keeps PVCs and Service. @default OperatingMode.RUNNING */
+  readonly operatingMode?: OperatingMode;
+  /** When the Sandbox expires, as RFC 3339 (`2026-12-01T18:00:00Z`). @default - never */
+  readonly shutdownTime?: string;
+  /** What happens at `shutdownTime`. @default SandboxShutdownPolicy.RETAIN */
+  readonly shutdownPolicy?: SandboxShutdownPolicy;
+}
+
+/**
+ * A Sandbox (agents.x-k8s.io/v1beta1): one isolated, stateful Pod with a stable name, optional
+ * headless Service, per-Sandbox PVCs, suspend/resume and scheduled shutdown.
+ *
+ * Most platforms create Sandboxes through {@link SandboxClaim}s against a {@link SandboxWarmPool};
+ * a bare Sandbox suits long-lived dev environments and notebooks.
+ */
+export class Sandbox extends SandboxBlueprint {
+  /** The underlying ApiObject; `ApiObject.of(sandbox)` finds it too (escape hatch). */
+  public readonly apiObject: ApiObject;
+  /** The Sandbox name (also the Pod and Service name). */
+  public readonly name: string;
+  private readonly props: SandboxProps;
+
+  public constructor(scope: Construct, id: string, props: SandboxProps = {}) {
+    super(scope, id, props);
+    this.props = props;
+    this.apiObject = new ApiObject(this, 'Resource', {
+      apiVersion: apiVersionOf(KINDS.sandbox),
+      kind: KINDS.sandbox.kind,
+      metadata: props.metadata,
+      spec: Lazy.any({ produce: () => this._toKube() }),
+    });
+    this.name = this.apiObject.name;
+    this.node.addValidation({ validate: () => this.validate() });
+  }
+
+  private validate(): string[] {
+    const errors = new ErrorList();
+    this._validateBlueprint(errors);
+    if (this.props.shutdownTime !== undefined) errors.check('shutdownTime', checkRfc3339(this.props.shutdownTime));
+    if (this.service) {
+      const problem = checkDns1035Label(this.name);
+      if (problem) {
+        errors.check('metadata.name', `${problem}; the headless Service takes the Sandbox name, so shorten the name or set service: false`);
+      }
+    }
+    return errors.all;
+  }
+
+  /** @internal */
+  public _toKube(): { [key: string]: unknown } {
+    return dropUndefined({
+      ...this._blueprintToKube(),
+      operatingMode: this.props.operatingMode,
+      shutdownTime: this.props.shutdownTime,
+      shutdownPolicy: this.props.shutdownPolicy,
+    });
+  }
+}

@@ -1,0 +1,104 @@
+import { ApiObject, Lazy } from 'cdk8s';
+import { Construct } from 'constructs';
+import { EnvVarsInjectionPolicy, NetworkPolicyManagement, VolumeClaimTemplatesPolicy } from './api/enums';
+import { KINDS, apiVersionOf } from './api/groups';
+import { ErrorList, checkDns1123Subdomain } from './api/validation';
+import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
+import { dropUndefined } from './container';
+import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
+
+/** A SandboxTemplate, defined here or imported by name. */
+export interface ISandboxTemplate {
+  /** The template name. */
+  readonly name: string;
+  /** The claim env policy, when known (templates imported by name don't know it). */
+  readonly envVarsInjectionPolicy?: EnvVarsInjectionPolicy;
+  /** The claim volume claim template policy, when known. */
+  readonly volumeClaimTemplatesPolicy?: VolumeClaimTemplatesPolicy;
+  /** Names of all containers (regular, then init) when known, for checking claim env targets. */
+  readonly knownContainerNames?: string[];
+}
+
+/** Props of {@link SandboxTemplate}. */
+export interface SandboxTemplateProps extends SandboxBlueprintProps {
+  /**
+   * Network isolation of the template's Sandboxes: who owns the NetworkPolicy, its rules and DNS.
+   * @default - Managed: the operator applies the secure default policy
+   */
+  readonly network?: SandboxNetworkPolicyOptions;
+  /** Whether claims may inject environment variables. @default EnvVarsInjectionPolicy.DISALLOWED */
+  readonly envVarsInjectionPolicy?: EnvVarsInjectionPolicy;
+  /** Whether claims may add volume claim templates. @default VolumeClaimTemplatesPolicy.DISALLOWED */
+  readonly volumeClaimTemplatesPolicy?: VolumeClaimTemplatesPolicy;
+}
+
+/**
+ * A SandboxTemplate (extensions.agents.x-k8s.io/v1beta1): the blueprint that warm pools and
+ * claims build Sandboxes from, with secure defaults (no service-account token, non-root, ALL
+ * capabilities dropped, seccomp RuntimeDefault) and a NetworkPolicy owned by either the operator
+ * (`Managed`, the default) or Git (`Unmanaged`: this construct emits the policy), never both.
+ */
+export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplate {
+  /** A template that exists in the cluster already. */
+  public static fromName(name: string): ISandboxTemplate {
+    return { name };
+  }
+
+  /** The underlying ApiObject (escape hatch). */
+  public readonly apiObject: ApiObject;
+  public readonly name: string;
+  public readonly envVarsInjectionPolicy: EnvVarsInjectionPolicy;
+  public readonly volumeClaimTemplatesPolicy: VolumeClaimTemplatesPolicy;
+  /** Who owns the template's NetworkPolicy. */
+  public readonly networkPolicyManagement: NetworkPolicyManagement;
+  /** The NetworkPolicy this construct emits when Git owns it (`Unmanaged`). */
+  public readonly networkPolicy?: SandboxNetworkPolicy;
+  private readonly networkSpecField?: { ingress: object[]; egress: object[] };
+
+  public constructor(scope: Construct, id: string, props: SandboxTemplateProps = {}) {
+    super(scope, id, props);
+    this.envVarsInjectionPolicy = props.envVarsInjectionPolicy ?? EnvVarsInjectionPolicy.DISALLOWED;
+    this.volumeClaimTemplatesPolicy = props.volumeClaimTemplatesPolicy ?? VolumeClaimTemplatesPolicy.DISALLOWED;
+    this.apiObject = new ApiObject(this, 'Resource', {
+      apiVersion: apiVersionOf(KINDS.template),
+      kind: KINDS.template.kind,
+      metadata: props.metadata,
+      spec: Lazy.any({ produce: () => this._toKube() }),
+    });
+    this.name = this.apiObject.name;
+
+    const network = _renderTemplateNetwork(props.network, this.name);
+    this.networkPolicyManagement = network.management;
+    this.networkSpecField = network.specField;
+    if (network.gitOwnedPolicySpec) {
+      this.networkPolicy = new SandboxNetworkPolicy(this, 'NetworkPolicy', {
+        templateName: this.name,
+        spec: network.gitOwnedPolicySpec,
+      });
+    }
+    this.node.addValidation({ validate: () => this.validate() });
+  }
+
+  /** Names of all containers, regular then init, as claims may target them with env. */
+  public get knownContainerNames(): string[] {
+    return [...this.containerNames, ...this.initContainerNames];
+  }
+
+  private validate(): string[] {
+    const errors = new ErrorList();
+    errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    this._validateBlueprint(errors);
+    return errors.all;
+  }
+
+  /** @internal */
+  public _toKube(): { [key: string]: unknown } {
+    return dropUndefined({
+      ...this._blueprintToKube(),
+      networkPolicy: this.networkSpecField,
+      networkPolicyManagement: this.networkPolicyManagement,
+      envVarsInjectionPolicy: this.envVarsInjectionPolicy,
+      volumeClaimTemplatesPolicy: this.volumeClaimTemplatesPolicy,
+    });
+  }
+}

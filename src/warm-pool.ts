@@ -1,0 +1,188 @@
+import { ApiObject, ApiObjectMetadata, Chart, Lazy } from 'cdk8s';
+import { Construct } from 'constructs';
+import { WarmPoolUpdateStrategyType } from './api/enums';
+import { KINDS, apiVersionOf } from './api/groups';
+import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
+import { dropUndefined } from './container';
+import { ISandboxTemplate } from './template';
+
+/** A SandboxWarmPool, defined here or imported by name. */
+export interface ISandboxWarmPool {
+  /** The pool name. */
+  readonly name: string;
+  /** The pool's template, when known. */
+  readonly template?: ISandboxTemplate;
+}
+
+/**
+ * A metric the HorizontalPodAutoscaler scales a warm pool on (autoscaling/v2). Pool members'
+ * Pods carry the pool's selector label while unclaimed, so Pod and resource metrics describe
+ * the idle capacity; external metrics (such as a claim rate) describe demand.
+ */
+export class WarmPoolScalingMetric {
+  /** Average utilization of a resource (`cpu`, `memory`) across the pool's Pods, in percent of requests. */
+  public static resourceUtilization(resource: string, averageUtilizationPercent: number): WarmPoolScalingMetric {
+    return new WarmPoolScalingMetric({
+      type: 'Resource',
+      resource: { name: resource, target: { type: 'Utilization', averageUtilization: averageUtilizationPercent } },
+    }, averageUtilizationPercent);
+  }
+
+  /** A per-Pod custom metric averaged across the pool's Pods. */
+  public static pods(metricName: string, averageValue: string): WarmPoolScalingMetric {
+    return new WarmPoolScalingMetric({
+      type: 'Pods',
+      pods: { metric: { name: metricName }, target: { type: 'AverageValue', averageValue } },
+    }, undefined, averageValue);
+  }
+
+  /**
+   * An external metric such as a claim arrival rate: the pool scales so that each replica
+   * carries `averageValue` of it.
+   */
+  public static external(metricName: string, averageValue: string, matchLabels?: { [key: string]: string }): WarmPoolScalingMetric {
+    return new WarmPoolScalingMetric({
+      type: 'External',
+      external: {
+        metric: dropUndefined({ name: metricName, selector: matchLabels ? { matchLabels } : undefined }),
+        target: { type: 'AverageValue', averageValue },
+      },
+    }, undefined, averageValue);
+  }
+
+  private constructor(
+    private readonly spec: { [key: string]: unknown },
+    private readonly percent?: number,
+    private readonly quantity?: string,
+  ) {}
+
+  /** @internal */
+  public _validate(errors: ErrorList, field: string): void {
+    if (this.percent !== undefined && (!Number.isInteger(this.percent) || this.percent < 1)) {
+      errors.check(field, `utilization ${this.percent} must be a whole percentage of at least 1`);
+    }
+    if (this.quantity !== undefined) errors.check(field, checkQuantity(this.quantity));
+  }
+
+  /** @internal */
+  public _toKube(): { [key: string]: unknown } {
+    return this.spec;
+  }
+}
+
+/** A HorizontalPodAutoscaler on the pool's scale subresource. */
+export interface WarmPoolAutoscaling {
+  /** Fewest warm Sandboxes. */
+  readonly minReplicas: number;
+  /** Most warm Sandboxes. */
+  readonly maxReplicas: number;
+  /** What to scale on (at least one). */
+  readonly metrics: WarmPoolScalingMetric[];
+}
+
+/** Props of {@link SandboxWarmPool}. */
+export interface SandboxWarmPoolProps {
+  /** Metadata of the pool. @default - a generated name */
+  readonly metadata?: ApiObjectMetadata;
+  /** The template the pool's Sandboxes are built from (same namespace). */
+  readonly template: ISandboxTemplate;
+  /**
+   * Warm Sandboxes to keep. 0 makes a "cold-only" pool that only names a template for claims.
+   * With `autoscaling`, leave it unset: the HPA owns the count, and a value in Git would fight it.
+   * @default - unset, which the API server defaults to 1
+   */
+  readonly replicas?: number;
+  /** How stale unclaimed Sandboxes are replaced after a template change. @default WarmPoolUpdateStrategyType.ON_REPLENISH */
+  readonly updateStrategy?: WarmPoolUpdateStrategyType;
+  /** Scale the pool with a HorizontalPodAutoscaler. @default - a fixed replica count */
+  readonly autoscaling?: WarmPoolAutoscaling;
+}
+
+/**
+ * A SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1): keeps `replicas` Sandboxes of one
+ * template warm so claims are served in milliseconds. Optionally scaled by an HPA through the
+ * pool's scale subresource.
+ */
+export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
+  /** A pool that exists in the cluster already. */
+  public static fromName(name: string, template?: ISandboxTemplate): ISandboxWarmPool {
+    return { name, template };
+  }
+
+  /** The underlying ApiObject (escape hatch). */
+  public readonly apiObject: ApiObject;
+  public readonly name: string;
+  public readonly template: ISandboxTemplate;
+  /** The HorizontalPodAutoscaler, if `autoscaling` is set. */
+  public readonly autoscaler?: ApiObject;
+  private readonly props: SandboxWarmPoolProps;
+
+  public constructor(scope: Construct, id: string, props: SandboxWarmPoolProps) {
+    super(scope, id);
+    this.props = props;
+    this.template = props.template;
+    this.apiObject = new ApiObject(this, 'Resource', {
+      apiVersion: apiVersionOf(KINDS.warmPool),
+      kind: KINDS.warmPool.kind,
+      metadata: props.metadata,
+      spec: Lazy.any({ produce: () => this._toKube() }),
+    });
+    this.name = this.apiObject.name;
+    if (props.autoscaling) {
+      const a = props.autoscaling;
+      this.autoscaler = new ApiObject(this, 'Autoscaler', {
+        apiVersion: 'autoscaling/v2',
+        kind: 'HorizontalPodAutoscaler',
+        metadata: { name: this.name },
+        spec: {
+          scaleTargetRef: { apiVersion: apiVersionOf(KINDS.warmPool), kind: KINDS.warmPool.kind, name: this.name },
+          minReplicas: a.minReplicas,
+          maxReplicas: a.maxReplicas,
+          metrics: a.metrics.map((m) => m._toKube()),
+        },
+      });
+      this.autoscaler.addDependency(this.apiObject);
+    }
+    if (props.template instanceof Construct) this.apiObject.addDependency(props.template);
+    this.node.addValidation({ validate: () => this.validate() });
+  }
+
+  private validate(): string[] {
+    const errors = new ErrorList();
+    const { replicas, autoscaling, template } = this.props;
+    errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    if (replicas !== undefined && (!Number.isInteger(replicas) || replicas < 0 || replicas > 2147483647)) {
+      errors.check('replicas', `${replicas} is not a valid count; use a whole number of 0 or more (0 allows cold starts only)`);
+    }
+    if (autoscaling) {
+      const { minReplicas: min, maxReplicas: max } = autoscaling;
+      if (!Number.isInteger(min) || min < 1) {
+        errors.check('autoscaling.minReplicas', `${min} must be a whole number of at least 1 (an HPA cannot scale to 0; use replicas: 0 without autoscaling for a cold-only pool)`);
+      }
+      if (!Number.isInteger(max) || max < min) errors.check('autoscaling.maxReplicas', `${max} must be a whole number no smaller than minReplicas (${min})`);
+      if (autoscaling.metrics.length === 0) errors.check('autoscaling.metrics', 'give at least one metric, e.g. WarmPoolScalingMetric.external(...)');
+      autoscaling.metrics.forEach((m, i) => m._validate(errors, `autoscaling.metrics[${i}]`));
+    }
+    if (template instanceof Construct) {
+      const mine = Chart.of(this).namespace;
+      const theirs = Chart.of(template).namespace;
+      const templateNs = (template as unknown as { apiObject?: ApiObject }).apiObject?.metadata.namespace ?? theirs;
+      const poolNs = this.apiObject.metadata.namespace ?? mine;
+      if (templateNs !== poolNs) {
+        errors.check('template', `template "${template.name}" is in namespace "${templateNs ?? '(default)'}" but the pool is in "${poolNs ?? '(default)'}"; a pool can only use a template in its own namespace`);
+      }
+    }
+    return errors.all;
+  }
+
+  /** @internal */
+  public _toKube(): { [key: string]: unknown } {
+    const { replicas, updateStrategy } = this.props;
+    return dropUndefined({
+      // Left out unless given: with an HPA, a replica count in Git would fight the autoscaler on every sync.
+      replicas,
+      sandboxTemplateRef: { name: this.template.name },
+      updateStrategy: updateStrategy ? { type: updateStrategy } : undefined,
+    });
+  }
+}
