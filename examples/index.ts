@@ -1,0 +1,15 @@
+import { App } from 'cdk8s';
+import { build as gitops } from './gitops/main';
+import { build as hardenedGvisor } from './hardened-gvisor/main';
+import { build as hpaPool } from './hpa-pool/main';
+import { build as quickstart } from './quickstart/main';
+import { build as routerNamespace } from './router-namespace/main';
+
+/** Every example app, by the folder it lives in (and the dist/examples/ folder it synthesizes to). */
+export const EXAMPLES: { [name: string]: (app: App) => void } = {
+  'quickstart': quickstart,
+  'hardened-gvisor': hardenedGvisor,
+  'gitops': gitops,
+  'hpa-pool': hpaPool,
+  'router-namespace': routerNamespace,
+};
