@@ -10,3 +10,5 @@ export * from './sandbox';
 export * from './template';
 export * from './warm-pool';
 export * from './claim';
+export * from './flow-control';
+export * from './install';

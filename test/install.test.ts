@@ -1,0 +1,360 @@
+import { Chart, Duration, Testing } from 'cdk8s';
+import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS } from '../src/api/controller-flags';
+import { ImagePullPolicy } from '../src/container';
+import { AgentSandboxExtensions, AgentSandboxSystem, AgentSandboxSystemProps, ControllerLogLevel, ControllerOptions } from '../src/install';
+
+const DIGEST = `sha256:${'ab'.repeat(32)}`;
+
+function synth(props: AgentSandboxSystemProps = {}): any[] {
+  const chart = Testing.chart();
+  new AgentSandboxSystem(chart, 'system', props);
+  return Testing.synth(chart);
+}
+
+function find(objects: any[], kind: string, name: string): any {
+  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
+  if (!found) throw new Error(`no ${kind} ${name} in ${objects.map((o) => `${o.kind}/${o.metadata.name}`).join(', ')}`);
+  return found;
+}
+
+const controllerContainer = (objects: any[]) => find(objects, 'Deployment', 'agent-sandbox-controller').spec.template.spec.containers[0];
+const argsOf = (props: AgentSandboxSystemProps) => controllerContainer(synth(props)).args;
+const verbsOf = (role: any, group: string, resource: string): string[] =>
+  role.rules.filter((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r: any) => r.verbs).sort();
+
+function errorOf(build: (chart: Chart) => void): string {
+  try {
+    build(Testing.chart());
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error('expected a validation error');
+}
+
+describe('AgentSandboxSystem', () => {
+  test('the default install (core + extensions)', () => {
+    expect(synth()).toMatchSnapshot();
+  });
+
+  test('core only, with router and API Priority and Fairness', () => {
+    expect(synth({ extensions: false, router: {}, flowControl: {} })).toMatchSnapshot();
+  });
+
+  test('the Namespace comes first, then the CRDs, then everything else', () => {
+    const kinds = synth({ router: {}, flowControl: {} }).map((o) => o.kind);
+    expect(kinds.slice(0, 5)).toEqual(['Namespace', ...Array(4).fill('CustomResourceDefinition')]);
+    expect(kinds.slice(5)).not.toContain('Namespace');
+    expect(kinds.slice(5)).not.toContain('CustomResourceDefinition');
+  });
+
+  test('without creating the Namespace the CRDs come first', () => {
+    const objects = synth({ createNamespace: false, extensions: false });
+    expect(objects.map((o) => o.kind).slice(0, 2)).toEqual(['CustomResourceDefinition', 'ServiceAccount']);
+    expect(objects.find((o) => o.kind === 'Namespace')).toBeUndefined();
+  });
+
+  test('the Namespace enforces the restricted Pod Security Standard', () => {
+    expect(find(synth(), 'Namespace', 'agent-sandbox-system').metadata.labels).toEqual({
+      'app.kubernetes.io/part-of': 'agent-sandbox',
+      'pod-security.kubernetes.io/enforce': 'restricted',
+    });
+  });
+
+  test('core RBAC: what the Sandbox controller writes, nothing for webhooks, CRDs or Secrets', () => {
+    const objects = synth({ extensions: false });
+    const role = find(objects, 'ClusterRole', 'agent-sandbox-controller');
+    expect(verbsOf(role, '', 'pods')).toEqual(['create', 'delete', 'get', 'list', 'patch', 'watch']);
+    expect(verbsOf(role, '', 'persistentvolumeclaims')).toEqual(['create', 'get', 'list', 'patch', 'watch']);
+    expect(verbsOf(role, 'events.k8s.io', 'events')).toEqual(['create', 'patch']);
+    expect(verbsOf(role, 'agents.x-k8s.io', 'sandboxes')).toEqual(['delete', 'get', 'list', 'patch', 'update', 'watch']);
+    expect(verbsOf(role, 'agents.x-k8s.io', 'sandboxes/finalizers')).toEqual(['update']);
+    const resources = role.rules.flatMap((r: any) => r.resources);
+    for (const absent of ['secrets', 'customresourcedefinitions', 'leases', 'sandboxclaims', 'networkpolicies']) {
+      expect(resources).not.toContain(absent);
+    }
+    expect(objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === 'agent-sandbox-controller-extensions')).toBeUndefined();
+    expect(find(objects, 'ClusterRoleBinding', 'agent-sandbox-controller')).toMatchObject({
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'agent-sandbox-controller' },
+      subjects: [{ kind: 'ServiceAccount', name: 'agent-sandbox-controller', namespace: 'agent-sandbox-system' }],
+    });
+  });
+
+  test('extension RBAC adds Sandbox creation, the extension kinds and NetworkPolicies', () => {
+    const objects = synth();
+    const role = find(objects, 'ClusterRole', 'agent-sandbox-controller-extensions');
+    expect(verbsOf(role, 'agents.x-k8s.io', 'sandboxes')).toEqual(['create']);
+    expect(verbsOf(role, 'extensions.agents.x-k8s.io', 'sandboxclaims')).toEqual(['delete', 'get', 'list', 'patch', 'update', 'watch']);
+    expect(verbsOf(role, 'extensions.agents.x-k8s.io', 'sandboxwarmpools')).toEqual(['get', 'list', 'watch']);
+    expect(verbsOf(role, 'extensions.agents.x-k8s.io', 'sandboxclaims/status')).toEqual(['get', 'patch', 'update']);
+    expect(verbsOf(role, 'extensions.agents.x-k8s.io', 'sandboxtemplates/finalizers')).toEqual(['update']);
+    expect(verbsOf(role, 'networking.k8s.io', 'networkpolicies')).toEqual(['create', 'delete', 'get', 'list', 'patch', 'update', 'watch']);
+    expect(find(objects, 'ClusterRoleBinding', 'agent-sandbox-controller-extensions').roleRef.name).toBe('agent-sandbox-controller-extensions');
+  });
+
+  test('leader election gets a namespaced Role: leases and events only', () => {
+    const objects = synth();
+    const role = find(objects, 'Role', 'agent-sandbox-controller-leader-election');
+    expect(role.metadata.namespace).toBe('agent-sandbox-system');
+    expect(verbsOf(role, 'coordination.k8s.io', 'leases')).toEqual(['create', 'get', 'update']);
+    expect(verbsOf(role, '', 'events')).toEqual(['create', 'patch']);
+    expect(role.rules).toHaveLength(2);
+    expect(find(objects, 'RoleBinding', 'agent-sandbox-controller-leader-election')).toMatchObject({
+      roleRef: { kind: 'Role', name: 'agent-sandbox-controller-leader-election' },
+      subjects: [{ kind: 'ServiceAccount', name: 'agent-sandbox-controller', namespace: 'agent-sandbox-system' }],
+    });
+  });
+
+  test('the leader-election Role follows controller.leaderElectionNamespace', () => {
+    const objects = synth({ controller: { leaderElectionNamespace: 'kube-system' } });
+    expect(find(objects, 'Role', 'agent-sandbox-controller-leader-election').metadata.namespace).toBe('kube-system');
+    const binding = find(objects, 'RoleBinding', 'agent-sandbox-controller-leader-election');
+    expect(binding.metadata.namespace).toBe('kube-system');
+    expect(binding.subjects[0].namespace).toBe('agent-sandbox-system');
+  });
+
+  test('the operator Deployment is hardened, probed and uses its token', () => {
+    const deployment = find(synth(), 'Deployment', 'agent-sandbox-controller');
+    const pod = deployment.spec.template.spec;
+    expect(deployment.spec.replicas).toBe(1);
+    expect(deployment.spec.strategy).toEqual({ type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } });
+    expect(pod.serviceAccountName).toBe('agent-sandbox-controller');
+    expect(pod.automountServiceAccountToken).toBe(true);
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    const container = pod.containers[0];
+    expect(container.image).toBe(AgentSandboxSystem.DEFAULT_IMAGE);
+    expect(container.args).toEqual(['controller', '--extensions=true']);
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] },
+    });
+    expect(container.ports).toEqual([
+      { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
+      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+    ]);
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '1Gi' } });
+  });
+
+  test('the metrics Service exposes port 8080 of the operator pods', () => {
+    const service = find(synth(), 'Service', 'agent-sandbox-controller-metrics');
+    expect(service.metadata.namespace).toBe('agent-sandbox-system');
+    expect(service.spec).toEqual({ selector: { app: 'agent-sandbox-controller' }, ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }] });
+  });
+
+  test('every ControllerOptions field renders its flag, in table order', () => {
+    const controller: Required<ControllerOptions> = {
+      metricsBindAddress: ':9090',
+      healthProbeBindAddress: '127.0.0.1:9091',
+      leaderElect: true,
+      leaderElectionNamespace: 'kube-system',
+      clusterDomain: 'corp.internal',
+      kubeApiQps: 200,
+      kubeApiBurst: 400,
+      sandboxConcurrentWorkers: 200,
+      sandboxClaimConcurrentWorkers: 150,
+      sandboxWarmPoolConcurrentWorkers: 2,
+      sandboxTemplateConcurrentWorkers: 3,
+      sandboxWarmPoolMaxBatchSize: 500,
+      sandboxWarmPoolReplenishDelay: Duration.seconds(2),
+      sandboxWarmPoolMaxRefillRate: 100,
+      sandboxWarmPoolReadinessGracePeriod: Duration.minutes(10),
+      sandboxWarmPoolUnschedulableRecheckInterval: Duration.seconds(90),
+      enableWarmPoolEviction: false,
+      cacheLabelSelectors: true,
+      disableClaimEvents: true,
+      disableClaimObservabilityAnnotations: true,
+      logLevel: ControllerLogLevel.DEBUG,
+      kubeconfig: '/etc/kube/config',
+    };
+    const objects = synth({ replicas: 2, controller });
+    const container = controllerContainer(objects);
+    expect(container.args).toEqual([
+      'controller',
+      '--metrics-bind-address=:9090',
+      '--health-probe-bind-address=127.0.0.1:9091',
+      '--leader-election-namespace=kube-system',
+      '--extensions=true',
+      '--cluster-domain=corp.internal',
+      '--kube-api-qps=200',
+      '--kube-api-burst=400',
+      '--sandbox-concurrent-workers=200',
+      '--sandbox-claim-concurrent-workers=150',
+      '--sandbox-warm-pool-concurrent-workers=2',
+      '--sandbox-template-concurrent-workers=3',
+      '--sandbox-warm-pool-max-batch-size=500',
+      '--sandbox-warm-pool-replenish-delay=2s',
+      '--sandbox-warm-pool-max-refill-rate=100',
+      '--sandbox-warm-pool-readiness-grace-period=10m',
+      '--sandbox-warm-pool-unschedulable-recheck-interval=1m30s',
+      '--enable-warm-pool-eviction=false',
+      '--cache-label-selectors=true',
+      '--disable-claim-events=true',
+      '--disable-claim-observability-annotations=true',
+      '--log-level=debug',
+      '--kubeconfig=/etc/kube/config',
+    ]);
+    // Every flag of the table except --leader-elect (left at its default) and --extensions (from the extensions prop).
+    expect(container.args).toHaveLength(CONTROLLER_FLAGS.length - 1 + 1);
+    expect(container.ports.map((p: any) => p.containerPort)).toEqual([9090, 9091]);
+    expect(find(objects, 'Service', 'agent-sandbox-controller-metrics').spec.ports[0].port).toBe(9090);
+  });
+
+  test('default values render no args; core-only renders none at all', () => {
+    expect(argsOf({ extensions: false, controller: { sandboxConcurrentWorkers: 100, leaderElect: true } })).toEqual(['controller']);
+  });
+
+  test('ControllerLogLevel and the flag table agree', () => {
+    expect(Object.values(ControllerLogLevel)).toEqual(CONTROLLER_LOG_LEVELS);
+  });
+
+  test('without leader election a single replica is replaced with Recreate, never overlapping', () => {
+    const deployment = find(synth({ controller: { leaderElect: false } }), 'Deployment', 'agent-sandbox-controller');
+    expect(deployment.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(deployment.spec.template.spec.containers[0].args).toContain('--leader-elect=false');
+  });
+
+  test('image, digest, pull policy, replicas and resources are configurable', () => {
+    const objects = synth({
+      namespace: 'sandboxes',
+      image: 'registry.example.com/op:v2',
+      imageDigest: DIGEST,
+      imagePullPolicy: ImagePullPolicy.ALWAYS,
+      replicas: 3,
+      resources: { requests: { cpu: '1', memory: '1Gi' } },
+    });
+    const deployment = find(objects, 'Deployment', 'agent-sandbox-controller');
+    expect(deployment.metadata.namespace).toBe('sandboxes');
+    expect(deployment.spec.replicas).toBe(3);
+    const container = deployment.spec.template.spec.containers[0];
+    expect(container.image).toBe(`registry.example.com/op:v2@${DIGEST}`);
+    expect(container.imagePullPolicy).toBe('Always');
+    expect(container.resources).toEqual({ requests: { cpu: '1', memory: '1Gi' } });
+    expect(find(objects, 'Namespace', 'sandboxes')).toBeDefined();
+    expect(find(objects, 'ClusterRoleBinding', 'agent-sandbox-controller').subjects[0].namespace).toBe('sandboxes');
+  });
+
+  test('the router: app=sandbox-router pods behind sandbox-router-svc, no API token', () => {
+    const objects = synth({ router: { image: 'registry.example.com/router:v1', imageDigest: DIGEST, replicas: 3, args: ['--authz-mode=tokenreview'] } });
+    const deployment = find(objects, 'Deployment', 'sandbox-router');
+    expect(deployment.metadata.namespace).toBe('agent-sandbox-system');
+    expect(deployment.spec.replicas).toBe(3);
+    expect(deployment.spec.selector.matchLabels).toEqual({ app: 'sandbox-router' });
+    expect(deployment.spec.template.metadata.labels.app).toBe('sandbox-router');
+    const pod = deployment.spec.template.spec;
+    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.containers[0].image).toBe(`registry.example.com/router:v1@${DIGEST}`);
+    expect(pod.containers[0].args).toEqual(['router', '--authz-mode=tokenreview']);
+    expect(pod.containers[0].ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    const service = find(objects, 'Service', 'sandbox-router-svc');
+    expect(service.spec).toEqual({ selector: { app: 'sandbox-router' }, ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }] });
+  });
+
+  test('the router defaults to the operator image and can rename its Service', () => {
+    const objects = synth({ imageDigest: DIGEST, router: { serviceName: 'sandbox-router' } });
+    expect(find(objects, 'Deployment', 'sandbox-router').spec.template.spec.containers[0].image).toBe(`${AgentSandboxSystem.DEFAULT_IMAGE}@${DIGEST}`);
+    expect(find(objects, 'Service', 'sandbox-router').spec.ports[0].port).toBe(8080);
+  });
+
+  test('flow control matches the controller ServiceAccount in the install namespace', () => {
+    const objects = synth({ namespace: 'ops', flowControl: { criticalShares: 60 } });
+    for (const schema of objects.filter((o) => o.kind === 'FlowSchema')) {
+      expect(schema.spec.rules[0].subjects).toEqual([{ kind: 'ServiceAccount', serviceAccount: { name: 'agent-sandbox-controller', namespace: 'ops' } }]);
+    }
+    expect(find(objects, 'PriorityLevelConfiguration', 'agent-sandbox-critical').spec.limited.nominalConcurrencyShares).toBe(60);
+  });
+
+  describe('validation names the construct, the field and the fix', () => {
+    test.each([
+      [{ namespace: 'Agent_Sandbox' }, 'namespace: "Agent_Sandbox" must consist of lowercase letters'],
+      [{ image: 'my image' }, 'image: "my image" must be a non-empty image reference without spaces'],
+      [{ image: '' }, 'image: "" must be a non-empty image reference'],
+      [{ imageDigest: 'abc' }, 'imageDigest: "abc" must be "sha256:" followed by 64 lowercase hex digits'],
+      [{ image: `op@${DIGEST}`, imageDigest: DIGEST }, 'already pins a digest; drop the "@..." part or the imageDigest prop'],
+      [{ replicas: -1 }, 'replicas: -1 must be a whole number of at least 0'],
+      [{ replicas: 2, controller: { leaderElect: false } }, 'replicas: 2 replicas would all reconcile at once without leader election; set replicas to 1 or controller.leaderElect to true'],
+      [{ resources: { limits: { memory: '1 GB' } } }, 'resources.limits.memory: "1 GB" is not a Kubernetes quantity'],
+      [{ controller: { sandboxConcurrentWorkers: 0 } }, 'controller.sandboxConcurrentWorkers: must be greater than 0 (it is 0); use at least 1 worker'],
+      [{ controller: { sandboxClaimConcurrentWorkers: 0 } }, 'controller.sandboxClaimConcurrentWorkers: must be greater than 0'],
+      [{ controller: { sandboxWarmPoolConcurrentWorkers: 0 } }, 'controller.sandboxWarmPoolConcurrentWorkers: must be greater than 0'],
+      [{ controller: { sandboxTemplateConcurrentWorkers: 1.5 } }, 'controller.sandboxTemplateConcurrentWorkers: must be a whole number'],
+      [{ controller: { sandboxWarmPoolMaxBatchSize: 0 } }, 'controller.sandboxWarmPoolMaxBatchSize: must be greater than 0 (it is 0); use a batch of at least 1'],
+      [{ controller: { kubeApiBurst: 0 } }, 'controller.kubeApiBurst: must be greater than 0 (it is 0); use a burst of at least 1'],
+      [{ controller: { kubeApiQps: NaN } }, 'controller.kubeApiQps: must be a finite number'],
+      [{ controller: { sandboxWarmPoolMaxRefillRate: -5 } }, 'controller.sandboxWarmPoolMaxRefillRate: must be 0 (unpaced) or a positive rate'],
+      [{ controller: { sandboxWarmPoolMaxRefillRate: Infinity } }, 'controller.sandboxWarmPoolMaxRefillRate: must be a finite number'],
+      [{ controller: { sandboxWarmPoolReadinessGracePeriod: Duration.seconds(0) } }, 'controller.sandboxWarmPoolReadinessGracePeriod: must be greater than 0s (it is 0s)'],
+      [{ controller: { sandboxWarmPoolUnschedulableRecheckInterval: Duration.millis(0.5) } }, 'controller.sandboxWarmPoolUnschedulableRecheckInterval: must be a whole number of milliseconds'],
+      [{ controller: { metricsBindAddress: '8080' } }, 'controller.metricsBindAddress: "8080" must be [host]:port'],
+      [{ controller: { healthProbeBindAddress: 'localhost' } }, 'controller.healthProbeBindAddress: "localhost" must be [host]:port'],
+      [{ controller: { leaderElectionNamespace: 'Kube' } }, 'controller.leaderElectionNamespace: "Kube" must consist of lowercase letters'],
+      [{ controller: { clusterDomain: 'corp internal' } }, 'controller.clusterDomain: "corp internal" must consist of lowercase letters'],
+      [{ controller: { logLevel: 'verbose' } }, 'controller.logLevel: "verbose" is not a log level; use one of debug, info, warn, error'],
+      [{ controller: { extensions: true } }, 'controller.extensions: is set by the install; use the extensions prop'],
+      [{ controller: { sandboxWorkers: 3 } }, 'controller.sandboxWorkers: is not a ControllerOptions field'],
+      [{ router: { image: 'a b' } }, 'router.image: "a b" must be a non-empty image reference'],
+      [{ router: { imageDigest: DIGEST } }, 'router.imageDigest: pins router.image, which is not set; set router.image too'],
+      [{ router: { image: 'r', imageDigest: 'sha256:XYZ' } }, 'router.imageDigest: "sha256:XYZ" must be "sha256:" followed by 64 lowercase hex digits'],
+      [{ router: { replicas: 1.5 } }, 'router.replicas: 1.5 must be a whole number of at least 0'],
+      [{ router: { serviceName: '1router' } }, 'router.serviceName: "1router" must consist of lowercase letters, digits and \'-\', start with a letter'],
+      [{ router: { resources: { requests: { cpu: 'lots' } } } }, 'router.resources.requests.cpu: "lots" is not a Kubernetes quantity'],
+    ] as Array<[AgentSandboxSystemProps, string]>)('%j', (props, expected) => {
+      const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', props));
+      expect(message).toContain('AgentSandboxSystem test/system: invalid props');
+      expect(message).toContain(expected);
+    });
+
+    test('all problems are reported at once', () => {
+      const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', { replicas: -1, controller: { kubeApiBurst: 0 } }));
+      expect(message).toContain('replicas: -1');
+      expect(message).toContain('controller.kubeApiBurst');
+    });
+
+    test('flow control errors name the SandboxFlowControl inside the install', () => {
+      const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', { flowControl: { bulkShares: 0 } }));
+      expect(message).toContain('SandboxFlowControl test/system/FlowControl: invalid props');
+      expect(message).toContain('bulkShares: 0 must be a whole number of at least 1');
+    });
+
+    test('AgentSandboxExtensions validates the same options', () => {
+      const message = errorOf((chart) => new AgentSandboxExtensions(chart, 'ext', { controller: { sandboxClaimConcurrentWorkers: 0 } }));
+      expect(message).toContain('AgentSandboxExtensions test/ext: invalid props');
+      expect(message).toContain('controller.sandboxClaimConcurrentWorkers: must be greater than 0');
+    });
+  });
+});
+
+describe('AgentSandboxExtensions', () => {
+  function layer(): any[] {
+    const chart = Testing.chart();
+    new AgentSandboxExtensions(chart, 'ext');
+    return Testing.synth(chart);
+  }
+
+  test('only the extension layer', () => {
+    expect(layer()).toMatchSnapshot();
+  });
+
+  test('extension CRDs first, then the extension RBAC and the Deployment with --extensions=true', () => {
+    const objects = layer();
+    expect(objects.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'CustomResourceDefinition/sandboxtemplates.extensions.agents.x-k8s.io',
+      'CustomResourceDefinition/sandboxwarmpools.extensions.agents.x-k8s.io',
+      'CustomResourceDefinition/sandboxclaims.extensions.agents.x-k8s.io',
+      'ClusterRole/agent-sandbox-controller-extensions',
+      'ClusterRoleBinding/agent-sandbox-controller-extensions',
+      'Deployment/agent-sandbox-controller',
+    ]);
+    expect(controllerContainer(objects).args).toEqual(['controller', '--extensions=true']);
+  });
+
+  test('core + extensions layer = the all-in-one install', () => {
+    const key = (o: any) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const core = synth({ extensions: false });
+    const ext = layer();
+    const merged = new Map(core.map((o) => [key(o), o]));
+    for (const o of ext) merged.set(key(o), o); // kubectl apply of the layer replaces the Deployment
+    const all = new Map(synth().map((o) => [key(o), o]));
+    expect([...merged.keys()].sort()).toEqual([...all.keys()].sort());
+    for (const [k, o] of all) expect(merged.get(k)).toEqual(o);
+  });
+});
