@@ -10,5 +10,6 @@ export * from './sandbox';
 export * from './template';
 export * from './warm-pool';
 export * from './claim';
+export * from './network-policy';
 export * from './flow-control';
 export * from './install';
