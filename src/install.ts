@@ -131,7 +131,8 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   readonly extensions?: boolean;
   /**
    * Deploy the sandbox router (pods labelled `app: sandbox-router`, which the default managed
-   * NetworkPolicy admits from the `agent-sandbox-system` namespace). Pass `{}` for the defaults.
+   * NetworkPolicy admits from the `agent-sandbox-system` namespace; in another `namespace`, admit
+   * it with `SandboxPeer.router({ namespace })` or sandboxes answer 504). Pass `{}` for the defaults.
    * @default - no router
    */
   readonly router?: SandboxRouterOptions;
