@@ -21,8 +21,15 @@ log() { printf '[build-control-plane %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 mkdir -p "$BIN"
 
-# has <binary> <expected substring of --version>
-has() { [ -x "$BIN/$1" ] && "$BIN/$1" --version 2>/dev/null | grep -q -- "$2"; }
+# has <binary> <expected substring of --version> [version args...]
+# Output is captured before matching: `cmd | grep -q` under pipefail fails at random when grep
+# exits early and cmd dies of SIGPIPE (kubectl prints two lines), which forced needless rebuilds.
+has() {
+  local bin="$1" want="$2" out; shift 2
+  [ -x "$BIN/$bin" ] || return 1
+  out=$("$BIN/$bin" "${@:---version}" 2>/dev/null) || return 1
+  [[ "$out" == *"$want"* ]]
+}
 
 # Wrapper modules live in a scratch directory per step; they are tiny and regenerated.
 work() { local d="${CACHE_ROOT}/src/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; }
@@ -30,7 +37,7 @@ work() { local d="${CACHE_ROOT}/src/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; 
 build_kubernetes() {
   local all=1
   for b in kube-apiserver kube-controller-manager kube-scheduler; do has "$b" "Kubernetes ${K8S_VERSION}" || all=0; done
-  "$BIN/kubectl" version --client 2>/dev/null | grep -q "${K8S_VERSION}" || all=0
+  has kubectl "${K8S_VERSION}" version --client || all=0
   if [ "$all" = 1 ]; then log "kubernetes ${K8S_VERSION}: cached"; return; fi
   local t0=$SECONDS src minor sv gomod staging out
   src=$(work "k8s-${K8S_VERSION}")
