@@ -14,8 +14,9 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   jsiiVersion: '~6.0.0',
   typescriptVersion: '~6.0.3',
   cdk8sVersion: '2.70.0',
-  constructsVersion: '10.4.0',
-  peerDeps: ['cdk8s-plus-30@^2.4.10'],
+  constructsVersion: '10.4.2',
+  // No cdk8s-plus peer: the constructs emit plain ApiObjects (the generated L1s drop fields we need),
+  // and Maven Central serves no org.cdk8s:cdk8s-plus-* here, so the Java package could not resolve it.
   devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
@@ -35,7 +36,58 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   github: false,
   release: false,
   depsUpgrade: false,
-  gitignore: ['/dist/', '.env'],
+  artifactsDirectory: 'dist/packages',
+  gitignore: ['/dist/', '.env', '/test-results/'],
 });
+
+// jsii prints a full-screen end-of-life banner on Node 20 at every compile.
+project.tasks.addEnvironment('JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION', '20');
+
+// Type-check and lint the non-jsii TypeScript too: examples, the synth job, the control-plane tools.
+const devSources = ['examples/**/*.ts', 'build-tools/**/*.ts', 'tools/**/*.ts', 'hack/**/*.ts'];
+// The dev tsconfig lives in test/, so its include globs are relative to that folder.
+for (const glob of devSources) project.tsconfigDev.addInclude(`../${glob}`);
+for (const dir of ['examples', 'tools', 'hack']) project.eslint?.addLintPattern(dir);
+project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/test-results/', '/.ci/');
+
+const tsNode = 'ts-node --transpile-only';
+
+// The main job: the release bundle and every example, to dist/.
+project.addTask('synth', {
+  description: 'Synthesize the install bundle (sandbox.yaml, extensions.yaml, sandbox-with-extensions.yaml) and every example to dist/',
+  exec: `${tsNode} build-tools/synth.ts`,
+  receiveArgs: true,
+});
+
+// The local control plane (built from Go modules; see README).
+project.addTask('cluster:build', { description: 'Build or reuse the control-plane binaries', exec: 'hack/build-control-plane.sh' });
+project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
+project.addTask('cluster:down', { description: 'Stop the local control plane started by cluster:up', exec: `${tsNode} tools/control-plane/cli.ts down` });
+
+// Integration tests share one control plane, started by the jest global setup.
+const integration = project.addTask('test:integration', {
+  description: 'Integration tests against a real local control plane',
+  exec: 'jest -c test/integration/jest.config.js --ci --runInBand',
+  receiveArgs: true,
+});
+
+// The jsii bindings: build the Python, Java and Go packages and use the Python one for real.
+const bindings = project.addTask('test:bindings', {
+  description: 'Build the Python, Java and Go packages with jsii-pacmak and synthesize a chart from Python',
+  exec: 'test/bindings/run.sh',
+});
+
+// `npx projen build` should not try .NET (no SDK on these machines): JS plus the checked bindings.
+project.packageTask.reset();
+project.packageTask.spawn(project.tasks.tryFind('package:js')!);
+
+// Everything, in the order a change should be checked: compile (jsii + docs), unit tests and lint,
+// integration tests on the real control plane, then the other-language bindings.
+const all = project.addTask('test:all', { description: 'The whole test suite (what CI runs)' });
+all.spawn(project.tasks.tryFind('compile')!);
+all.spawn(project.tasks.tryFind('post-compile')!);
+all.spawn(project.testTask);
+all.spawn(integration);
+all.spawn(bindings);
 
 project.synth();

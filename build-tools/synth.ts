@@ -9,6 +9,9 @@ import { App, Chart, YamlOutputType } from 'cdk8s';
 import { EXAMPLES } from '../examples';
 import { AgentSandboxExtensions, AgentSandboxSystem } from '../src';
 
+/** The release files, split like upstream's release. */
+export const RELEASE_FILES = ['sandbox.yaml', 'extensions.yaml', 'sandbox-with-extensions.yaml'];
+
 /** Writes the three release files, split like upstream's release. */
 export function synthRelease(outdir: string): void {
   const app = new App({ outdir, outputFileExtension: '.yaml', yamlOutputType: YamlOutputType.FILE_PER_CHART });
@@ -30,18 +33,16 @@ export function synthExamples(outdir: string): void {
 
 if (require.main === module) {
   const outdir = path.resolve(process.argv[2] ?? 'dist');
+  const examples = path.join(outdir, 'examples');
   const started = Date.now();
-  fs.rmSync(outdir, { recursive: true, force: true });
+  // Only what this job writes is replaced: dist/packages holds the jsii-pacmak packages.
+  for (const file of RELEASE_FILES) fs.rmSync(path.join(outdir, file), { force: true });
+  fs.rmSync(examples, { recursive: true, force: true });
   synthRelease(outdir);
-  synthExamples(path.join(outdir, 'examples'));
-  const files: string[] = [];
-  const walk = (dir: string): void => {
-    for (const entry of fs.readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
-      const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) walk(full);
-      else files.push(path.relative(process.cwd(), full));
-    }
-  };
-  walk(outdir);
-  console.log(`synthesized ${files.length} files in ${Date.now() - started} ms:\n  ${files.join('\n  ')}`);
+  synthExamples(examples);
+  const written = [
+    ...RELEASE_FILES.map((f) => path.join(outdir, f)),
+    ...fs.readdirSync(examples, { recursive: true, encoding: 'utf8' }).sort().map((f) => path.join(examples, f)),
+  ].filter((f) => fs.statSync(f).isFile()).map((f) => path.relative(process.cwd(), f));
+  console.log(`synthesized ${written.length} files in ${Date.now() - started} ms:\n  ${written.join('\n  ')}`);
 }

@@ -47,8 +47,8 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
   /** The underlying ApiObject (escape hatch). */
   public readonly apiObject: ApiObject;
   public readonly name: string;
-  public readonly envVarsInjectionPolicy: EnvVarsInjectionPolicy;
-  public readonly volumeClaimTemplatesPolicy: VolumeClaimTemplatesPolicy;
+  public readonly envVarsInjectionPolicy?: EnvVarsInjectionPolicy;
+  public readonly volumeClaimTemplatesPolicy?: VolumeClaimTemplatesPolicy;
   /** Who owns the template's NetworkPolicy. */
   public readonly networkPolicyManagement: NetworkPolicyManagement;
   /** The NetworkPolicy this construct emits when Git owns it (`Unmanaged`). */
@@ -71,7 +71,10 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     this.networkPolicyManagement = network.management;
     this.networkSpecField = network.specField;
     if (network.gitOwnedPolicySpec) {
+      // Same namespace as the template, wherever that came from (chart default or metadata).
+      const namespace = props.metadata?.namespace;
       this.networkPolicy = new SandboxNetworkPolicy(this, 'NetworkPolicy', {
+        metadata: namespace ? { namespace } : undefined,
         templateName: this.name,
         spec: network.gitOwnedPolicySpec,
       });
@@ -80,7 +83,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
   }
 
   /** Names of all containers, regular then init, as claims may target them with env. */
-  public get knownContainerNames(): string[] {
+  public get knownContainerNames(): string[] | undefined {
     return [...this.containerNames, ...this.initContainerNames];
   }
 

@@ -112,7 +112,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
   /** The underlying ApiObject (escape hatch). */
   public readonly apiObject: ApiObject;
   public readonly name: string;
-  public readonly template: ISandboxTemplate;
+  public readonly template?: ISandboxTemplate;
   /** The HorizontalPodAutoscaler, if `autoscaling` is set. */
   public readonly autoscaler?: ApiObject;
   private readonly props: SandboxWarmPoolProps;
@@ -181,7 +181,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
     return dropUndefined({
       // Left out unless given: with an HPA, a replica count in Git would fight the autoscaler on every sync.
       replicas,
-      sandboxTemplateRef: { name: this.template.name },
+      sandboxTemplateRef: { name: this.props.template.name },
       updateStrategy: updateStrategy ? { type: updateStrategy } : undefined,
     });
   }

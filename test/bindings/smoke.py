@@ -1,0 +1,73 @@
+"""Use the Python package that jsii-pacmak built: synthesize a chart and check the manifests.
+
+Run by test/bindings/run.sh inside a fresh virtualenv that has only the built wheel and its
+dependencies from PyPI installed. Exits non-zero on the first failed check.
+"""
+import json
+import sys
+
+import cdk8s
+from cdk8s_agent_sandbox import (
+    EnvVarsInjectionPolicy,
+    NameHash,
+    SandboxClaim,
+    SandboxContainerProps,
+    SandboxCrds,
+    SandboxRuntimeClass,
+    SandboxTemplate,
+    SandboxWarmPool,
+)
+
+checks = 0
+
+
+def check(condition, message):
+    global checks
+    checks += 1
+    if not condition:
+        print(f"FAIL: {message}")
+        sys.exit(1)
+    print(f"ok: {message}")
+
+
+app = cdk8s.App()
+chart = cdk8s.Chart(app, "python-smoke", namespace="agents", disable_resource_name_hashes=True)
+gvisor = SandboxRuntimeClass.gvisor(chart, "gvisor")
+template = SandboxTemplate(
+    chart,
+    "template",
+    metadata=cdk8s.ApiObjectMetadata(name="python"),
+    runtime_class=gvisor,
+    containers=[SandboxContainerProps(image="python:3.12-slim", command=["sleep", "infinity"])],
+    env_vars_injection_policy=EnvVarsInjectionPolicy.ALLOWED,
+)
+pool = SandboxWarmPool(chart, "pool", metadata=cdk8s.ApiObjectMetadata(name="python"), template=template, replicas=2)
+SandboxClaim(chart, "claim", metadata=cdk8s.ApiObjectMetadata(name="task"), warm_pool=pool)
+
+manifests = {m["kind"]: m for m in chart.to_json()}
+check(set(manifests) == {"RuntimeClass", "SandboxTemplate", "SandboxWarmPool", "SandboxClaim"}, f"kinds synthesized: {sorted(manifests)}")
+spec = manifests["SandboxTemplate"]["spec"]["podTemplate"]["spec"]
+check(spec["runtimeClassName"] == "gvisor", "template uses the gVisor RuntimeClass")
+check(spec["automountServiceAccountToken"] is False, "secure default: no service-account token")
+check(spec["containers"][0]["securityContext"]["capabilities"]["drop"] == ["ALL"], "secure default: ALL capabilities dropped")
+check(manifests["SandboxWarmPool"]["spec"] == {"replicas": 2, "sandboxTemplateRef": {"name": "python"}}, "pool references the template")
+check(manifests["SandboxClaim"]["spec"] == {"warmPoolRef": {"name": "python"}}, "claim references the pool")
+check(NameHash.of("my-sandbox") == "374de8f5", "name hash matches the upstream vector")
+
+# Validation errors cross the language boundary with the field and the fix.
+# A separate App: synthesizing any chart validates its whole App.
+bad = cdk8s.Chart(cdk8s.App(), "bad")
+SandboxClaim(bad, "claim", warm_pool=SandboxWarmPool.from_name("p", SandboxTemplate.from_name("t")), lifecycle={"shutdown_time": "tomorrow"})
+try:
+    bad.to_json()
+    check(False, "an invalid shutdown time is rejected")
+except Exception as error:  # jsii raises a JSIIError / RuntimeError carrying the JS message
+    check("lifecycle.shutdownTime" in str(error) and "RFC 3339" in str(error), "an invalid shutdown time is rejected naming the field")
+
+crds = cdk8s.Chart(app, "crds")
+SandboxCrds(crds, "crds")
+names = [c["metadata"]["name"] for c in crds.to_json()]
+check(names[0] == "sandboxes.agents.x-k8s.io" and len(names) == 4, "the four CRDs synthesize from Python")
+
+app.synth()
+print(json.dumps({"passed": checks, "failed": 0}))
