@@ -1,0 +1,21 @@
+// Integration tests against ONE real local control plane shared by all test files
+// (started in setup/global-setup.ts, stopped in setup/global-teardown.ts).
+// Run: npx jest -c test/integration/jest.config.js
+const path = require('path');
+
+module.exports = {
+  rootDir: path.resolve(__dirname, '..', '..'),
+  testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+  testEnvironment: 'node',
+  transform: {
+    '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.json') }],
+  },
+  globalSetup: '<rootDir>/test/integration/setup/global-setup.ts',
+  globalTeardown: '<rootDir>/test/integration/setup/global-teardown.ts',
+  // Test files share one cluster and each uses its own namespace; two workers keep the
+  // 2-core machine responsive for the control plane itself.
+  maxWorkers: 2,
+  testTimeout: 180_000,
+  collectCoverage: false,
+  reporters: ['default'],
+};

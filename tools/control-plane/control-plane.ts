@@ -1,0 +1,303 @@
+/**
+ * A real, local Kubernetes control plane without Docker (reference/control-plane.md, Recipe B):
+ * etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes whose
+ * pods go Ready), each a plain process bound to 127.0.0.1 on a random free port.
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { ApiClient, credentialsFromKubeconfig } from './api';
+import { cacheRoot, resolveBinaries } from './binaries';
+import { Kube } from './kube';
+import { composeStages } from './kwok-stages';
+import { generatePki, kubeconfigYaml } from './pki';
+import { freePort, Log, ProcessRecord, stopProcesses, Supervisor } from './processes';
+
+export interface ControlPlaneOptions {
+  /** Fake nodes to create. @default 3 */
+  readonly nodes?: number;
+  /** Fixed delay kwok waits before marking a scheduled pod Ready. @default 0 */
+  readonly podReadyDelayMs?: number;
+  /** Pod IP pool; inside loopback so a test can bind a "pod" address without leaving 127/8. @default 127.64.0.0/12 */
+  readonly podCidr?: string;
+  /** Lift client QPS limits and apiserver inflight limits for load tests. @default false */
+  readonly benchmarkMode?: boolean;
+  /**
+   * API Priority and Fairness. Stays on by default because the library ships FlowSchemas
+   * that must be accepted and enforced like on a real cluster. @default true
+   */
+  readonly priorityAndFairness?: boolean;
+  /** Directory for PKI, data, logs; removed by stop(). @default a fresh temp dir, on /dev/shm when present */
+  readonly workDir?: string;
+  /** Directory with the binaries; skips hack/build-control-plane.sh. @default $CONTROL_PLANE_BIN_DIR or the build script's output */
+  readonly binDir?: string;
+  /**
+   * Manifest files (YAML/JSON) applied before kube-controller-manager starts. Put CRDs here:
+   * the garbage collector only learns about resource types at start-up and then every 30 s,
+   * so owner references to a CRD created later are honoured only after that lag.
+   */
+  readonly manifests?: string[];
+  /** Start processes in their own session so they outlive this process (cli up). @default false */
+  readonly detached?: boolean;
+  /** Progress messages. @default stderr */
+  readonly log?: Log;
+}
+
+export interface StartupTimings {
+  readonly binariesMs: number;
+  readonly etcdMs: number;
+  readonly apiserverMs: number;
+  readonly controllersMs: number;
+  /** From the first process start until every node is Ready. */
+  readonly totalMs: number;
+}
+
+export interface ControlPlane {
+  /** Path of the kubeconfig (in workDir; a copy is written to ~/.cache/cdk8s-agent-sandbox/kubeconfig). */
+  readonly kubeconfig: string;
+  readonly server: string;
+  readonly binDir: string;
+  readonly workDir: string;
+  readonly processes: ProcessRecord[];
+  readonly nodeNames: string[];
+  readonly timings: StartupTimings;
+  /** Stops every process this control plane started (by pid) and removes workDir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Components stop front to back: clients of the apiserver first, etcd last. */
+export const STOP_ORDER = [['kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+export const DEFAULT_POD_CIDR = '127.64.0.0/12';
+export const STORAGE_CLASS = 'standard';
+/** Where kube-controller-manager's in-tree hostPath provisioner creates volume directories (fixed upstream). */
+const HOSTPATH_PV_ROOT = '/tmp/hostpath_pv/';
+
+export function knownKubeconfigPath(): string {
+  return path.join(cacheRoot(), 'kubeconfig');
+}
+
+export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+  const log = options.log ?? ((m: string) => process.stderr.write(`[control-plane] ${m}\n`));
+  const nodes = options.nodes ?? 3;
+  const tBins = Date.now();
+  const bins = await resolveBinaries(log, options.binDir);
+  const binariesMs = Date.now() - tBins;
+
+  const workDir = options.workDir ?? fs.mkdtempSync(path.join(tmpRoot(), 'cdk8s-agent-sandbox-cp-'));
+  fs.mkdirSync(workDir, { recursive: true });
+  const sup = new Supervisor(workDir, log, options.detached ?? false);
+  const t0 = Date.now();
+  try {
+    const pki = generatePki(path.join(workDir, 'pki'));
+    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort] = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
+    const server = `https://127.0.0.1:${apiPort}`;
+    const kubeconfig = path.join(workDir, 'kubeconfig');
+    fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, server), { mode: 0o600 });
+    const api = new ApiClient(credentialsFromKubeconfig(kubeconfig));
+    const bench = options.benchmarkMode ?? false;
+    const apf = options.priorityAndFairness ?? true;
+
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${etcdPeerPort}`;
+    sup.start('etcd', bins.path('etcd'), [
+      '--name=default', `--data-dir=${path.join(workDir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`,
+      `--initial-cluster=default=${peerUrl}`,
+      // Test data is disposable: skipping fsync is what envtest and the kwok presubmits do.
+      '--unsafe-no-fsync=true', '--quota-backend-bytes=8589934592', '--log-level=warn',
+    ]);
+    await sup.waitReady('etcd', async () => (await fetch(`${etcdUrl}/health`)).ok, 30_000);
+    const etcdMs = Date.now() - t0;
+    log(`etcd ready after ${etcdMs} ms`);
+
+    sup.start('kube-apiserver', bins.path('kube-apiserver'), [
+      `--etcd-servers=${etcdUrl}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`, `--cert-dir=${path.join(workDir, 'apiserver-certs')}`,
+      `--tls-cert-file=${pki.adminCert}`, `--tls-private-key-file=${pki.adminKey}`, `--client-ca-file=${pki.caCert}`,
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
+      // Only allocated, never dialled: nothing here routes traffic to a ClusterIP.
+      '--service-cluster-ip-range=10.96.0.0/16',
+      '--authorization-mode=Node,RBAC', '--allow-privileged=true',
+      // Publishing a request-header CA spares kcm/scheduler a stream of "missing content for CA
+      // bundle" errors from their delegated authentication; no front proxy is actually used.
+      `--requestheader-client-ca-file=${pki.caCert}`, '--requestheader-allowed-names=front-proxy-client',
+      '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      // "none": the default reconciler would write 127.0.0.1 into the kubernetes Endpoints, which validation rejects.
+      '--endpoint-reconciler-type=none',
+      ...apiserverLimitFlags(bench, apf),
+    ]);
+    await sup.waitReady('kube-apiserver', async () => (await api.request('GET', '/readyz')).status === 200, 90_000);
+    const apiserverMs = Date.now() - t0;
+    log(`kube-apiserver ready at ${server} after ${apiserverMs} ms`);
+
+    const kube = new Kube({ kubeconfig, binDir: bins.binDir, cacheDir: path.join(workDir, 'kubectl-cache') });
+    await applyBeforeControllers(kube, options.manifests ?? [], log);
+
+    const componentArgs = (port: number) => [
+      `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
+      '--leader-elect=false', '--bind-address=127.0.0.1', `--secure-port=${port}`,
+      `--tls-cert-file=${pki.adminCert}`, `--tls-private-key-file=${pki.adminKey}`,
+      '--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics',
+      ...(bench ? ['--kube-api-qps=5000', '--kube-api-burst=10000'] : []),
+    ];
+    sup.start('kube-controller-manager', bins.path('kube-controller-manager'), [
+      ...componentArgs(kcmPort), '--controllers=*',
+      `--service-account-private-key-file=${pki.saKey}`, `--root-ca-file=${pki.caCert}`,
+      `--cluster-signing-cert-file=${pki.caCert}`, `--cluster-signing-key-file=${pki.caKey}`,
+      // The PV controller's in-tree hostPath provisioner gives the default StorageClass a real,
+      // event-driven provisioner (empty directories under /tmp/hostpath_pv, removed on PVC delete).
+      '--enable-hostpath-provisioner=true',
+    ]);
+    sup.start('kube-scheduler', bins.path('kube-scheduler'), componentArgs(schedPort));
+    const stagesFile = path.join(workDir, 'kwok-stages.yaml');
+    fs.writeFileSync(stagesFile, composeStages(bins.kwokModuleDir, options.podReadyDelayMs ?? 0));
+    sup.start('kwok', bins.path('kwok'), [
+      `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
+      `--cidr=${options.podCidr ?? DEFAULT_POD_CIDR}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+    ]);
+    const componentHealth = (port: number) => {
+      const c = new ApiClient({ ...credentialsFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
+      return async () => (await c.request('GET', '/healthz')).status === 200;
+    };
+    await Promise.all([
+      sup.waitReady('kube-controller-manager', componentHealth(kcmPort), 60_000),
+      sup.waitReady('kube-scheduler', componentHealth(schedPort), 60_000),
+    ]);
+    const controllersMs = Date.now() - t0;
+    log(`kube-controller-manager and kube-scheduler healthy after ${controllersMs} ms`);
+
+    const nodeNames = Array.from({ length: nodes }, (_, i) => `kwok-node-${i}`);
+    await kube.applyServerSide([...nodeNames.map(nodeObject), defaultStorageClass()], 'cdk8s-agent-sandbox-harness');
+    // kwok has no health endpoint of its own here; nodes turning Ready is the proof it works.
+    await sup.waitReady('kwok', async () => allNodesReady(api, nodeNames), 60_000);
+    const totalMs = Date.now() - t0;
+
+    fs.mkdirSync(cacheRoot(), { recursive: true });
+    fs.copyFileSync(kubeconfig, knownKubeconfigPath());
+    fs.chmodSync(knownKubeconfigPath(), 0o600);
+    log(`control plane up in ${(totalMs / 1000).toFixed(1)} s (${nodes} nodes Ready); kubeconfig ${kubeconfig} (copy: ${knownKubeconfigPath()})`);
+
+    let stopping: Promise<void> | undefined;
+    return {
+      kubeconfig,
+      server,
+      binDir: bins.binDir,
+      workDir,
+      nodeNames,
+      processes: sup.records,
+      timings: { binariesMs, etcdMs, apiserverMs, controllersMs, totalMs },
+      stop: () => stopping ??= (async () => {
+        const volumeDirs = await hostPathVolumeDirs(kubeconfig);
+        await sup.stopAll(STOP_ORDER);
+        removeLeftovers(workDir, kubeconfig, volumeDirs);
+        log('control plane stopped');
+      })(),
+    };
+  } catch (e) {
+    // Leave nothing running; the error already carries the failing component's log tail.
+    await sup.stopAll(STOP_ORDER, 5_000).catch(() => undefined);
+    const kept = path.join(cacheRoot(), 'last-failed-logs');
+    fs.rmSync(kept, { recursive: true, force: true });
+    fs.mkdirSync(cacheRoot(), { recursive: true });
+    fs.cpSync(path.join(workDir, 'logs'), kept, { recursive: true });
+    fs.rmSync(workDir, { recursive: true, force: true });
+    throw new Error(`control plane failed to start: ${(e as Error).message}\n(all logs kept in ${kept})`);
+  }
+}
+
+/**
+ * Stops a control plane started by another process (`cli down`) from its recorded pids and
+ * removes its files. Safe to call when some or all processes are already gone.
+ */
+export async function stopRecorded(state: { workDir: string; kubeconfig: string; processes: ProcessRecord[] }, log: Log): Promise<void> {
+  const volumeDirs = await hostPathVolumeDirs(state.kubeconfig);
+  const groups = [
+    state.processes.filter((p) => !STOP_ORDER.flat().includes(p.name)),
+    ...STOP_ORDER.map((names) => state.processes.filter((p) => names.includes(p.name))),
+  ];
+  await stopProcesses(groups, log);
+  removeLeftovers(state.workDir, state.kubeconfig, volumeDirs);
+}
+
+function apiserverLimitFlags(bench: boolean, apf: boolean): string[] {
+  if (!apf) {
+    return ['--enable-priority-and-fairness=false', ...(bench ? ['--max-requests-inflight=0', '--max-mutating-requests-inflight=0'] : [])];
+  }
+  // With APF on, the two inflight flags become APF's total concurrency and must add up to
+  // something positive (apiserver rejects 0/0), so "off" means "far above what 2 cores can use".
+  return bench ? ['--max-requests-inflight=4000', '--max-mutating-requests-inflight=2000'] : [];
+}
+
+async function applyBeforeControllers(kube: Kube, files: string[], log: Log): Promise<void> {
+  if (!files.length) return;
+  await kube.kubectl(['apply', '--server-side', '--field-manager=cdk8s-agent-sandbox-harness', ...files.flatMap((f) => ['-f', f])]);
+  const crds = await kube.getJson<{ items: unknown[] }>(['customresourcedefinitions']);
+  if (crds.items.length) await kube.wait(['crd', '--all', '--for=condition=Established'], undefined, 60_000);
+  log(`applied ${files.length} manifest file(s) before starting the controllers`);
+}
+
+function nodeObject(name: string): object {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name,
+      labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', 'type': 'kwok' },
+      annotations: { 'kwok.x-k8s.io/node': 'fake' },
+    },
+  };
+}
+
+function defaultStorageClass(): object {
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: STORAGE_CLASS, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+    provisioner: 'kubernetes.io/host-path',
+    reclaimPolicy: 'Delete',
+    // Immediate: no kubelet ever reports topology, so WaitForFirstConsumer would never bind.
+    volumeBindingMode: 'Immediate',
+  };
+}
+
+async function allNodesReady(api: ApiClient, names: string[]): Promise<boolean> {
+  const list = await api.call<{ items: any[] }>('GET', '/api/v1/nodes');
+  const ready = new Set(list.items
+    .filter((n) => n.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))
+    .map((n) => n.metadata.name));
+  return names.every((n) => ready.has(n));
+}
+
+/** Volume directories the hostPath provisioner made for PVs that still exist (best effort). */
+async function hostPathVolumeDirs(kubeconfig: string): Promise<string[]> {
+  try {
+    const api = new ApiClient(credentialsFromKubeconfig(kubeconfig));
+    const pvs = await api.call<{ items: any[] }>('GET', '/api/v1/persistentvolumes');
+    return pvs.items.map((pv) => String(pv.spec?.hostPath?.path ?? ''))
+      .filter((p) => p.startsWith(HOSTPATH_PV_ROOT) && !p.includes('..'));
+  } catch {
+    return []; // apiserver already gone: nothing we can attribute to this cluster
+  }
+}
+
+function removeLeftovers(workDir: string, kubeconfig: string, volumeDirs: string[]): void {
+  for (const dir of volumeDirs) fs.rmSync(dir, { recursive: true, force: true });
+  const known = knownKubeconfigPath();
+  try {
+    // Only remove the well-known copy if it still points at this cluster.
+    if (fs.readFileSync(known, 'utf8') === fs.readFileSync(kubeconfig, 'utf8')) fs.rmSync(known);
+  } catch { /* one of them is already gone */ }
+  fs.rmSync(workDir, { recursive: true, force: true });
+}
+
+function tmpRoot(): string {
+  try {
+    fs.accessSync('/dev/shm', fs.constants.W_OK);
+    return '/dev/shm';
+  } catch {
+    return os.tmpdir();
+  }
+}
