@@ -13,7 +13,8 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   minNodeVersion: '20.16.0',
   jsiiVersion: '~6.0.0',
   typescriptVersion: '~6.0.3',
-  cdk8sVersion: '2.70.0',
+  // 2.70.7: the newest 2.70.x that npm, PyPI, Maven Central and the Go module proxy all serve here.
+  cdk8sVersion: '2.70.7',
   constructsVersion: '10.4.2',
   // No cdk8s-plus peer: the constructs emit plain ApiObjects (the generated L1s drop fields we need),
   // and Maven Central serves no org.cdk8s:cdk8s-plus-* here, so the Java package could not resolve it.
