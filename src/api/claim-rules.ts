@@ -19,7 +19,11 @@ export const ALLOWED_SYSTEM_ANNOTATION = 'cluster-autoscaler.kubernetes.io/safe-
 const inDomain = (domain: string, allowed: string): boolean => domain === allowed || domain.endsWith(`.${allowed}`);
 
 /** Problems with one claim Pod label, or undefined. */
-export function checkClaimPodLabel(key: string, value: string, allowedDomains: readonly string[] = DEFAULT_ALLOWED_LABEL_DOMAINS): string | undefined {
+export function checkClaimPodLabel(
+  key: string,
+  value: string,
+  allowedDomains: readonly string[] = DEFAULT_ALLOWED_LABEL_DOMAINS,
+): string | undefined {
   const keyProblem = checkQualifiedName(key);
   if (keyProblem) return keyProblem;
   const slash = key.indexOf('/');

@@ -14,12 +14,14 @@ export class NameHash {
    * @returns 8 lowercase hex digits, zero-padded
    */
   public static of(name: string): string {
+    /* eslint-disable no-bitwise -- FNV-1a is defined in terms of XOR and 32-bit unsigned multiply */
     let hash = FNV32_OFFSET_BASIS;
     for (const byte of Buffer.from(name, 'utf8')) {
       hash ^= byte;
       // Math.imul keeps the multiply in 32 bits; >>> 0 makes it unsigned again.
       hash = Math.imul(hash, FNV32_PRIME) >>> 0;
     }
+    /* eslint-enable no-bitwise */
     return hash.toString(16).padStart(8, '0');
   }
 

@@ -20,7 +20,7 @@ function fnv1aOracle(input: string): string {
 function fnv1aBytes(bytes: Iterable<number>): string {
   let hash = 0x811c9dc5n;
   for (const byte of bytes) {
-    hash ^= BigInt(byte);
+    hash ^= BigInt(byte); // eslint-disable-line no-bitwise
     hash = (hash * 0x01000193n) % 2n ** 32n;
   }
   return hash.toString(16).padStart(8, '0');
