@@ -11,7 +11,7 @@ import { cacheRoot, resolveBinaries } from './binaries';
 import { Kube } from './kube';
 import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
-import { freePort, Log, ProcessRecord, stopProcesses, Supervisor } from './processes';
+import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
 
 export interface ControlPlaneOptions {
   /** Fake nodes to create. @default 3 */
@@ -71,6 +71,7 @@ export const DEFAULT_POD_CIDR = '127.64.0.0/12';
 export const STORAGE_CLASS = 'standard';
 /** Where kube-controller-manager's in-tree hostPath provisioner creates volume directories (fixed upstream). */
 const HOSTPATH_PV_ROOT = '/tmp/hostpath_pv/';
+const WORKDIR_PREFIX = 'cdk8s-agent-sandbox-cp-';
 
 export function knownKubeconfigPath(): string {
   return path.join(cacheRoot(), 'kubeconfig');
@@ -79,11 +80,15 @@ export function knownKubeconfigPath(): string {
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = options.log ?? ((m: string) => process.stderr.write(`[control-plane] ${m}\n`));
   const nodes = options.nodes ?? 3;
+  const podCidr = options.podCidr ?? DEFAULT_POD_CIDR;
+  // kwok silently falls back to the node IP on a bad CIDR, and pod IPs must never leave loopback.
+  if (!isLoopbackCidr(podCidr)) throw new Error(`podCidr must be an IPv4 CIDR inside 127.0.0.0/8, got "${podCidr}"`);
   const tBins = Date.now();
   const bins = await resolveBinaries(log, options.binDir);
   const binariesMs = Date.now() - tBins;
 
-  const workDir = options.workDir ?? fs.mkdtempSync(path.join(tmpRoot(), 'cdk8s-agent-sandbox-cp-'));
+  await reapOrphans(log);
+  const workDir = options.workDir ?? fs.mkdtempSync(path.join(tmpRoot(), WORKDIR_PREFIX));
   fs.mkdirSync(workDir, { recursive: true });
   const sup = new Supervisor(workDir, log, options.detached ?? false);
   const t0 = Date.now();
@@ -156,7 +161,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     fs.writeFileSync(stagesFile, composeStages(bins.kwokModuleDir, options.podReadyDelayMs ?? 0));
     sup.start('kwok', bins.path('kwok'), [
       `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
-      `--cidr=${options.podCidr ?? DEFAULT_POD_CIDR}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+      `--cidr=${podCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
     ]);
     const componentHealth = (port: number) => {
       const c = new ApiClient({ ...credentialsFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
@@ -220,6 +225,28 @@ export async function stopRecorded(state: { workDir: string; kubeconfig: string;
   ];
   await stopProcesses(groups, log);
   removeLeftovers(state.workDir, state.kubeconfig, volumeDirs);
+}
+
+/**
+ * Stops control planes whose owning process died without calling stop() (e.g. a jest run that
+ * was SIGKILLed), found by their default work directories. Detached clusters (cli up) have no
+ * owner file and are left to `cli down`.
+ */
+async function reapOrphans(log: Log): Promise<void> {
+  const root = tmpRoot();
+  for (const entry of fs.readdirSync(root).filter((e) => e.startsWith(WORKDIR_PREFIX))) {
+    const dir = path.join(root, entry);
+    let owner: number;
+    try {
+      owner = Number(fs.readFileSync(path.join(dir, OWNER_FILE), 'utf8'));
+    } catch {
+      continue;
+    }
+    if (fs.existsSync(`/proc/${owner}`)) continue;
+    log(`reaping control plane ${dir} left behind by dead process ${owner}`);
+    const processes = fs.existsSync(path.join(dir, 'pids')) ? readPidsFile(path.join(dir, 'pids')) : [];
+    await stopRecorded({ workDir: dir, kubeconfig: path.join(dir, 'kubeconfig'), processes }, log);
+  }
 }
 
 function apiserverLimitFlags(bench: boolean, apf: boolean): string[] {
@@ -291,6 +318,11 @@ function removeLeftovers(workDir: string, kubeconfig: string, volumeDirs: string
     if (fs.readFileSync(known, 'utf8') === fs.readFileSync(kubeconfig, 'utf8')) fs.rmSync(known);
   } catch { /* one of them is already gone */ }
   fs.rmSync(workDir, { recursive: true, force: true });
+}
+
+function isLoopbackCidr(cidr: string): boolean {
+  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
+  return !!m && m.slice(1, 4).every((o) => Number(o) <= 255) && Number(m[4]) >= 8 && Number(m[4]) <= 30;
 }
 
 function tmpRoot(): string {

@@ -25,6 +25,17 @@ interface Running extends ProcessRecord {
 
 export type Log = (msg: string) => void;
 
+/** Names the pid of the process that owns a non-detached control plane. */
+export const OWNER_FILE = 'owner';
+
+/** Parses a `<workDir>/pids` file ("name pid bin" lines). */
+export function readPidsFile(file: string): ProcessRecord[] {
+  return fs.readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => {
+    const [name, pid, ...bin] = line.split(' ');
+    return { name, pid: Number(pid), bin: bin.join(' ') };
+  });
+}
+
 /** Picks a free TCP port on 127.0.0.1 (the OS chooses; the tiny reuse race is reported by the caller's start-up check). */
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -66,7 +77,11 @@ export class Supervisor {
     this.pidsFile = path.join(workDir, 'pids');
     this.logDir = path.join(workDir, 'logs');
     fs.mkdirSync(this.logDir, { recursive: true });
-    if (!detached) process.once('exit', this.killAllSync);
+    if (!detached) {
+      process.once('exit', this.killAllSync);
+      // Lets a later run reap these processes if this one dies without running stop() (SIGKILL).
+      fs.writeFileSync(path.join(workDir, OWNER_FILE), `${process.pid}\n`);
+    }
   }
 
   public get records(): ProcessRecord[] {
