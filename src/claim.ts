@@ -1,12 +1,13 @@
-import { ApiObject, ApiObjectMetadata, Duration, Lazy } from 'cdk8s';
+import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { checkClaimPodAnnotation, checkClaimPodLabel } from './api/claim-rules';
 import { ClaimShutdownPolicy, EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from './api/enums';
-import { KINDS, apiVersionOf } from './api/groups';
+import { KINDS } from './api/groups';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity, checkRfc3339 } from './api/validation';
 import { dropUndefined } from './container';
-import { ISandboxWarmPool } from './warm-pool';
+import { _customResource } from './custom-resource';
 import { VolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
+import { ISandboxWarmPool } from './warm-pool';
 
 /** An environment variable a claim injects into its Sandbox. */
 export interface ClaimEnvVar {
@@ -64,12 +65,7 @@ export class SandboxClaim extends Construct {
   public constructor(scope: Construct, id: string, props: SandboxClaimProps) {
     super(scope, id);
     this.props = props;
-    this.apiObject = new ApiObject(this, 'Resource', {
-      apiVersion: apiVersionOf(KINDS.claim),
-      kind: KINDS.claim.kind,
-      metadata: props.metadata,
-      spec: Lazy.any({ produce: () => this._toKube() }),
-    });
+    this.apiObject = _customResource(this, KINDS.claim, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
     if (props.warmPool instanceof Construct) this.apiObject.addDependency(props.warmPool);
     this.node.addValidation({ validate: () => this.validate() });

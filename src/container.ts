@@ -121,20 +121,15 @@ export function _validateContainer(errors: ErrorList, field: string, c: SandboxC
 export function _containerToKube(c: SandboxContainerProps, name: string, defaults: _ContainerSecurityDefaults): { [key: string]: unknown } {
   const env = Object.entries(c.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
   const security = c.security ?? {};
-  const securityContext = defaults.hardened
-    ? {
-      allowPrivilegeEscalation: false,
-      capabilities: { drop: ['ALL'], ...(security.addCapabilities ? { add: security.addCapabilities } : {}) },
-      ...(security.readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem: security.readOnlyRootFilesystem } : {}),
-      ...(security.runAsUser !== undefined ? { runAsUser: security.runAsUser } : {}),
-      ...(security.runAsGroup !== undefined ? { runAsGroup: security.runAsGroup } : {}),
-    }
-    : undefinedIfEmpty({
-      ...(security.addCapabilities ? { capabilities: { add: security.addCapabilities } } : {}),
-      ...(security.readOnlyRootFilesystem !== undefined ? { readOnlyRootFilesystem: security.readOnlyRootFilesystem } : {}),
-      ...(security.runAsUser !== undefined ? { runAsUser: security.runAsUser } : {}),
-      ...(security.runAsGroup !== undefined ? { runAsGroup: security.runAsGroup } : {}),
-    });
+  const add = security.addCapabilities;
+  const capabilities = defaults.hardened ? { drop: ['ALL'], ...(add ? { add } : {}) } : add ? { add } : undefined;
+  const securityContext = undefinedIfEmpty(dropUndefined({
+    allowPrivilegeEscalation: defaults.hardened ? false : undefined,
+    capabilities,
+    readOnlyRootFilesystem: security.readOnlyRootFilesystem,
+    runAsUser: security.runAsUser,
+    runAsGroup: security.runAsGroup,
+  }));
   return dropUndefined({
     name,
     image: c.image,

@@ -1,10 +1,11 @@
-import { ApiObject, Lazy } from 'cdk8s';
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { OperatingMode, SandboxShutdownPolicy } from './api/enums';
-import { KINDS, apiVersionOf } from './api/groups';
+import { KINDS } from './api/groups';
 import { ErrorList, checkDns1035Label, checkRfc3339 } from './api/validation';
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
+import { _customResource } from './custom-resource';
 
 /** Props of {@link Sandbox}. */
 export interface SandboxProps extends SandboxBlueprintProps {
@@ -33,12 +34,7 @@ export class Sandbox extends SandboxBlueprint {
   public constructor(scope: Construct, id: string, props: SandboxProps = {}) {
     super(scope, id, props);
     this.props = props;
-    this.apiObject = new ApiObject(this, 'Resource', {
-      apiVersion: apiVersionOf(KINDS.sandbox),
-      kind: KINDS.sandbox.kind,
-      metadata: props.metadata,
-      spec: Lazy.any({ produce: () => this._toKube() }),
-    });
+    this.apiObject = _customResource(this, KINDS.sandbox, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
     this.node.addValidation({ validate: () => this.validate() });
   }

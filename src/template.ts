@@ -1,10 +1,11 @@
-import { ApiObject, Lazy } from 'cdk8s';
+import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { EnvVarsInjectionPolicy, NetworkPolicyManagement, VolumeClaimTemplatesPolicy } from './api/enums';
-import { KINDS, apiVersionOf } from './api/groups';
+import { KINDS } from './api/groups';
 import { ErrorList, checkDns1123Subdomain } from './api/validation';
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
+import { _customResource } from './custom-resource';
 import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
 
 /** A SandboxTemplate, defined here or imported by name. */
@@ -59,12 +60,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     super(scope, id, props);
     this.envVarsInjectionPolicy = props.envVarsInjectionPolicy ?? EnvVarsInjectionPolicy.DISALLOWED;
     this.volumeClaimTemplatesPolicy = props.volumeClaimTemplatesPolicy ?? VolumeClaimTemplatesPolicy.DISALLOWED;
-    this.apiObject = new ApiObject(this, 'Resource', {
-      apiVersion: apiVersionOf(KINDS.template),
-      kind: KINDS.template.kind,
-      metadata: props.metadata,
-      spec: Lazy.any({ produce: () => this._toKube() }),
-    });
+    this.apiObject = _customResource(this, KINDS.template, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
 
     const network = _renderTemplateNetwork(props.network, this.name);

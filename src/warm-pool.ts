@@ -1,9 +1,10 @@
-import { ApiObject, ApiObjectMetadata, Chart, Lazy } from 'cdk8s';
+import { ApiObject, ApiObjectMetadata, Chart } from 'cdk8s';
 import { Construct } from 'constructs';
 import { WarmPoolUpdateStrategyType } from './api/enums';
 import { KINDS, apiVersionOf } from './api/groups';
 import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
+import { _customResource } from './custom-resource';
 import { ISandboxTemplate } from './template';
 
 /** A SandboxWarmPool, defined here or imported by name. */
@@ -121,12 +122,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
     super(scope, id);
     this.props = props;
     this.template = props.template;
-    this.apiObject = new ApiObject(this, 'Resource', {
-      apiVersion: apiVersionOf(KINDS.warmPool),
-      kind: KINDS.warmPool.kind,
-      metadata: props.metadata,
-      spec: Lazy.any({ produce: () => this._toKube() }),
-    });
+    this.apiObject = _customResource(this, KINDS.warmPool, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
     if (props.autoscaling) {
       const a = props.autoscaling;

@@ -73,9 +73,9 @@ const volumeClaimTemplate: Schema = {
 };
 
 const volumeClaimTemplates = (description: string): Schema => ({
-  type: 'array',
+  'type': 'array',
   description,
-  items: volumeClaimTemplate,
+  'items': volumeClaimTemplate,
   'x-kubernetes-list-type': 'atomic',
 });
 
@@ -150,10 +150,10 @@ export const SANDBOX_VCT_IMMUTABLE_RULE = {
 
 export const SANDBOX_SCHEMA: Schema = objectRoot(
   {
-    type: 'object',
-    description: 'Desired state of the Sandbox.',
-    required: ['podTemplate'],
-    properties: {
+    'type': 'object',
+    'description': 'Desired state of the Sandbox.',
+    'required': ['podTemplate'],
+    'properties': {
       ...blueprint,
       shutdownTime: dateTime('When the Sandbox expires (RFC 3339). Unset: never.'),
       shutdownPolicy: enumOf(SandboxShutdownPolicy, SandboxShutdownPolicy.RETAIN, 'What happens at shutdownTime: Delete the Sandbox, or Retain it expired.'),
@@ -260,10 +260,10 @@ export const SANDBOX_CLAIM_SCHEMA: Schema = objectRoot(
       },
       additionalPodMetadata: podMetadata('Extra labels and annotations for the Sandbox Pod.'),
       env: {
-        type: 'array',
-        description: 'Environment variables to inject (forces a cold start; needs the template to allow it).',
+        'type': 'array',
+        'description': 'Environment variables to inject (forces a cold start; needs the template to allow it).',
         'x-kubernetes-list-type': 'atomic',
-        items: {
+        'items': {
           type: 'object',
           required: ['name', 'value'],
           properties: {
