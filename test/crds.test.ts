@@ -227,6 +227,16 @@ describe('SandboxCrds', () => {
     for (const crd of crds) expect(JSON.stringify(crd).length).toBeLessThan(256 * 1024);
   });
 
+  test('the CRDs match their snapshot (embedded Kubernetes types elided; test/api/k8s-schemas.test.ts covers them)', () => {
+    const elide = (key: string, value: any) => {
+      if (key === 'spec' && value?.properties?.containers) return '<core/v1 PodSpec>';
+      if (key === 'spec' && value?.properties?.accessModes) return '<core/v1 PersistentVolumeClaimSpec>';
+      if ((key === 'ingress' || key === 'egress') && value?.items?.properties) return `<networking/v1 NetworkPolicy${key === 'ingress' ? 'Ingress' : 'Egress'}Rule[]>`;
+      return value;
+    };
+    expect(JSON.parse(JSON.stringify(crds, elide))).toMatchSnapshot();
+  });
+
   test('field counts (reported in the release notes)', () => {
     const counts = Object.fromEntries(Object.keys(FIELDS).map((k) => [k, countFields(schemaOf(k))]));
     expect(counts).toMatchSnapshot();
