@@ -3,8 +3,10 @@
 // Run: npx jest -c test/integration/jest.config.js
 const path = require('path');
 
+const rootDir = path.resolve(__dirname, '..', '..');
+
 module.exports = {
-  rootDir: path.resolve(__dirname, '..', '..'),
+  rootDir,
   testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
   testEnvironment: 'node',
   transform: {
@@ -17,5 +19,6 @@ module.exports = {
   maxWorkers: 2,
   testTimeout: 180_000,
   collectCoverage: false,
-  reporters: ['default'],
+  // Its own file next to the unit run's junit.xml, so .ci/run counts both.
+  reporters: ['default', ['jest-junit', { outputDirectory: path.join(rootDir, 'test-reports'), outputName: 'junit-integration.xml' }]],
 };
