@@ -55,6 +55,13 @@ project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '
 
 const tsNode = 'ts-node --transpile-only';
 
+// jsii type-checks src/ and jest what tests import; this checks the rest (CLI entry points included).
+const typecheck = project.addTask('typecheck', {
+  description: 'Type-check examples, build-tools, tools and hack',
+  exec: ['examples', 'build-tools', 'tools', 'hack'].map((dir) => `tsc --noEmit -p ${dir}/tsconfig.json`).join(' && '),
+});
+project.testTask.prependSpawn(typecheck);
+
 // The main job: the release bundle and every example, to dist/.
 project.addTask('synth', {
   description: 'Synthesize the install bundle (sandbox.yaml, extensions.yaml, sandbox-with-extensions.yaml) and every example to dist/',
