@@ -1,4 +1,5 @@
 import { cdk8s, javascript } from 'projen';
+import { TypescriptConfig } from 'projen/lib/javascript';
 
 const project = new cdk8s.ConstructLibraryCdk8s({
   name: 'cdk8s-agent-sandbox',
@@ -18,7 +19,8 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   constructsVersion: '10.4.2',
   // No cdk8s-plus peer: the constructs emit plain ApiObjects (the generated L1s drop fields we need),
   // and Maven Central serves no org.cdk8s:cdk8s-plus-* here, so the Java package could not resolve it.
-  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2'],
+  // The operator's runtime dependencies are dev deps too: esbuild bundles them into one file.
+  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {
@@ -62,6 +64,44 @@ const typecheck = project.addTask('typecheck', {
 });
 project.testTask.prependSpawn(typecheck);
 
+// The operator: an ESM app outside the jsii library, type-checked with its own tsconfig and bundled
+// by esbuild (which also resolves the extensionless imports of src/api, the shared contract).
+new TypescriptConfig(project, {
+  fileName: 'tsconfig.operator.json',
+  include: ['operator/src/**/*.ts', 'operator/test/**/*.ts', 'src/api/**/*.ts'],
+  compilerOptions: {
+    rootDir: '.',
+    module: 'esnext',
+    moduleResolution: javascript.TypeScriptModuleResolution.BUNDLER,
+    target: 'ES2022',
+    lib: ['ES2022'],
+    strict: true,
+    noEmit: true,
+    isolatedModules: true,
+    esModuleInterop: true,
+    skipLibCheck: true,
+    types: ['node', 'jest'],
+  },
+});
+const operatorBuild = project.addTask('operator:build', {
+  description: 'Type-check and bundle the operator to operator/dist/agent-sandbox-operator.mjs',
+  steps: [
+    { exec: 'tsc -p tsconfig.operator.json' },
+    { exec: 'esbuild operator/src/main.ts --bundle --platform=node --target=node20 --format=esm --sourcemap --outfile=operator/dist/agent-sandbox-operator.mjs --banner:js="import { createRequire } from \'node:module\'; const require = createRequire(import.meta.url);"' },
+  ],
+});
+project.addTask('operator', {
+  description: 'Run the operator from the checkout: npm run operator -- controller --kubeconfig <file>',
+  steps: [{ spawn: operatorBuild.name }, { exec: 'node --enable-source-maps operator/dist/agent-sandbox-operator.mjs', receiveArgs: true }],
+});
+const operatorTests = project.addTask('test:operator', {
+  description: 'Operator unit tests (ESM jest)',
+  env: { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
+  exec: 'jest -c operator/jest.config.mjs --ci --passWithNoTests',
+  receiveArgs: true,
+});
+project.gitignore.exclude('/operator/dist/');
+
 // The main job: the release bundle and every example, to dist/.
 project.addTask('synth', {
   description: 'Synthesize the install bundle (sandbox.yaml, extensions.yaml, sandbox-with-extensions.yaml) and every example to dist/',
@@ -97,6 +137,7 @@ const all = project.addTask('test:all', { description: 'The whole test suite (wh
 all.spawn(project.tasks.tryFind('compile')!);
 all.spawn(project.tasks.tryFind('post-compile')!);
 all.spawn(project.testTask);
+all.spawn(operatorTests);
 all.spawn(integration);
 all.spawn(bindings);
 
