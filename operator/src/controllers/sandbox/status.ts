@@ -1,0 +1,175 @@
+/**
+ * The Sandbox status as a pure function of what the pass saw (upstream-behavior.md §1.6–§1.8):
+ * conditions with upstream's exact reasons and messages, pod and service fields, and whether the
+ * result differs enough from the stored status to be worth a write.
+ */
+import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
+import { findCondition, removeCondition, setCondition, type ConditionInput } from './conditions';
+import { selectorOf } from './desired';
+import type { Condition, Pod, Sandbox, SandboxStatus } from './types';
+
+/** Why a pass could not do everything it should. */
+export interface Problem {
+  /** The Ready reason it shows as. */
+  readonly reason: typeof SandboxReadyReason.RECONCILER_ERROR | typeof SandboxReadyReason.INVALID_CONFIGURATION | typeof SandboxReadyReason.MULTIPLE_PODS;
+  readonly message: string;
+  /** Set when the Pod step failed, so `Suspended` can say the Pod state is unknown. */
+  readonly podStep?: boolean;
+}
+
+/** What the status is computed from. */
+export interface StatusView {
+  /** The Pod this Sandbox controls (undefined when none, or when several make it ambiguous). */
+  readonly pod?: Pod;
+  /** Whether any Pod controlled by this Sandbox exists (the selector is set from then on). */
+  readonly anyOwnedPod: boolean;
+  /** A Pod with our Pod's name exists that this Sandbox does not control. */
+  readonly podNotOwned: boolean;
+  readonly suspended: boolean;
+  /** The Service is part of readiness: `spec.service: true`, or unset with an owned Service. */
+  readonly serviceRequired: boolean;
+  readonly serviceExists: boolean;
+  readonly problem?: Problem;
+}
+
+const TERMINAL = { Succeeded: SandboxReadyReason.POD_SUCCEEDED, Failed: SandboxReadyReason.POD_FAILED } as const;
+
+/** The status of a live (not expired) Sandbox. */
+export function liveStatus(sandbox: Sandbox, view: StatusView, nowMs: number, clusterDomain: string): SandboxStatus {
+  const generation = sandbox.metadata.generation;
+  const set = (conds: Condition[], c: Omit<ConditionInput, 'observedGeneration'>) =>
+    setCondition(conds, withGeneration(c, generation), nowMs);
+  let conditions: Condition[] = sandbox.status?.conditions ?? [];
+  const pod = view.pod;
+  const phase = pod?.status?.phase;
+
+  conditions = set(conditions, suspendedCondition(view));
+
+  const finished = phase === 'Succeeded' || phase === 'Failed' ? TERMINAL[phase] : undefined;
+  conditions = finished
+    ? set(conditions, { type: ConditionType.FINISHED, status: 'True', reason: finished, message: finished === 'PodSucceeded' ? 'Pod completed successfully' : 'Pod failed' })
+    : removeCondition(conditions, ConditionType.FINISHED);
+
+  conditions = pod ? set(conditions, podScheduledCondition(pod)) : removeCondition(conditions, ConditionType.POD_SCHEDULED);
+  conditions = set(conditions, readyCondition(view));
+
+  const status: SandboxStatus = { conditions };
+  const previousSelector = sandbox.status?.selector;
+  if (view.anyOwnedPod || previousSelector) status.selector = view.anyOwnedPod ? selectorOf(sandbox) : previousSelector;
+  if (pod) {
+    const ips = podIPsOf(pod);
+    if (ips.length > 0) status.podIPs = ips;
+    if (pod.spec?.nodeName) status.nodeName = pod.spec.nodeName;
+  }
+  if (view.serviceExists) {
+    status.service = sandbox.metadata.name;
+    status.serviceFQDN = `${sandbox.metadata.name}.${sandbox.metadata.namespace}.svc.${clusterDomain}`;
+  }
+  return status;
+}
+
+/**
+ * The status of a Sandbox past its shutdownTime with policy Retain: only its conditions survive
+ * (PodScheduled dropped, Finished kept), Ready=False/SandboxExpired; live fields are cleared.
+ */
+export function expiredStatus(sandbox: Sandbox, nowMs: number): SandboxStatus {
+  let conditions = removeCondition(sandbox.status?.conditions ?? [], ConditionType.POD_SCHEDULED);
+  conditions = setCondition(conditions, withGeneration({
+    type: ConditionType.READY, status: 'False', reason: SandboxReadyReason.SANDBOX_EXPIRED, message: 'Sandbox has expired',
+  }, sandbox.metadata.generation), nowMs);
+  return { conditions };
+}
+
+function withGeneration(c: Omit<ConditionInput, 'observedGeneration'>, generation: number | undefined): ConditionInput {
+  return generation === undefined ? c : { ...c, observedGeneration: generation };
+}
+
+function suspendedCondition(view: StatusView): Omit<ConditionInput, 'observedGeneration'> {
+  const type = ConditionType.SUSPENDED;
+  if (!view.suspended) return { type, status: 'False', reason: SandboxSuspendedReason.NOT_SUSPENDED, message: 'Sandbox is not suspended' };
+  if (view.problem?.podStep) return { type, status: 'Unknown', reason: SandboxSuspendedReason.POD_STATE_UNKNOWN, message: `Pod state is unknown: ${view.problem.message}` };
+  if (view.podNotOwned) return { type, status: 'False', reason: SandboxSuspendedReason.POD_NOT_OWNED, message: 'A Pod with the Sandbox Pod name exists that this Sandbox does not control; it is not deleted' };
+  if (view.anyOwnedPod) return { type, status: 'False', reason: SandboxSuspendedReason.POD_TERMINATING, message: 'Pod is terminating' };
+  return { type, status: 'True', reason: SandboxSuspendedReason.POD_TERMINATED, message: 'Pod has been terminated. Sandbox is suspended' };
+}
+
+/** PodScheduled mirrors the Pod's own condition, with upstream's fallbacks for a missing reason. */
+function podScheduledCondition(pod: Pod): Omit<ConditionInput, 'observedGeneration'> {
+  const type = ConditionType.POD_SCHEDULED;
+  const own = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  if (!own) return { type, status: 'Unknown', reason: 'PodSchedulingUnknown', message: 'Pod has not reported scheduling yet' };
+  const status = own.status === 'True' || own.status === 'False' ? own.status : 'Unknown';
+  const reason = own.reason || (status === 'True' ? 'PodScheduled' : 'PodSchedulingUnknown');
+  return { type, status, reason, message: own.message ?? '' };
+}
+
+function readyCondition(view: StatusView): Omit<ConditionInput, 'observedGeneration'> {
+  const type = ConditionType.READY;
+  const notReady = (reason: string, message: string) => ({ type, status: 'False' as const, reason, message });
+  if (view.problem) {
+    const { reason, message } = view.problem;
+    return notReady(reason, reason === SandboxReadyReason.RECONCILER_ERROR ? `Error seen: ${message}` : message);
+  }
+  if (view.suspended) {
+    return notReady(SandboxReadyReason.SANDBOX_SUSPENDED, view.anyOwnedPod ? 'Sandbox is suspending' : 'Sandbox is suspended');
+  }
+  const pod = view.pod;
+  const phase = pod?.status?.phase;
+  if (phase === 'Succeeded') return notReady(SandboxReadyReason.POD_SUCCEEDED, 'Pod completed successfully');
+  if (phase === 'Failed') return notReady(SandboxReadyReason.POD_FAILED, 'Pod failed');
+  let podMessage: string;
+  let podReady = false;
+  if (!pod) podMessage = 'Pod does not exist';
+  else if (pod.metadata.deletionTimestamp) podMessage = 'Pod is terminating';
+  else if (phase !== 'Running') podMessage = `Pod exists with phase: ${phase ?? 'Pending'}`;
+  else if (pod.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') podMessage = 'Pod is Running but not Ready';
+  else if (podIPsOf(pod).length === 0) podMessage = 'Pod is Ready but has no podIPs yet';
+  else {
+    podMessage = 'Pod is Ready';
+    podReady = true;
+  }
+  const serviceOk = !view.serviceRequired || view.serviceExists;
+  const message = view.serviceRequired ? `${podMessage}; ${view.serviceExists ? 'Service Exists' : 'Service does not exist'}` : podMessage;
+  if (podReady && serviceOk) return { type, status: 'True', reason: SandboxReadyReason.DEPENDENCIES_READY, message };
+  return notReady(SandboxReadyReason.DEPENDENCIES_NOT_READY, message);
+}
+
+export function podIPsOf(pod: Pod): string[] {
+  const ips = (pod.status?.podIPs ?? []).map((p) => p.ip).filter(Boolean);
+  return ips.length > 0 ? ips : pod.status?.podIP ? [pod.status.podIP] : [];
+}
+
+const STATUS_FIELDS = ['conditions', 'service', 'serviceFQDN', 'selector', 'podIPs', 'nodeName'] as const;
+
+/**
+ * Whether `next` must be written. Unchanged status is never written; a change of nodeName alone
+ * waits while the Sandbox is not Ready (it rides along with the Ready transition, as upstream).
+ */
+export function statusNeedsWrite(current: SandboxStatus | undefined, next: SandboxStatus): boolean {
+  const changed = STATUS_FIELDS.filter((f) => !sameJson(current?.[f], next[f]));
+  if (changed.length === 0) return false;
+  if (changed.length === 1 && changed[0] === 'nodeName') {
+    return findCondition(next.conditions, ConditionType.READY)?.status === 'True';
+  }
+  return true;
+}
+
+/** The JSON merge patch for the status subresource: changed fields set, vanished fields nulled. */
+export function statusPatch(current: SandboxStatus | undefined, next: SandboxStatus): { status: Record<string, unknown> } {
+  const body: Record<string, unknown> = {};
+  for (const field of STATUS_FIELDS) {
+    if (sameJson(current?.[field], next[field])) continue;
+    body[field] = next[field] ?? null;
+  }
+  return { status: body };
+}
+
+function sameJson(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
+}
+
+/** JSON with sorted object keys, so key order (ours vs the server's) never looks like a change. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v);
+}

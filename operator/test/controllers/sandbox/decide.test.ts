@@ -1,0 +1,504 @@
+import { decide, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/decide';
+import type { Condition, Pod, Sandbox, Service } from '../../../src/controllers/sandbox/types';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct } from './fixtures';
+
+const POD_NAME = { [SandboxAnnotations.POD_NAME]: 'my-sandbox' };
+const READY_TRUE: Condition = { type: 'Ready', status: 'True', reason: 'DependenciesReady', message: 'Pod is Ready', lastTransitionTime: '2026-09-01T11:00:00Z', observedGeneration: 1 };
+
+/** `op kind name` per action, e.g. `create pod my-sandbox`, `patch-sandbox`. */
+function summary(actions: readonly Action[]): string[] {
+  return actions.map((a) => {
+    if (a.op === 'create') return `create ${a.kind} ${a.object.metadata.name}`;
+    if (a.op === 'patch' || a.op === 'delete') return `${a.op} ${a.kind} ${a.name}`;
+    return a.op;
+  });
+}
+
+interface Case {
+  readonly name: string;
+  readonly sandbox: Sandbox;
+  readonly pods?: Pod[];
+  readonly service?: Service;
+  readonly pvcs?: ReturnType<typeof pvc>[];
+  readonly actions: string[];
+  readonly ready: [string, string] | [string, string, string];
+  readonly suspended?: [string, string];
+  readonly podScheduled?: [string, string] | null;
+  readonly finished?: [string, string] | null;
+  readonly check?: (plan: Plan) => void;
+}
+
+const running = (spec: Parameters<typeof sandbox>[0] = {}) => sandbox({ annotations: POD_NAME, ...spec });
+const withService = (value: boolean | undefined, extra: Parameters<typeof sandbox>[0] = {}) =>
+  running({ ...extra, spec: { ...(value === undefined ? {} : { service: value }), ...extra.spec } });
+
+const CASES: Case[] = [
+  // --- The Pod, Running mode ---
+  {
+    name: 'new Sandbox: create its Pod and record the pod-name annotation',
+    sandbox: sandbox(),
+    actions: ['create pod my-sandbox', 'patch-sandbox'],
+    ready: ['False', 'DependenciesNotReady', 'Pod does not exist'],
+    suspended: ['False', 'NotSuspended'],
+    podScheduled: null,
+    check: (plan) => expect(plan.status.selector).toBeUndefined(),
+  },
+  {
+    name: 'unschedulable Pod: PodScheduled mirrors its reason and message',
+    sandbox: running(),
+    pods: [pod({ phase: 'Pending', ready: false, ips: [], nodeName: '', scheduled: { status: 'False', reason: 'Unschedulable', message: '0/3 nodes' } })],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady', 'Pod exists with phase: Pending'],
+    podScheduled: ['False', 'Unschedulable'],
+    check: (plan) => expect(plan.status.selector).toBe('agents.x-k8s.io/sandbox-name-hash=374de8f5'),
+  },
+  {
+    name: 'Pod without a PodScheduled condition: Unknown/PodSchedulingUnknown',
+    sandbox: running(),
+    pods: [pod({ phase: 'Pending', ready: false, ips: [], scheduled: null })],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady', 'Pod exists with phase: Pending'],
+    podScheduled: ['Unknown', 'PodSchedulingUnknown'],
+  },
+  {
+    name: 'scheduled without a reason: PodScheduled/PodScheduled',
+    sandbox: running(),
+    pods: [pod({ ready: false })],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady', 'Pod is Running but not Ready'],
+    podScheduled: ['True', 'PodScheduled'],
+  },
+  {
+    name: 'Ready Pod without IPs is not enough',
+    sandbox: running(),
+    pods: [pod({ ips: [] })],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady', 'Pod is Ready but has no podIPs yet'],
+  },
+  {
+    name: 'Ready Pod with IPs: Ready, with IPs, node and selector in status',
+    sandbox: running(),
+    pods: [pod({ ips: ['127.64.0.9'], nodeName: 'kwok-node-2' })],
+    actions: [],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready'],
+    check: (plan) => expect(plan.status).toMatchObject({ podIPs: ['127.64.0.9'], nodeName: 'kwok-node-2', selector: 'agents.x-k8s.io/sandbox-name-hash=374de8f5' }),
+  },
+  {
+    name: 'Succeeded Pod is not recreated: Ready=False/PodSucceeded, Finished=True',
+    sandbox: running(),
+    pods: [pod({ phase: 'Succeeded', ready: false })],
+    actions: [],
+    ready: ['False', 'PodSucceeded', 'Pod completed successfully'],
+    finished: ['True', 'PodSucceeded'],
+  },
+  {
+    name: 'Failed Pod: Ready=False/PodFailed, Finished=True/PodFailed',
+    sandbox: running(),
+    pods: [pod({ phase: 'Failed', ready: false })],
+    actions: [],
+    ready: ['False', 'PodFailed', 'Pod failed'],
+    finished: ['True', 'PodFailed'],
+  },
+  {
+    name: 'terminating Pod: not Ready, not recreated until gone',
+    sandbox: running(),
+    pods: [pod({ deleting: true })],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady', 'Pod is terminating'],
+  },
+  {
+    name: 'two Pods controlled by the Sandbox: MultiplePods, nothing written, Service untouched',
+    sandbox: withService(false),
+    pods: [pod(), pod({ name: 'my-sandbox-2', uid: 'uid-2' })],
+    service: service(),
+    actions: [],
+    ready: ['False', 'MultiplePods'],
+    check: (plan) => {
+      expect(plan.event).toEqual({ reason: 'MultiplePods', note: expect.stringContaining('my-sandbox, my-sandbox-2') });
+      expect(plan.status.podIPs).toBeUndefined();
+      expect(plan.requeueAfterMs).toBeUndefined();
+    },
+  },
+  {
+    name: 'MultiplePods already reported: no second event',
+    sandbox: running({ conditions: [{ ...READY_TRUE, status: 'False', reason: 'MultiplePods' }] }),
+    pods: [pod(), pod({ name: 'b', uid: 'uid-b' })],
+    actions: [],
+    ready: ['False', 'MultiplePods'],
+    check: (plan) => expect(plan.event).toBeUndefined(),
+  },
+  {
+    name: 'Pod named like the Sandbox but controlled by a ReplicaSet: error, annotation cleared',
+    sandbox: running(),
+    pods: [pod({ owner: foreignRef() })],
+    actions: ['patch-sandbox'],
+    ready: ['False', 'ReconcilerError', 'Error seen: Pod "my-sandbox" is controlled by ReplicaSet "other", not by this Sandbox'],
+  },
+  {
+    name: 'unowned Pod without the adoptable label: refused',
+    sandbox: running(),
+    pods: [pod({ owner: null, labels: { app: 'x' } })],
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+    check: (plan) => expect(plan.problem?.message).toContain('agents.x-k8s.io/adoptable=true'),
+  },
+  {
+    name: 'unowned adoptable Pod: adopted with a resourceVersion precondition',
+    sandbox: running(),
+    pods: [pod({ owner: null, labels: { [SandboxLabels.ADOPTABLE]: 'true' } })],
+    actions: ['patch pod my-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+    check: (plan) => {
+      const patch = (plan.actions[0] as { patch: { metadata: Record<string, any> } }).patch.metadata;
+      expect(patch.resourceVersion).toBe('10');
+      expect(patch.ownerReferences).toEqual([expect.objectContaining({ kind: 'Sandbox', uid: 'uid-sandbox-1', controller: true })]);
+      expect(patch.labels[SandboxLabels.SANDBOX_NAME_HASH]).toBe('374de8f5');
+    },
+  },
+  {
+    name: 'unowned Pod already carrying our hash (lost its ownerReference): adopted',
+    sandbox: running(),
+    pods: [pod({ owner: null })],
+    actions: ['patch pod my-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'owned Pod, annotation names another Pod: the owner UID wins, annotation fixed',
+    sandbox: sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'old-pod' } }),
+    pods: [pod()],
+    actions: ['patch-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'owned Pod with a tampered hash label: metadata patched back',
+    sandbox: running(),
+    pods: [pod({ labels: { [SandboxLabels.SANDBOX_NAME_HASH]: 'deadbeef' } })],
+    actions: ['patch pod my-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+  },
+  // --- The Service ---
+  {
+    name: 'service: true and missing: created; Ready needs it and says so',
+    sandbox: withService(true),
+    pods: [pod()],
+    actions: ['create service my-sandbox'],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready; Service Exists'],
+    check: (plan) => expect(plan.status).toMatchObject({ service: 'my-sandbox', serviceFQDN: 'my-sandbox.team-a.svc.cluster.local' }),
+  },
+  {
+    name: 'service: true, owned Service with a foreign selector: patched',
+    sandbox: withService(true),
+    pods: [pod()],
+    service: service(sandbox(), {}, { selector: { app: 'other' } }),
+    actions: ['patch service my-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'service: true, Service controlled by someone else: error, Ready=False',
+    sandbox: withService(true),
+    pods: [pod()],
+    service: service(foreignRef('Gateway', 'gw')),
+    actions: [],
+    ready: ['False', 'ReconcilerError', 'Error seen: Service "my-sandbox" is controlled by Gateway "gw", not by this Sandbox'],
+  },
+  {
+    name: 'service: true, unowned adoptable headless Service: adopted',
+    sandbox: withService(true),
+    pods: [pod()],
+    service: service(null, { labels: { [SandboxLabels.ADOPTABLE]: 'true' } }, { selector: {} }),
+    actions: ['patch service my-sandbox'],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'service: true, unowned adoptable Service with a cluster IP: refused',
+    sandbox: withService(true),
+    pods: [pod()],
+    service: service(null, { labels: { [SandboxLabels.ADOPTABLE]: 'true' } }, { clusterIP: '10.0.0.1' }),
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+  },
+  {
+    name: 'service unset, owned Service: kept, required, selector drift patched',
+    sandbox: withService(undefined),
+    pods: [pod()],
+    service: service(sandbox(), {}, { selector: { [SandboxLabels.SANDBOX_NAME_HASH]: 'x' } }),
+    actions: ['patch service my-sandbox'],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready; Service Exists'],
+    check: (plan) => expect(plan.status.service).toBe('my-sandbox'),
+  },
+  {
+    name: 'service unset, owned Service with other ports: ports left alone',
+    sandbox: withService(undefined, { spec: { podTemplate: { spec: { containers: [{ name: 'a', ports: [{ containerPort: 80 }] }] } } } }),
+    pods: [pod()],
+    service: service(),
+    actions: [],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'service unset, none: none created, not required',
+    sandbox: withService(undefined),
+    pods: [pod()],
+    actions: [],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready'],
+    check: (plan) => expect(plan.status.service).toBeUndefined(),
+  },
+  {
+    name: 'service unset, unowned Service: ignored',
+    sandbox: withService(undefined),
+    pods: [pod()],
+    service: service(null),
+    actions: [],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready'],
+  },
+  {
+    name: 'service unset, Service controlled by someone else: error (as upstream)',
+    sandbox: withService(undefined),
+    pods: [pod()],
+    service: service(foreignRef()),
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+  },
+  {
+    name: 'service: false, owned Service: deleted, status cleared',
+    sandbox: withService(false, { status: { service: 'my-sandbox', serviceFQDN: 'my-sandbox.team-a.svc.cluster.local' } }),
+    pods: [pod()],
+    service: service(),
+    actions: ['delete service my-sandbox'],
+    ready: ['True', 'DependenciesReady', 'Pod is Ready'],
+    check: (plan) => {
+      expect(plan.status.service).toBeUndefined();
+      expect((plan.actions[0] as { uid: string }).uid).toBe('uid-svc-my-sandbox');
+    },
+  },
+  {
+    name: 'service: false, unowned Service: left alone',
+    sandbox: withService(false),
+    pods: [pod()],
+    service: service(null),
+    actions: [],
+    ready: ['True', 'DependenciesReady'],
+  },
+  // --- PVCs ---
+  {
+    name: 'claim templates: PVCs created before the Pod',
+    sandbox: sandbox({ spec: { volumeClaimTemplates: [vct('data'), vct('cache')] } }),
+    actions: ['create pvc data-my-sandbox', 'create pvc cache-my-sandbox', 'create pod my-sandbox', 'patch-sandbox'],
+    ready: ['False', 'DependenciesNotReady'],
+  },
+  {
+    name: 'owned PVC: nothing to do',
+    sandbox: running({ spec: { volumeClaimTemplates: [vct('data')] } }),
+    pods: [pod()],
+    pvcs: [pvc('data-my-sandbox')],
+    actions: [],
+    ready: ['True', 'DependenciesReady'],
+  },
+  {
+    name: 'PVC controlled by someone else: error and no Pod (it would mount a foreign volume)',
+    sandbox: sandbox({ spec: { volumeClaimTemplates: [vct('data')] } }),
+    pvcs: [pvc('data-my-sandbox', foreignRef('StatefulSet', 'db'))],
+    actions: [],
+    ready: ['False', 'ReconcilerError', 'Error seen: PersistentVolumeClaim "data-my-sandbox" is controlled by StatefulSet "db", not by this Sandbox'],
+  },
+  {
+    name: 'unowned adoptable PVC: adopted, then the Pod',
+    sandbox: sandbox({ spec: { volumeClaimTemplates: [vct('data')] } }),
+    pvcs: [pvc('data-my-sandbox', null, { [SandboxLabels.ADOPTABLE]: 'true' })],
+    actions: ['patch pvc data-my-sandbox', 'create pod my-sandbox', 'patch-sandbox'],
+    ready: ['False', 'DependenciesNotReady'],
+  },
+  {
+    name: 'unowned PVC without the label: refused',
+    sandbox: sandbox({ spec: { volumeClaimTemplates: [vct('data')] } }),
+    pvcs: [pvc('data-my-sandbox', null)],
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+  },
+  // --- Suspend and resume ---
+  {
+    name: 'Suspended with a running Pod: delete it (uid precondition), keep PVCs and Service',
+    sandbox: running({ spec: { operatingMode: 'Suspended', service: true, volumeClaimTemplates: [vct('data')] } }),
+    pods: [pod()],
+    service: service(),
+    pvcs: [pvc('data-my-sandbox')],
+    actions: ['delete pod my-sandbox'],
+    ready: ['False', 'SandboxSuspended', 'Sandbox is suspending'],
+    suspended: ['False', 'PodTerminating'],
+    check: (plan) => expect((plan.actions[0] as { uid: string }).uid).toBe('uid-pod-my-sandbox'),
+  },
+  {
+    name: 'Suspended, Pod already terminating: no second delete',
+    sandbox: running({ spec: { operatingMode: 'Suspended' } }),
+    pods: [pod({ deleting: true })],
+    actions: [],
+    ready: ['False', 'SandboxSuspended', 'Sandbox is suspending'],
+    suspended: ['False', 'PodTerminating'],
+  },
+  {
+    name: 'Suspended, Pod gone: Suspended=True, annotation cleared, selector kept, pod fields cleared',
+    sandbox: running({ spec: { operatingMode: 'Suspended', service: true }, status: { selector: 'agents.x-k8s.io/sandbox-name-hash=374de8f5', podIPs: ['127.64.0.7'], nodeName: 'n' } }),
+    service: service(),
+    actions: ['patch-sandbox'],
+    ready: ['False', 'SandboxSuspended', 'Sandbox is suspended'],
+    suspended: ['True', 'PodTerminated'],
+    podScheduled: null,
+    check: (plan) => {
+      expect(plan.status.selector).toBe('agents.x-k8s.io/sandbox-name-hash=374de8f5');
+      expect(plan.status.podIPs).toBeUndefined();
+      expect(plan.status.nodeName).toBeUndefined();
+      expect(plan.status.service).toBe('my-sandbox');
+    },
+  },
+  {
+    name: 'Suspended, a foreign Pod has the name: not deleted, PodNotOwned',
+    sandbox: sandbox({ spec: { operatingMode: 'Suspended' } }),
+    pods: [pod({ owner: foreignRef() })],
+    actions: [],
+    ready: ['False', 'SandboxSuspended'],
+    suspended: ['False', 'PodNotOwned'],
+  },
+  {
+    name: 'Suspended with two owned Pods: both deleted (none is wanted, so none is ambiguous)',
+    sandbox: running({ spec: { operatingMode: 'Suspended' } }),
+    pods: [pod(), pod({ name: 'b', uid: 'uid-b' })],
+    actions: ['delete pod my-sandbox', 'delete pod b'],
+    ready: ['False', 'SandboxSuspended'],
+    suspended: ['False', 'PodTerminating'],
+  },
+  {
+    name: 'resumed (Running again, no Pod): a fresh Pod with the same claim volumes',
+    sandbox: sandbox({ spec: { operatingMode: 'Running', volumeClaimTemplates: [vct('data')] }, conditions: [{ ...READY_TRUE, status: 'False', reason: 'SandboxSuspended' }] }),
+    pvcs: [pvc('data-my-sandbox')],
+    actions: ['create pod my-sandbox', 'patch-sandbox'],
+    ready: ['False', 'DependenciesNotReady', 'Pod does not exist'],
+    suspended: ['False', 'NotSuspended'],
+  },
+];
+
+describe('decide', () => {
+  test.each(CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    const plan = decide(observed(c.sandbox, { pods: c.pods, service: c.service, pvcs: c.pvcs }));
+    expect(summary(plan.actions)).toEqual(c.actions);
+    const ready = condition(plan.status.conditions, 'Ready');
+    expect([ready?.status, ready?.reason, ...(c.ready.length > 2 ? [ready?.message] : [])]).toEqual(c.ready);
+    if (c.suspended) expect([condition(plan.status.conditions, 'Suspended')?.status, condition(plan.status.conditions, 'Suspended')?.reason]).toEqual(c.suspended);
+    if (c.podScheduled !== undefined) {
+      const ps = condition(plan.status.conditions, 'PodScheduled');
+      expect(ps ? [ps.status, ps.reason] : null).toEqual(c.podScheduled);
+    }
+    if (c.finished !== undefined) {
+      const f = condition(plan.status.conditions, 'Finished');
+      expect(f ? [f.status, f.reason] : null).toEqual(c.finished);
+    }
+    for (const cond of plan.status.conditions ?? []) expect(cond.observedGeneration).toBe(c.sandbox.metadata.generation);
+    c.check?.(plan);
+  });
+});
+
+describe('decide: shutdownTime', () => {
+  const at = (offsetMs: number) => new Date(NOW + offsetMs).toISOString();
+
+  test('before expiry the timer is the exact time left, not a poll', () => {
+    const plan = decide(observed(running({ spec: { shutdownTime: at(90_500) } }), { pods: [pod()] }));
+    expect(plan.requeueAfterMs).toBe(90_500);
+    expect(plan.actions).toEqual([]);
+  });
+
+  test('no shutdownTime, no timer', () => {
+    expect(decide(observed(running(), { pods: [pod()] })).requeueAfterMs).toBeUndefined();
+  });
+
+  test('Retain: Pod and Service deleted, status reduced to conditions, Ready=False/SandboxExpired', () => {
+    const sb = running({
+      spec: { shutdownTime: at(0), service: true },
+      status: { podIPs: ['127.64.0.7'], nodeName: 'n', selector: 's', service: 'my-sandbox', serviceFQDN: 'f' },
+      conditions: [
+        READY_TRUE,
+        { type: 'PodScheduled', status: 'True', reason: 'PodScheduled', message: '', lastTransitionTime: 'x' },
+        { type: 'Finished', status: 'True', reason: 'PodSucceeded', message: '', lastTransitionTime: 'x' },
+      ],
+    });
+    const plan = decide(observed(sb, { pods: [pod(), pod({ name: 'foreign', owner: foreignRef() })], service: service() }));
+    expect(summary(plan.actions)).toEqual(['delete pod my-sandbox', 'delete service my-sandbox']);
+    expect(Object.keys(plan.status)).toEqual(['conditions']);
+    expect(plan.status.conditions!.map((c) => c.type)).toEqual(['Ready', 'Finished']);
+    expect(condition(plan.status.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'SandboxExpired', message: 'Sandbox has expired' });
+    expect(plan.writeStatus).toBe(true);
+    expect(plan.requeueAfterMs).toBeUndefined();
+  });
+
+  test('Retain, already expired and torn down: nothing to write, nothing to requeue', () => {
+    const sb = running({
+      spec: { shutdownTime: at(-60_000) },
+      conditions: [{ type: 'Ready', status: 'False', reason: 'SandboxExpired', message: 'Sandbox has expired', lastTransitionTime: 'x', observedGeneration: 1 }],
+    });
+    const plan = decide(observed(sb, { pods: [pod({ deleting: true })] }));
+    expect(plan.actions).toEqual([]);
+    expect(plan.writeStatus).toBe(false);
+    expect(plan.requeueAfterMs).toBeUndefined();
+  });
+
+  test('Delete: one write, the Sandbox itself (garbage collection takes the rest)', () => {
+    const plan = decide(observed(running({ spec: { shutdownTime: at(-1), shutdownPolicy: 'Delete' } }), { pods: [pod()], service: service() }));
+    expect(plan.actions).toEqual([{ op: 'delete-sandbox', uid: 'uid-sandbox-1' }]);
+    expect(plan.writeStatus).toBe(false);
+  });
+});
+
+describe('decide: InvalidConfiguration', () => {
+  test.each([
+    ['service: true with a name that is not a DNS-1035 label', sandbox({ name: '1-starts-with-digit', spec: { service: true } }), 'spec.service is true'],
+    ['service: true with a 64-character name', sandbox({ name: 'a'.repeat(64), spec: { service: true } }), 'at most 63 characters'],
+    ['claim template without a name', sandbox({ spec: { volumeClaimTemplates: [vct(undefined)] } }), 'spec.volumeClaimTemplates[0].metadata.name is required'],
+    ['claim template name not a volume name', sandbox({ spec: { volumeClaimTemplates: [vct('Data_1')] } }), 'the volume name'],
+    ['two claim templates with one name', sandbox({ spec: { volumeClaimTemplates: [vct('d'), vct('d')] } }), 'used by two claim templates'],
+    ['PVC name longer than 253', sandbox({ name: 'a'.repeat(250), spec: { volumeClaimTemplates: [vct('data')] } }), 'the PVC name'],
+    ['shutdownTime not a time', sandbox({ spec: { shutdownTime: 'tomorrow' } }), 'not an RFC 3339 time'],
+  ])('%s: Ready=False/InvalidConfiguration, nothing created, no retry', (_name, sb, fragment) => {
+    const plan = decide(observed(sb));
+    expect(plan.actions).toEqual([]);
+    expect(condition(plan.status.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidConfiguration', message: expect.stringContaining(fragment) });
+    expect(plan.requeueAfterMs).toBeUndefined();
+  });
+
+  test('names that are fine are not flagged', () => {
+    expect(invalidConfiguration(sandbox({ name: 'a'.repeat(63), spec: { service: true, volumeClaimTemplates: [vct('data')] } }))).toBeUndefined();
+    expect(invalidConfiguration(sandbox({ name: '1-digit-is-fine-without-a-service' }))).toBeUndefined();
+  });
+
+  test('an existing Pod is still reported (and its metadata kept in line), never deleted', () => {
+    const sb = sandbox({ name: 'Bad', annotations: { [SandboxAnnotations.POD_NAME]: 'Bad' }, spec: { service: true } });
+    const plan = decide(observed(sb, { pods: [pod({ owner: sb, name: 'Bad' })] }));
+    expect(plan.actions).toEqual([]);
+    expect(plan.status.podIPs).toEqual(['127.64.0.7']);
+  });
+
+  test('a rejection the API server reported sticks for that generation, and is retried after a spec edit', () => {
+    const rejected: Condition = { type: 'Ready', status: 'False', reason: 'InvalidConfiguration', message: 'the API server rejected Pod', lastTransitionTime: 'x', observedGeneration: 3 };
+    const notSuspended: Condition = { type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'Sandbox is not suspended', lastTransitionTime: 'x', observedGeneration: 3 };
+    const same = decide(observed(sandbox({ generation: 3, conditions: [notSuspended, rejected] })));
+    expect(same.actions).toEqual([]);
+    expect(same.writeStatus).toBe(false);
+    const edited = decide(observed(sandbox({ generation: 4, conditions: [rejected] })));
+    expect(summary(edited.actions)).toEqual(['create pod my-sandbox', 'patch-sandbox']);
+    expect(condition(edited.status.conditions, 'Ready')?.reason).toBe('DependenciesNotReady');
+  });
+});
+
+describe('decide: status writes', () => {
+  test('an unchanged status is not written again', () => {
+    const first = decide(observed(running(), { pods: [pod()] }));
+    const again = decide(observed(running({ status: first.status }), { pods: [pod()] }));
+    expect(first.writeStatus).toBe(true);
+    expect(again.writeStatus).toBe(false);
+  });
+
+  test('lastTransitionTime survives a message change and moves when the status flips', () => {
+    const sb = running({ conditions: [{ ...READY_TRUE, status: 'False', reason: 'DependenciesNotReady', message: 'Pod does not exist' }] });
+    const stillNot = decide(observed(sb, { pods: [pod({ ready: false })] }));
+    expect(condition(stillNot.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T11:00:00Z');
+    const ready = decide(observed(sb, { pods: [pod()] }));
+    expect(condition(ready.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T12:00:00Z');
+  });
+});

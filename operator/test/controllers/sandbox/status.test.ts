@@ -1,0 +1,53 @@
+import { removeCondition, setCondition, toMetaTime } from '../../../src/controllers/sandbox/conditions';
+import { statusNeedsWrite, statusPatch } from '../../../src/controllers/sandbox/status';
+import type { Condition } from '../../../src/controllers/sandbox/types';
+
+const T0 = Date.parse('2026-09-01T10:00:00.750Z');
+const T1 = Date.parse('2026-09-01T10:05:00Z');
+
+describe('conditions (meta.SetStatusCondition semantics)', () => {
+  const ready: Condition = { type: 'Ready', status: 'False', reason: 'A', message: 'a', lastTransitionTime: toMetaTime(T0), observedGeneration: 1 };
+
+  test('metav1.Time has whole seconds', () => {
+    expect(toMetaTime(T0)).toBe('2026-09-01T10:00:00Z');
+  });
+
+  test('a new type is appended with the current time', () => {
+    expect(setCondition([ready], { type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'm' }, T1)).toEqual([
+      ready, { type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'm', lastTransitionTime: '2026-09-01T10:05:00Z' },
+    ]);
+  });
+
+  test.each([
+    ['same status: reason, message and generation change, transition time stays', 'False', '2026-09-01T10:00:00Z'],
+    ['status flips: the transition time moves', 'True', '2026-09-01T10:05:00Z'],
+  ])('%s', (_name, status, time) => {
+    const [c] = setCondition([ready], { type: 'Ready', status: status as Condition['status'], reason: 'B', message: 'b', observedGeneration: 2 }, T1);
+    expect(c).toEqual({ type: 'Ready', status, reason: 'B', message: 'b', observedGeneration: 2, lastTransitionTime: time });
+  });
+
+  test('position is kept on update; remove drops only that type', () => {
+    const two = setCondition([ready], { type: 'X', status: 'True', reason: 'R', message: '' }, T1);
+    expect(setCondition(two, { type: 'Ready', status: 'True', reason: 'R', message: '' }, T1).map((c) => c.type)).toEqual(['Ready', 'X']);
+    expect(removeCondition(two, 'Ready').map((c) => c.type)).toEqual(['X']);
+  });
+});
+
+describe('status writes', () => {
+  const readyWith = (status: 'True' | 'False'): Condition[] => [{ type: 'Ready', status, reason: 'R', message: '', lastTransitionTime: 'x' }];
+
+  test.each([
+    ['identical (key order aside)', { conditions: readyWith('False'), selector: 's' }, { selector: 's', conditions: readyWith('False') }, false],
+    ['nodeName alone while not Ready waits for the Ready transition', { conditions: readyWith('False') }, { conditions: readyWith('False'), nodeName: 'n' }, false],
+    ['nodeName alone while Ready is written', { conditions: readyWith('True') }, { conditions: readyWith('True'), nodeName: 'n' }, true],
+    ['nodeName with anything else is written', { conditions: readyWith('False') }, { conditions: readyWith('False'), nodeName: 'n', podIPs: ['127.64.0.1'] }, true],
+    ['first status', undefined, { conditions: readyWith('False') }, true],
+  ])('%s', (_name, current, next, expected) => {
+    expect(statusNeedsWrite(current, next)).toBe(expected);
+  });
+
+  test('merge patch: changed fields, null for vanished ones, nothing for unchanged', () => {
+    expect(statusPatch({ selector: 's', podIPs: ['a'], nodeName: 'n', conditions: readyWith('True') }, { selector: 's', conditions: readyWith('False') }))
+      .toEqual({ status: { conditions: readyWith('False'), podIPs: null, nodeName: null } });
+  });
+});
