@@ -1,0 +1,87 @@
+/**
+ * What makes a pool member "the same" as its template, as a hash that fits in a label.
+ *
+ * Upstream labels members with NameHash over Go's `encoding/json` of the whole blueprint and falls
+ * back to a semantic comparison when the label differs. We cannot reproduce Go's JSON bytes (field
+ * order follows Go struct declarations, `omitempty` rules differ per field), so we do not try: our
+ * `sandbox-template-hash` is NameHash over our own canonical JSON (sorted keys, absent and empty
+ * values dropped) of exactly the fields the semantic comparison looks at. Consequences:
+ * - our hash values differ from upstream's, so a member created by upstream is judged by the
+ *   semantic comparison, as upstream itself does when its hash label differs;
+ * - equal hashes mean semantically equal blueprints, so the fast path never disagrees with the slow
+ *   one; upstream's hash also covers podTemplate metadata, which the comparison ignores, so a
+ *   label-only template edit sends every member through the slow comparison;
+ * - the hash covers the pod spec *after* secure defaults, so switching a template between Managed and
+ *   Unmanaged (which changes the Pod's DNS settings) is a real change; upstream hashes the raw
+ *   blueprint and misses it.
+ */
+import { NameHash } from '../../../../src/api/name-hash';
+import { applySecureDefaults } from './secure-defaults';
+import type { Sandbox, SandboxBlueprint, SandboxTemplate } from './types';
+
+/**
+ * A value with object keys sorted and `undefined`, `null`, `[]` and `{}` dropped (Kubernetes treats
+ * them all as "unset"). Array positions are kept: an element that normalises to nothing becomes null.
+ * Returns undefined for a value that is itself unset.
+ */
+function normalize(value: unknown): unknown {
+  if (value === undefined || value === null) return undefined;
+  if (Array.isArray(value)) {
+    return value.length === 0 ? undefined : value.map((v) => normalize(v) ?? null);
+  }
+  if (typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const key of Object.keys(value).sort()) {
+      const v = normalize((value as Record<string, unknown>)[key]);
+      if (v !== undefined) out[key] = v;
+    }
+    return Object.keys(out).length === 0 ? undefined : out;
+  }
+  return value;
+}
+
+/** Canonical JSON of `value`: the same for any two values Kubernetes considers equal (see normalize). */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(normalize(value) ?? null);
+}
+
+/** The parts of a blueprint that decide whether a Sandbox is current: metadata is deliberately left out. */
+function comparable(blueprint: SandboxBlueprint): unknown {
+  return {
+    podSpec: blueprint.podTemplate.spec,
+    volumeClaimTemplates: (blueprint.volumeClaimTemplates ?? []).map((vct) => ({ name: vct.metadata?.name, spec: vct.spec })),
+    service: blueprint.service,
+  };
+}
+
+/** A template's current blueprint, ready to compare members against. */
+export interface BlueprintFingerprint {
+  /** Canonical JSON of the compared fields. */
+  readonly canonical: string;
+  /** NameHash of `canonical`: the `sandbox-template-hash` label value. */
+  readonly hash: string;
+}
+
+/** The fingerprint of the blueprint a Sandbox built from `template` gets (secure defaults applied). */
+export function templateFingerprint(template: SandboxTemplate): BlueprintFingerprint {
+  const blueprint: SandboxBlueprint = {
+    ...template.spec,
+    podTemplate: { ...template.spec.podTemplate, spec: applySecureDefaults(template.spec.podTemplate.spec, template) },
+  };
+  const canonical = canonicalJson(comparable(blueprint));
+  return { canonical, hash: NameHash.of(canonical) };
+}
+
+/** Whether `sandbox`'s blueprint is semantically the template's (metadata ignored). */
+export function sandboxMatches(sandbox: Sandbox, fingerprint: BlueprintFingerprint): boolean {
+  return canonicalJson(comparable(sandbox.spec)) === fingerprint.canonical;
+}
+
+/**
+ * The deprecated `sandbox-pod-template-hash` label value: NameHash of the canonical JSON of the
+ * template's podTemplate. Informational only (nothing in the system reads it), kept because
+ * external tools may select on its presence.
+ */
+export function podTemplateHash(template: SandboxTemplate): string {
+  return NameHash.of(canonicalJson(template.spec.podTemplate));
+}
