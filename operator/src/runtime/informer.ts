@@ -1,0 +1,313 @@
+/**
+ * A list-then-watch cache of one resource type, with client-go reflector semantics and the
+ * robustness client-node 1.x lacks (ecosystem §4.2):
+ * - list (paginated), then watch from the list's resourceVersion with bookmarks;
+ * - 410 Gone (HTTP or ERROR event) → relist; a relist diffs against the store, so deletes missed
+ *   while disconnected still reach onDelete;
+ * - any other error or end of stream → reconnect from the last seen resourceVersion after a
+ *   jittered exponential backoff (never a hot loop; reset once a watch has run a while);
+ * - a watchdog restarts a watch that has been silent too long (the API server sends a bookmark
+ *   about every minute, so silence means a dead connection that TCP has not noticed).
+ */
+import { Clock, SYSTEM_CLOCK, TimerHandle, sleep } from './clock';
+import { apiErrorFromStatus } from './kube-request';
+import { Logger, SILENT_LOGGER } from './log';
+import { IndexedStore } from './store';
+import {
+  ApiError, IndexFunc, Informer, InformerHandlers, KubeClient, KubeObject, ResourceType, WatchEvent, WatchHandle, keyOf,
+} from './types';
+
+/** Hooks for informer metrics; all optional. */
+export interface InformerMetrics {
+  /** A watch ended and will be reopened; reason: closed, gone, stalled, error, error-event, list-error. */
+  watchRestarted?(reason: string): void;
+  relisted?(objects: number, ms: number): void;
+}
+
+export interface InformerOptions<T extends KubeObject> {
+  /** Watch one namespace; default all namespaces. */
+  readonly namespace?: string;
+  readonly labelSelector?: string;
+  readonly fieldSelector?: string;
+  /** Applied to every object before it is stored, e.g. to drop managedFields and save memory. */
+  readonly transform?: (obj: T) => T;
+  readonly indexes?: { readonly [name: string]: IndexFunc<T> };
+  /** @default 500 */
+  readonly pageSize?: number;
+  /** Server-side watch timeout; each watch draws from [t, 1.2 t) so replicas do not reconnect in step. @default 300 */
+  readonly watchTimeoutSeconds?: number;
+  /** Restart a watch silent for this long; bookmarks count. @default 150_000 */
+  readonly watchdogMs?: number;
+  /** @default 500 */
+  readonly backoffInitialMs?: number;
+  /** @default 30_000 */
+  readonly backoffMaxMs?: number;
+  /** A watch that ran this long was healthy: the next failure starts the backoff over. @default 10_000 */
+  readonly healthyWatchMs?: number;
+  readonly clock?: Clock;
+  readonly log?: Logger;
+  readonly metrics?: InformerMetrics;
+  /** Source of jitter, for deterministic tests. */
+  readonly random?: () => number;
+}
+
+export class SharedInformer<T extends KubeObject> implements Informer<T> {
+  public readonly synced: Promise<void>;
+  private readonly store = new IndexedStore<T>();
+  private readonly handlers: InformerHandlers<T>[] = [];
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly random: () => number;
+  private markSynced!: () => void;
+  private hasSyncedFlag = false;
+  private resourceVersion?: string;
+  private running = false;
+  private stopper = new AbortController();
+  private currentWatch?: WatchHandle;
+
+  public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.log = (options.log ?? SILENT_LOGGER).child({ informer: type.group ? `${type.resource}.${type.group}` : type.resource });
+    this.random = options.random ?? Math.random;
+    this.synced = new Promise((resolve) => (this.markSynced = resolve));
+    for (const [name, fn] of Object.entries(options.indexes ?? {})) this.store.addIndex(name, fn);
+  }
+
+  public get hasSynced(): boolean {
+    return this.hasSyncedFlag;
+  }
+
+  /** The resourceVersion the next watch resumes from; undefined means the next step is a relist. */
+  public get lastResourceVersion(): string | undefined {
+    return this.resourceVersion;
+  }
+
+  public get size(): number {
+    return this.store.size;
+  }
+
+  public get(namespace: string | undefined, name: string): T | undefined {
+    return this.store.get(namespace, name);
+  }
+
+  public list(): T[] {
+    return this.store.list();
+  }
+
+  public byIndex(index: string, value: string): T[] {
+    return this.store.byIndex(index, value);
+  }
+
+  public addIndex(name: string, fn: IndexFunc<T>): void {
+    this.store.addIndex(name, fn);
+  }
+
+  public hasIndex(name: string): boolean {
+    return this.store.hasIndex(name);
+  }
+
+  /**
+   * Handlers added after the first list get onAdd for every cached object (client-go's
+   * AddEventHandler), so a late controller sees the same world as an early one.
+   */
+  public addHandlers(handlers: InformerHandlers<T>): void {
+    this.handlers.push(handlers);
+    if (this.hasSyncedFlag) for (const obj of this.store.list()) this.call(handlers, 'onAdd', obj);
+  }
+
+  public start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.stopper = new AbortController();
+    void this.run();
+  }
+
+  public stop(): void {
+    if (!this.running) return;
+    this.running = false;
+    this.stopper.abort();
+    this.currentWatch?.abort();
+  }
+
+  private async run(): Promise<void> {
+    const signal = this.stopper.signal;
+    let failures = 0;
+    while (!signal.aborted) {
+      const started = this.clock.now();
+      let reason: string;
+      try {
+        if (this.resourceVersion === undefined) await this.relist(signal);
+        if (signal.aborted) break;
+        reason = await this.watchOnce();
+      } catch (err) {
+        if (signal.aborted) break;
+        if (err instanceof ApiError && err.gone) {
+          this.resourceVersion = undefined;
+          reason = 'gone';
+        } else {
+          reason = this.resourceVersion === undefined ? 'list-error' : 'error';
+        }
+        this.log.warn({ err, reason }, 'list/watch failed; retrying');
+      }
+      if (signal.aborted) break;
+      this.options.metrics?.watchRestarted?.(reason);
+      const healthy = this.clock.now() - started >= (this.options.healthyWatchMs ?? 10_000);
+      failures = healthy ? 0 : failures + 1;
+      if (failures > 0) {
+        const delay = this.backoff(failures);
+        this.log.debug({ reason, failures, delayMs: Math.round(delay) }, 'backing off before the next list/watch');
+        await sleep(this.clock, delay, signal);
+      }
+    }
+  }
+
+  /** Jittered exponential backoff: half fixed, half random, so replicas spread out. */
+  private backoff(failures: number): number {
+    const initial = this.options.backoffInitialMs ?? 500;
+    const max = this.options.backoffMaxMs ?? 30_000;
+    const delay = Math.min(max, initial * 2 ** Math.min(failures - 1, 30));
+    return delay / 2 + (this.random() * delay) / 2;
+  }
+
+  private async relist(signal: AbortSignal): Promise<void> {
+    const started = this.clock.now();
+    const { namespace, labelSelector, fieldSelector } = this.options;
+    const items: T[] = [];
+    let resourceVersion = '';
+    let next: string | undefined;
+    do {
+      let page;
+      try {
+        page = await this.client.list<T>(this.type, namespace, { labelSelector, fieldSelector, limit: this.options.pageSize ?? 500, continue: next });
+      } catch (err) {
+        // An expired continue token (the list took longer than etcd keeps history): one full list.
+        if (!(err instanceof ApiError && err.gone && next)) throw err;
+        this.log.info('continue token expired during a paginated list; listing everything at once');
+        page = await this.client.list<T>(this.type, namespace, { labelSelector, fieldSelector });
+        items.length = 0;
+      }
+      if (signal.aborted) return;
+      const kind = typeof (page as any).kind === 'string' ? (page as any).kind.replace(/List$/, '') : undefined;
+      const apiVersion = (page as any).apiVersion as string | undefined;
+      for (const item of page.items) {
+        // List items carry no apiVersion/kind for built-in types; watch events do. Make them agree.
+        items.push(this.transform({ apiVersion, kind, ...item }));
+      }
+      resourceVersion = page.metadata.resourceVersion;
+      next = page.metadata.continue || undefined;
+    } while (next);
+    this.replace(items, resourceVersion);
+    this.options.metrics?.relisted?.(items.length, this.clock.now() - started);
+    this.log.debug({ objects: items.length, resourceVersion, ms: this.clock.now() - started }, 'listed');
+  }
+
+  /** Make the store equal the list, telling handlers what changed, including missed deletes. */
+  private replace(items: T[], resourceVersion: string): void {
+    const seen = new Set<string>();
+    for (const obj of items) {
+      seen.add(keyOf(obj));
+      const old = this.store.put(obj);
+      if (!old) this.dispatch('onAdd', obj);
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) this.dispatch('onUpdate', old, obj);
+    }
+    for (const key of [...this.store.keys()]) {
+      if (seen.has(key)) continue;
+      const gone = this.store.remove(key)!;
+      this.dispatch('onDelete', gone);
+    }
+    this.resourceVersion = resourceVersion;
+    if (!this.hasSyncedFlag) {
+      this.hasSyncedFlag = true;
+      this.markSynced();
+    }
+  }
+
+  /** One watch; resolves with why it ended, rejects on HTTP/transport errors. */
+  private watchOnce(): Promise<string> {
+    const limit = this.options.watchdogMs ?? 150_000;
+    const baseTimeout = this.options.watchTimeoutSeconds ?? 300;
+    let lastActivity = this.clock.now();
+    let outcome: string | undefined;
+    let watchdog: TimerHandle | undefined;
+    const handle = this.client.watch<T>(this.type, this.options.namespace, {
+      labelSelector: this.options.labelSelector,
+      fieldSelector: this.options.fieldSelector,
+      resourceVersion: this.resourceVersion!,
+      timeoutSeconds: Math.floor(baseTimeout * (1 + this.random() * 0.2)),
+    }, (event) => {
+      lastActivity = this.clock.now();
+      const end = this.apply(event);
+      if (end) {
+        outcome = end;
+        handle.abort();
+      }
+    });
+    this.currentWatch = handle;
+    // One timer per watch, re-armed only when it fires: per-event timers would cost too much.
+    const check = () => {
+      const silentFor = this.clock.now() - lastActivity;
+      if (silentFor >= limit) {
+        outcome = 'stalled';
+        this.log.warn({ silentMs: silentFor }, 'watch silent for too long; restarting it');
+        handle.abort();
+      } else {
+        watchdog = this.clock.setTimeout(check, limit - silentFor);
+      }
+    };
+    watchdog = this.clock.setTimeout(check, limit);
+    return handle.done.then(() => outcome ?? 'closed').finally(() => {
+      this.clock.clearTimeout(watchdog);
+      if (this.currentWatch === handle) this.currentWatch = undefined;
+    });
+  }
+
+  /** Apply one event; returns a reason when the watch must end. */
+  private apply(event: WatchEvent<T>): string | undefined {
+    if (event.type === 'ERROR') {
+      const err = apiErrorFromStatus(event.object, 'watch');
+      if (err.gone) {
+        this.resourceVersion = undefined;
+        this.log.info({ message: err.message }, 'watch expired (410 Gone); relisting');
+        return 'gone';
+      }
+      this.log.warn({ err }, 'watch ERROR event; reconnecting');
+      return 'error-event';
+    }
+    const rv = event.object?.metadata?.resourceVersion;
+    if (event.type === 'BOOKMARK') {
+      if (rv) this.resourceVersion = rv;
+      return undefined;
+    }
+    const obj = this.transform(event.object);
+    if (event.type === 'DELETED') {
+      const old = this.store.remove(keyOf(obj));
+      this.dispatch('onDelete', old ?? obj);
+    } else {
+      const old = this.store.put(obj);
+      if (old) this.dispatch('onUpdate', old, obj);
+      else this.dispatch('onAdd', obj);
+    }
+    if (rv) this.resourceVersion = rv;
+    return undefined;
+  }
+
+  private transform(obj: T): T {
+    return this.options.transform ? this.options.transform(obj) : obj;
+  }
+
+  private dispatch(kind: 'onAdd' | 'onDelete', obj: T): void;
+  private dispatch(kind: 'onUpdate', oldObj: T, newObj: T): void;
+  private dispatch(kind: keyof InformerHandlers<T>, a: T, b?: T): void {
+    for (const h of this.handlers) this.call(h, kind, a, b);
+  }
+
+  /** A throwing handler is logged, never allowed to break the informer or the other handlers. */
+  private call(h: InformerHandlers<T>, kind: keyof InformerHandlers<T>, a: T, b?: T): void {
+    try {
+      if (kind === 'onUpdate') h.onUpdate?.(a, b!);
+      else h[kind]?.(a);
+    } catch (err) {
+      this.log.error({ err, handler: kind }, 'an informer event handler threw');
+    }
+  }
+}

@@ -1,0 +1,341 @@
+/**
+ * KubeClient over node:http(s): keep-alive sockets sized to the worker count (plus a separate
+ * agent for long-lived watches, so a burst of writes never queues behind them), bearer-token or
+ * client-certificate auth, client-side QPS/burst pacing, bounded retries of 429s and of requests
+ * that hit a keep-alive socket the server had just closed, and streaming watches.
+ */
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { Clock, SYSTEM_CLOCK, sleep } from './clock';
+import { ClusterConnection } from './kubeconfig';
+import {
+  PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, withQuery, writeQuery,
+} from './kube-request';
+import { Logger, SILENT_LOGGER } from './log';
+import { formatMicroTime } from './micro-time';
+import { TokenBucket } from './rate-limit';
+import {
+  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, ResourceType, WatchEvent, WatchHandle, WriteOptions,
+} from './types';
+import { WatchStreamParser } from './watch-stream';
+
+/** Hooks for rest_client_* style metrics; all optional. */
+export interface ClientMetrics {
+  /** One finished request; `code` is the HTTP status or `<error>`. */
+  request?(verb: string, code: string, ms: number): void;
+  /** Time a request waited for the client-side rate limiter. */
+  throttled?(ms: number): void;
+}
+
+export interface KubeClientOptions {
+  readonly connection: ClusterConnection;
+  /** Client-side requests per second; 0 or negative means no client-side limit (upstream's -1). */
+  readonly qps?: number;
+  readonly burst?: number;
+  /** Most concurrent non-watch requests (sockets); size it from the total worker count. */
+  readonly maxSockets?: number;
+  /** Fail a request whose socket has been silent this long. */
+  readonly requestTimeoutMs?: number;
+  readonly userAgent?: string;
+  /** Who reports Events; without it event() does nothing. */
+  readonly eventSource?: { readonly controller: string; readonly instance: string };
+  readonly metrics?: ClientMetrics;
+  readonly log?: Logger;
+  readonly clock?: Clock;
+}
+
+const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', resource: 'events', namespaced: true };
+/** Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. */
+const MAX_PENDING_EVENTS = 100;
+const MAX_429_RETRIES = 3;
+/** Token files are re-read at most this often: projected service-account tokens rotate hourly. */
+const TOKEN_RELOAD_MS = 60_000;
+const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
+
+interface Request {
+  readonly method: string;
+  readonly path: string;
+  readonly verb: string;
+  readonly body?: unknown;
+  readonly contentType?: string;
+}
+
+export class HttpKubeClient implements KubeClient {
+  private readonly base: URL;
+  private readonly transport: typeof http | typeof https;
+  private readonly agent: http.Agent;
+  private readonly watchAgent: http.Agent;
+  private readonly bucket?: TokenBucket;
+  private readonly requestTimeoutMs: number;
+  private readonly log: Logger;
+  private readonly clock: Clock;
+  private readonly metrics: ClientMetrics;
+  private token?: { value: string; readAt: number };
+  private pendingEvents = 0;
+  private lastEventNanos = 0n;
+
+  public constructor(private readonly options: KubeClientOptions) {
+    const c = options.connection;
+    this.base = new URL(c.server);
+    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.log = options.log ?? SILENT_LOGGER;
+    this.metrics = options.metrics ?? {};
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+    const qps = options.qps ?? -1;
+    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), this.clock);
+    const maxSockets = Math.max(4, options.maxSockets ?? 32);
+    const tls: https.AgentOptions = {
+      ca: c.ca, cert: c.cert, key: c.key, servername: c.tlsServerName, rejectUnauthorized: !c.insecureSkipTlsVerify,
+    };
+    const isHttps = this.base.protocol === 'https:';
+    this.transport = isHttps ? https : http;
+    const make = (extra: http.AgentOptions) => (isHttps ? new https.Agent({ ...tls, ...extra }) : new http.Agent(extra));
+    // LIFO reuse keeps a few sockets hot and lets the rest idle out after a burst.
+    this.agent = make({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo', timeout: this.requestTimeoutMs });
+    // TCP keep-alive probes find a dead peer under a silent watch; the informer's watchdog is the backstop.
+    this.watchAgent = make({ keepAlive: true, keepAliveMsecs: 30_000 });
+  }
+
+  public async get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string): Promise<T> {
+    requireNamespace(type, namespace, 'get');
+    return this.request<T>({ method: 'GET', verb: 'GET', path: resourcePath(type, namespace, name) });
+  }
+
+  public async list<T extends KubeObject>(type: ResourceType, namespace: string | undefined, options?: ListOptions): Promise<ObjectList<T>> {
+    return this.request<ObjectList<T>>({ method: 'GET', verb: 'LIST', path: withQuery(resourcePath(type, namespace), listQuery(options)) });
+  }
+
+  public async create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: object, options?: WriteOptions): Promise<T> {
+    requireNamespace(type, namespace, 'create');
+    const path = withQuery(resourcePath(type, namespace, options?.subresource ? nameOf(body) : undefined, options?.subresource), writeQuery(options));
+    return this.request<T>({ method: 'POST', verb: 'POST', path, body });
+  }
+
+  public async update<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: KubeObject, options?: WriteOptions): Promise<T> {
+    requireNamespace(type, namespace, 'update');
+    const path = withQuery(resourcePath(type, namespace, nameOf(body), options?.subresource), writeQuery(options));
+    return this.request<T>({ method: 'PUT', verb: 'PUT', path, body });
+  }
+
+  public async patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType,
+    body: unknown, options?: WriteOptions): Promise<T> {
+    requireNamespace(type, namespace, 'patch');
+    const contentType = PATCH_CONTENT_TYPES[patchType];
+    if (!contentType) throw new Error(`unknown patch type "${patchType}"; use merge, json, strategic or apply`);
+    const path = withQuery(resourcePath(type, namespace, name, options?.subresource), writeQuery(options, patchType));
+    // JSON is YAML, so an apply patch is sent as JSON under the apply-patch+yaml type.
+    return this.request<T>({ method: 'PATCH', verb: 'PATCH', path, body, contentType });
+  }
+
+  public async delete(type: ResourceType, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<void> {
+    requireNamespace(type, namespace, 'delete');
+    await this.request({ method: 'DELETE', verb: 'DELETE', path: resourcePath(type, namespace, name), body: deleteBody(options) });
+  }
+
+  public watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined,
+    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number }, onEvent: (event: WatchEvent<T>) => void): WatchHandle {
+    const path = withQuery(resourcePath(type, namespace), {
+      ...listQuery({ ...options, limit: undefined, continue: undefined }),
+      watch: 1, allowWatchBookmarks: true, timeoutSeconds: options.timeoutSeconds,
+    });
+    const controller = new AbortController();
+    const done = this.openWatch(path, onEvent as (event: WatchEvent) => void, controller.signal);
+    return { done, abort: () => controller.abort() };
+  }
+
+  public event(regarding: KubeObject, type: 'Normal' | 'Warning', reason: string, action: string, note: string): void {
+    const source = this.options.eventSource;
+    if (!source) return;
+    if (this.pendingEvents >= MAX_PENDING_EVENTS) {
+      this.log.debug({ reason, object: regarding.metadata.name }, 'dropping an Event: too many in flight');
+      return;
+    }
+    const now = new Date(this.clock.now());
+    // Unique names like client-go's "<name>.<unix-nanos hex>", strictly increasing within the process.
+    const nanos = BigInt(now.getTime()) * 1_000_000n;
+    this.lastEventNanos = nanos > this.lastEventNanos ? nanos : this.lastEventNanos + 1n;
+    const namespace = regarding.metadata.namespace || 'default';
+    const body = {
+      apiVersion: 'events.k8s.io/v1',
+      kind: 'Event',
+      metadata: { name: `${regarding.metadata.name}.${this.lastEventNanos.toString(16)}`, namespace },
+      eventTime: formatMicroTime(now),
+      reportingController: source.controller,
+      reportingInstance: source.instance,
+      action: action.slice(0, 128),
+      reason: reason.slice(0, 128),
+      note: truncateUtf8(note, 1024),
+      type,
+      regarding: {
+        apiVersion: regarding.apiVersion, kind: regarding.kind, name: regarding.metadata.name,
+        namespace: regarding.metadata.namespace, uid: regarding.metadata.uid, resourceVersion: regarding.metadata.resourceVersion,
+      },
+    };
+    this.pendingEvents++;
+    this.create(EVENTS, namespace, body)
+      .catch((err) => this.log.debug({ err, reason, object: regarding.metadata.name }, 'could not write an Event'))
+      .finally(() => this.pendingEvents--);
+  }
+
+  /** Close idle sockets (shutdown). */
+  public close(): void {
+    this.agent.destroy();
+    this.watchAgent.destroy();
+  }
+
+  private async request<T>(req: Request): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      await this.throttle();
+      const started = this.clock.now();
+      try {
+        const { status, text } = await this.send(req);
+        this.metrics.request?.(req.verb, String(status), this.clock.now() - started);
+        if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
+        const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
+        // 429 means the server did not process the request, so even a create may be retried.
+        if (status === 429 && attempt < MAX_429_RETRIES) {
+          const retryAfter = Number((error.body as any)?.details?.retryAfterSeconds ?? 1);
+          await sleep(this.clock, Math.min(10, Math.max(1, retryAfter)) * 1000);
+          continue;
+        }
+        throw error;
+      } catch (e) {
+        if (e instanceof ApiError) throw e;
+        this.metrics.request?.(req.verb, '<error>', this.clock.now() - started);
+        // A keep-alive socket the server closed as we reused it: the request never arrived.
+        if ((e as StaleSocketError).staleSocket && attempt === 0 && IDEMPOTENT.has(req.method)) continue;
+        throw e;
+      }
+    }
+  }
+
+  private send(req: Request): Promise<{ status: number; text: string }> {
+    const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
+    const headers: http.OutgoingHttpHeaders = { ...this.headers(), accept: 'application/json' };
+    if (payload !== undefined) {
+      headers['content-type'] = req.contentType ?? 'application/json';
+      headers['content-length'] = Buffer.byteLength(payload);
+    }
+    return new Promise((resolve, reject) => {
+      const r = this.transport.request(new URL(req.path, this.base), { method: req.method, headers, agent: this.agent }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      r.setTimeout(this.requestTimeoutMs, () => r.destroy(new Error(`${req.method} ${req.path}: no response within ${this.requestTimeoutMs} ms`)));
+      r.on('error', (err: StaleSocketError) => {
+        if (r.reusedSocket && ['ECONNRESET', 'EPIPE'].includes((err as NodeJS.ErrnoException).code ?? '')) err.staleSocket = true;
+        reject(err);
+      });
+      r.end(payload);
+    });
+  }
+
+  private async openWatch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    await this.throttle();
+    if (signal.aborted) return;
+    const started = this.clock.now();
+    return new Promise<void>((resolve, reject) => {
+      let settled = false;
+      const finish = (err?: Error) => {
+        if (settled) return;
+        settled = true;
+        signal.removeEventListener('abort', onAbort);
+        r.destroy();
+        if (err && !signal.aborted) reject(err);
+        else resolve();
+      };
+      const onAbort = () => finish();
+      signal.addEventListener('abort', onAbort, { once: true });
+      const r = this.transport.request(new URL(path, this.base), { method: 'GET', headers: { ...this.headers(), accept: 'application/json' }, agent: this.watchAgent }, (res) => {
+        const status = res.statusCode ?? 0;
+        this.metrics.request?.('WATCH', String(status), this.clock.now() - started);
+        if (status < 200 || status >= 300) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => finish(apiErrorFrom(status, Buffer.concat(chunks).toString('utf8'), `watch ${path}`)));
+          res.on('error', (e) => finish(e));
+          return;
+        }
+        const parser = new WatchStreamParser<WatchEvent>((event) => {
+          if (!settled) onEvent(event);
+        });
+        res.on('data', (chunk: Buffer) => {
+          try {
+            parser.push(chunk);
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        res.on('end', () => {
+          try {
+            parser.end();
+            finish();
+          } catch (e) {
+            finish(e as Error);
+          }
+        });
+        // 'aborted'/'error' without 'end': the connection died; whatever was half-received is dropped.
+        res.on('error', (e) => finish(e));
+        res.on('close', () => finish(new Error(`watch ${path}: connection closed before the stream ended`)));
+      });
+      r.on('error', (e) => finish(e));
+      r.end();
+    });
+  }
+
+  private headers(): http.OutgoingHttpHeaders {
+    const headers: http.OutgoingHttpHeaders = { 'user-agent': this.options.userAgent ?? 'agent-sandbox-operator' };
+    const token = this.currentToken();
+    if (token) headers.authorization = `Bearer ${token}`;
+    return headers;
+  }
+
+  private currentToken(): string | undefined {
+    const c = this.options.connection;
+    if (c.token) return c.token;
+    if (!c.tokenFile) return undefined;
+    const now = this.clock.now();
+    if (!this.token || now - this.token.readAt >= TOKEN_RELOAD_MS) {
+      try {
+        this.token = { value: fs.readFileSync(c.tokenFile, 'utf8').trim(), readAt: now };
+      } catch (err) {
+        // Keep using the last token: a rotation in progress must not fail every request.
+        if (!this.token) throw new Error(`cannot read the bearer token file ${c.tokenFile}: ${(err as Error).message}`);
+        this.log.warn({ err, file: c.tokenFile }, 'could not re-read the token file; using the previous token');
+        this.token.readAt = now;
+      }
+    }
+    return this.token.value;
+  }
+
+  private async throttle(): Promise<void> {
+    if (!this.bucket) return;
+    const wait = this.bucket.reserve();
+    if (wait > 0) {
+      this.metrics.throttled?.(wait);
+      await sleep(this.clock, wait);
+    }
+  }
+}
+
+interface StaleSocketError extends Error {
+  staleSocket?: boolean;
+}
+
+function nameOf(body: object): string {
+  const name = (body as KubeObject).metadata?.name;
+  if (!name) throw new Error('the object has no metadata.name');
+  return name;
+}
+
+/** At most `maxBytes` of UTF-8, cut at a character boundary (the API server counts bytes). */
+function truncateUtf8(text: string, maxBytes: number): string {
+  if (Buffer.byteLength(text) <= maxBytes) return text;
+  let out = Buffer.from(text).subarray(0, maxBytes).toString('utf8');
+  // A cut inside a multi-byte character decodes to U+FFFD; drop it.
+  while (out.endsWith('\uFFFD') || Buffer.byteLength(out) > maxBytes) out = out.slice(0, -1);
+  return out;
+}

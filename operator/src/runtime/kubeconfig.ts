@@ -1,0 +1,140 @@
+/**
+ * Where the API server is and how to authenticate to it: `--kubeconfig`, else $KUBECONFIG, else
+ * the in-cluster service account (like client-go's rest.InClusterConfig). Client certificates and
+ * bearer tokens are supported; exec plugins and auth providers are refused with a clear error.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { parse as parseYaml } from 'yaml';
+
+export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/** How to reach and authenticate to one API server. */
+export interface ClusterConnection {
+  /** `https://host:port` (or `http://` for a local proxy). */
+  readonly server: string;
+  readonly ca?: Buffer;
+  readonly cert?: Buffer;
+  readonly key?: Buffer;
+  readonly token?: string;
+  /** Read the bearer token from this file, re-read periodically: projected tokens rotate. */
+  readonly tokenFile?: string;
+  readonly insecureSkipTlsVerify?: boolean;
+  /** TLS server name when it differs from the URL's host. */
+  readonly tlsServerName?: string;
+  /** The context's namespace (kubeconfig) or the pod's namespace (in-cluster). */
+  readonly namespace?: string;
+  /** Where this came from, for the start-up log line. */
+  readonly source: string;
+}
+
+/** The cluster connection cannot be configured; main prints the message without a stack trace. */
+export class ConfigError extends Error {
+  public constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = { readonly [name: string]: string | undefined };
+
+/** The connection to use given the `--kubeconfig` flag ('' when absent) and the environment. */
+export function loadConnection(kubeconfigFlag: string, env: Env = process.env, serviceAccountDir = SERVICE_ACCOUNT_DIR): ClusterConnection {
+  if (kubeconfigFlag) return fromKubeconfigFiles([kubeconfigFlag]);
+  if (env.KUBECONFIG) return fromKubeconfigFiles(env.KUBECONFIG.split(path.delimiter).filter(Boolean));
+  return inCluster(env, serviceAccountDir);
+}
+
+/** The in-cluster service account, as rest.InClusterConfig reads it. */
+export function inCluster(env: Env, dir = SERVICE_ACCOUNT_DIR): ClusterConnection {
+  const host = env.KUBERNETES_SERVICE_HOST;
+  const port = env.KUBERNETES_SERVICE_PORT;
+  if (!host || !port) {
+    throw new ConfigError('no API server configured: pass --kubeconfig=<file>, set KUBECONFIG, or run in a pod '
+      + '(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)');
+  }
+  const tokenFile = path.join(dir, 'token');
+  if (!fs.existsSync(tokenFile)) {
+    throw new ConfigError(`running in a pod but ${tokenFile} does not exist: mount a service-account token (automountServiceAccountToken: true)`);
+  }
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  return {
+    server: `https://${hostPart}:${port}`,
+    ca: fs.readFileSync(path.join(dir, 'ca.crt')),
+    tokenFile,
+    namespace: readIfExists(path.join(dir, 'namespace'))?.trim() || undefined,
+    source: `in-cluster service account (${dir})`,
+  };
+}
+
+/**
+ * Reads kubeconfig files merged like kubectl does: the first file to define a cluster, user or
+ * context by name wins, and the first current-context set wins.
+ */
+export function fromKubeconfigFiles(files: string[]): ClusterConnection {
+  const clusters = new Map<string, { cluster: any; dir: string }>();
+  const users = new Map<string, { user: any; dir: string }>();
+  const contexts = new Map<string, any>();
+  let current: string | undefined;
+  let found = 0;
+  for (const file of files) {
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      // kubectl skips missing files in a KUBECONFIG list, but an explicitly named one must exist.
+      if (files.length === 1) throw new ConfigError(`cannot read kubeconfig ${file}: ${(e as Error).message}`);
+      continue;
+    }
+    found++;
+    const doc = parseYaml(text) ?? {};
+    const dir = path.dirname(path.resolve(file));
+    for (const c of doc.clusters ?? []) if (c?.name && !clusters.has(c.name)) clusters.set(c.name, { cluster: c.cluster ?? {}, dir });
+    for (const u of doc.users ?? []) if (u?.name && !users.has(u.name)) users.set(u.name, { user: u.user ?? {}, dir });
+    for (const c of doc.contexts ?? []) if (c?.name && !contexts.has(c.name)) contexts.set(c.name, c.context ?? {});
+    current ??= doc['current-context'] || undefined;
+  }
+  const where = files.join(path.delimiter);
+  if (found === 0) throw new ConfigError(`none of the kubeconfig files exist: ${where}`);
+  if (!current) throw new ConfigError(`kubeconfig ${where} sets no current-context`);
+  const context = contexts.get(current);
+  if (!context) throw new ConfigError(`kubeconfig ${where}: current-context "${current}" is not defined`);
+  const cluster = clusters.get(context.cluster);
+  if (!cluster?.cluster.server) throw new ConfigError(`kubeconfig ${where}: cluster "${context.cluster}" of context "${current}" has no server`);
+  const user = users.get(context.user) ?? { user: {}, dir: cluster.dir };
+  for (const unsupported of ['exec', 'auth-provider', 'username']) {
+    if (user.user[unsupported]) {
+      throw new ConfigError(`kubeconfig ${where}: user "${context.user}" authenticates with "${unsupported}", which the operator does not support; `
+        + 'use a client certificate, a token or a tokenFile');
+    }
+  }
+  const c = cluster.cluster;
+  const u = user.user;
+  return {
+    server: String(c.server),
+    ca: material(c['certificate-authority-data'], c['certificate-authority'], cluster.dir),
+    insecureSkipTlsVerify: c['insecure-skip-tls-verify'] === true,
+    tlsServerName: c['tls-server-name'] || undefined,
+    cert: material(u['client-certificate-data'], u['client-certificate'], user.dir),
+    key: material(u['client-key-data'], u['client-key'], user.dir),
+    token: u.token || undefined,
+    tokenFile: u.tokenFile ? path.resolve(user.dir, u.tokenFile) : undefined,
+    namespace: context.namespace || undefined,
+    source: `kubeconfig ${where} (context ${current})`,
+  };
+}
+
+/** Inline base64 data, or a file path relative to the kubeconfig that named it. */
+function material(data: string | undefined, file: string | undefined, dir: string): Buffer | undefined {
+  if (data) return Buffer.from(data, 'base64');
+  if (file) return fs.readFileSync(path.resolve(dir, file));
+  return undefined;
+}
+
+function readIfExists(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
