@@ -189,14 +189,14 @@ export class HttpKubeClient implements KubeClient {
       await this.throttle();
       const started = this.clock.now();
       try {
-        const { status, text } = await this.send(req);
+        const { status, text, retryAfter } = await this.send(req);
         this.metrics.request?.(req.verb, String(status), this.clock.now() - started);
         if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
         const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
         // 429 means the server did not process the request, so even a create may be retried.
         if (status === 429 && attempt < MAX_429_RETRIES) {
-          const retryAfter = Number((error.body as any)?.details?.retryAfterSeconds ?? 1);
-          await sleep(this.clock, Math.min(10, Math.max(1, retryAfter)) * 1000);
+          const seconds = Number(retryAfter ?? (error.body as any)?.details?.retryAfterSeconds ?? 1);
+          await sleep(this.clock, Math.min(10, Number.isFinite(seconds) ? Math.max(0, seconds) : 1) * 1000);
           continue;
         }
         throw error;
@@ -210,7 +210,7 @@ export class HttpKubeClient implements KubeClient {
     }
   }
 
-  private send(req: Request): Promise<{ status: number; text: string }> {
+  private send(req: Request): Promise<{ status: number; text: string; retryAfter?: string }> {
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
     const headers: http.OutgoingHttpHeaders = { ...this.headers(), accept: 'application/json' };
     if (payload !== undefined) {
@@ -221,7 +221,9 @@ export class HttpKubeClient implements KubeClient {
       const r = this.transport.request(new URL(req.path, this.base), { method: req.method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({
+          status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] as string | undefined,
+        }));
         res.on('error', reject);
       });
       r.setTimeout(this.requestTimeoutMs, () => r.destroy(new Error(`${req.method} ${req.path}: no response within ${this.requestTimeoutMs} ms`)));

@@ -1,0 +1,116 @@
+/**
+ * Runs a Reconciler with N workers over a rate-limited work queue, with controller-runtime's
+ * result handling: requeueAfterMs → addAfter and forget the backoff; a thrown error → log and
+ * addRateLimited; success → forget. Keys come from informer events through `watch()`.
+ */
+import { ControllerContext, RunnableController } from './context';
+import { Logger } from './log';
+import { ControllerMetrics } from './metrics';
+import { RateLimiter } from './rate-limit';
+import { ApiError, Informer, KubeObject, Reconciler, keyOf } from './types';
+import { RateLimitedWorkQueue } from './workqueue';
+
+export interface ControllerOptions {
+  /** Concurrent reconciles (distinct keys only: a key is never reconciled twice at once). */
+  readonly workers: number;
+  /** @default client-go's default controller rate limiter (5 ms → 1000 s per key, 10 qps burst 100 overall) */
+  readonly rateLimiter?: RateLimiter;
+}
+
+/** Keys to reconcile for an object: its own key by default, or e.g. its owner's key. */
+export type KeyMapper<T extends KubeObject> = (obj: T) => string | string[] | undefined;
+
+export class Controller implements RunnableController {
+  public readonly name: string;
+  public readonly queue: RateLimitedWorkQueue;
+  private readonly log: Logger;
+  private readonly metrics: ControllerMetrics;
+  private readonly workers: Promise<void>[] = [];
+  private started = false;
+  private stopping = false;
+
+  public constructor(private readonly ctx: Pick<ControllerContext, 'log' | 'metrics' | 'clock'>, private readonly reconciler: Reconciler,
+    private readonly options: ControllerOptions) {
+    if (!(options.workers >= 1)) throw new Error(`controller ${reconciler.name}: workers must be at least 1 (got ${options.workers})`);
+    this.name = reconciler.name;
+    this.log = ctx.log.child({ controller: this.name });
+    this.metrics = ctx.metrics.controller(this.name);
+    this.queue = new RateLimitedWorkQueue({ rateLimiter: options.rateLimiter, clock: ctx.clock, metrics: ctx.metrics.workQueue(this.name) });
+  }
+
+  /**
+   * Enqueue keys for an informer's adds, updates and deletes. Call before the informers start
+   * (from the controller factory): the first list then queues every existing object.
+   */
+  public watch<T extends KubeObject>(informer: Informer<T>, keysFor: KeyMapper<T> = keyOf): this {
+    const enqueue = (obj: T) => {
+      const keys = keysFor(obj);
+      if (keys === undefined) return;
+      for (const key of typeof keys === 'string' ? [keys] : keys) this.queue.add(key);
+    };
+    informer.addHandlers({
+      onAdd: enqueue,
+      onUpdate: (oldObj, newObj) => {
+        enqueue(newObj);
+        // A mapped key can change (an owner reference moved): tell the old owner too.
+        if (keysFor !== keyOf) enqueue(oldObj);
+      },
+      onDelete: enqueue,
+    });
+    return this;
+  }
+
+  public start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.metrics.maxWorkers(this.options.workers);
+    for (let i = 0; i < this.options.workers; i++) this.workers.push(this.work());
+    this.log.info({ workers: this.options.workers }, 'controller started');
+  }
+
+  public async stop(): Promise<void> {
+    this.stopping = true;
+    this.queue.shutDown();
+    await Promise.all(this.workers);
+  }
+
+  private async work(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.get();
+      if (key === undefined) return;
+      if (this.stopping) {
+        // Shutting down: leave queued keys to the next leader, which lists everything anyway.
+        this.queue.done(key);
+        return;
+      }
+      await this.reconcileOne(key);
+    }
+  }
+
+  private async reconcileOne(key: string): Promise<void> {
+    const started = performance.now();
+    this.metrics.activeWorkers(1);
+    try {
+      const result = await this.reconciler.reconcile(key);
+      const seconds = (performance.now() - started) / 1000;
+      if (result && result.requeueAfterMs !== undefined && result.requeueAfterMs > 0) {
+        this.queue.forget(key);
+        this.queue.addAfter(key, result.requeueAfterMs);
+        this.metrics.reconciled('requeue_after', seconds);
+      } else {
+        this.queue.forget(key);
+        this.metrics.reconciled('success', seconds);
+      }
+    } catch (err) {
+      this.metrics.reconciled('error', (performance.now() - started) / 1000);
+      const retries = this.queue.retries(key);
+      // A conflict is routine optimistic concurrency (someone wrote first); the retry sorts it out.
+      if (err instanceof ApiError && err.conflict) this.log.debug({ key, retries, err }, 'reconcile conflicted; retrying');
+      else this.log.error({ key, retries, err }, 'reconcile failed; retrying with backoff');
+      this.queue.addRateLimited(key);
+    } finally {
+      this.metrics.activeWorkers(-1);
+      this.queue.done(key);
+    }
+  }
+}

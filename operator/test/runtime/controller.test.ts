@@ -1,0 +1,133 @@
+import { Controller } from '../../src/runtime/controller';
+import { SharedInformer } from '../../src/runtime/informer';
+import { SILENT_LOGGER } from '../../src/runtime/log';
+import { OperatorMetrics } from '../../src/runtime/metrics';
+import { ApiError, InformerHandlers, KubeObject, ReconcileResult, Reconciler } from '../../src/runtime/types';
+import { FakeClock } from './fake-clock';
+
+const tick = () => new Promise((r) => setImmediate(r));
+
+function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, workers = 2) {
+  const clock = new FakeClock();
+  const metrics = new OperatorMetrics({ version: 't', gitCommit: 'c', buildDate: 'd' });
+  const reconciler: Reconciler = { name: 'test', reconcile };
+  const controller = new Controller({ log: SILENT_LOGGER, metrics, clock }, reconciler, { workers });
+  return { clock, metrics, controller };
+}
+
+async function metricValue(metrics: OperatorMetrics, name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const m = (await metrics.registry.getMetricsAsJSON()).find((x) => x.name === name);
+  const v = m?.values.find((x) => Object.entries(labels).every(([k, val]) => x.labels[k] === val));
+  return v?.value;
+}
+
+test('success forgets the key; an error is retried with backoff; requeueAfterMs comes back after the delay', async () => {
+  const calls: string[] = [];
+  let failures = 1;
+  const { clock, metrics, controller } = setup(async (key) => {
+    calls.push(key);
+    if (key === 'ns/fails' && failures-- > 0) throw new Error('transient');
+    if (key === 'ns/later') return { requeueAfterMs: 30_000 };
+    return undefined;
+  });
+  controller.start();
+  controller.queue.add('ns/ok');
+  controller.queue.add('ns/fails');
+  controller.queue.add('ns/later');
+  await tick();
+  expect(calls.sort()).toEqual(['ns/fails', 'ns/later', 'ns/ok']);
+  expect(controller.queue.retries('ns/fails')).toBe(1);
+  clock.advance(5); // the first retry of ns/fails: 5 ms
+  await tick();
+  expect(calls.filter((k) => k === 'ns/fails')).toHaveLength(2);
+  expect(controller.queue.retries('ns/fails')).toBe(0);
+  clock.advance(29_990);
+  await tick();
+  expect(calls.filter((k) => k === 'ns/later')).toHaveLength(1);
+  clock.advance(10);
+  await tick();
+  expect(calls.filter((k) => k === 'ns/later')).toHaveLength(2);
+  expect(await metricValue(metrics, 'controller_runtime_reconcile_total', { controller: 'test', result: 'error' })).toBe(1);
+  expect(await metricValue(metrics, 'controller_runtime_reconcile_total', { controller: 'test', result: 'success' })).toBe(2);
+  expect(await metricValue(metrics, 'controller_runtime_reconcile_total', { controller: 'test', result: 'requeue_after' })).toBe(2);
+  expect(await metricValue(metrics, 'controller_runtime_reconcile_errors_total', { controller: 'test' })).toBe(1);
+  expect(await metricValue(metrics, 'workqueue_retries_total', { name: 'test' })).toBe(1);
+  expect(await metricValue(metrics, 'controller_runtime_max_concurrent_reconciles', { controller: 'test' })).toBe(2);
+  await controller.stop();
+});
+
+test('at most `workers` reconciles run at once, never two for one key', async () => {
+  let running = 0;
+  let peak = 0;
+  const active = new Set<string>();
+  const releases: Array<() => void> = [];
+  const { controller } = setup(async (key) => {
+    expect(active.has(key)).toBe(false);
+    active.add(key);
+    peak = Math.max(peak, ++running);
+    await new Promise<void>((r) => releases.push(r));
+    active.delete(key);
+    running--;
+  }, 3);
+  controller.start();
+  for (const k of ['a', 'b', 'c', 'd', 'e', 'a', 'b']) controller.queue.add(k);
+  for (let i = 0; i < 20; i++) {
+    await tick();
+    releases.shift()?.();
+  }
+  await tick();
+  expect(peak).toBe(3);
+  expect(running).toBe(0);
+  await controller.stop();
+});
+
+test('stop() lets the current reconcile finish and takes no new keys', async () => {
+  const calls: string[] = [];
+  let release!: () => void;
+  const { controller } = setup(async (key) => {
+    calls.push(key);
+    if (key === 'slow') await new Promise<void>((r) => (release = r));
+  }, 1);
+  controller.start();
+  controller.queue.add('slow');
+  controller.queue.add('queued');
+  await tick();
+  const stopped = controller.stop();
+  release();
+  await stopped;
+  expect(calls).toEqual(['slow']);
+});
+
+test('watch(): informer events map to keys, by default the object key, or through a mapper', async () => {
+  const { controller } = setup(async () => undefined);
+  let handlers!: InformerHandlers<KubeObject>;
+  const fakeInformer = { addHandlers: (h: InformerHandlers<KubeObject>) => (handlers = h) } as unknown as SharedInformer<KubeObject>;
+  controller.watch(fakeInformer);
+  handlers.onAdd!({ metadata: { name: 'a', namespace: 'ns' } });
+  handlers.onDelete!({ metadata: { name: 'cluster-scoped' } });
+  expect(controller.queue.length).toBe(2);
+  const byOwner = setup(async () => undefined).controller;
+  byOwner.watch(fakeInformer, (o) => o.metadata.ownerReferences?.map((r) => `${o.metadata.namespace}/${r.name}`));
+  const pod = (owner: string) => ({ metadata: { name: 'p', namespace: 'ns', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: owner, uid: owner }] } });
+  handlers.onUpdate!(pod('old-owner'), pod('new-owner'));
+  handlers.onAdd!({ metadata: { name: 'orphan', namespace: 'ns' } });
+  expect(byOwner.queue.length).toBe(2);
+});
+
+test('conflicts are retried like other errors', async () => {
+  let n = 0;
+  const { clock, controller } = setup(async () => {
+    if (n++ === 0) throw new ApiError(409, 'Conflict', 'the object has been modified');
+  });
+  controller.start();
+  controller.queue.add('k');
+  await tick();
+  clock.advance(5);
+  await tick();
+  expect(n).toBe(2);
+  await controller.stop();
+});
+
+test('a controller needs at least one worker', () => {
+  expect(() => setup(async () => undefined, 0)).toThrow(/workers must be at least 1/);
+});

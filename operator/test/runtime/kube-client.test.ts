@@ -1,0 +1,212 @@
+/**
+ * The client's wire format (paths, content types, query parameters, bodies, retries) against the
+ * scripted loopback server. What the real API server makes of these requests is covered by the
+ * integration tests, which run the operator against a real control plane.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { HttpKubeClient } from '../../src/runtime/kube-client';
+import { ApiError, KubeObject, ResourceType, WatchEvent } from '../../src/runtime/types';
+import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
+
+const SANDBOXES: ResourceType = { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', namespaced: true };
+const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods', namespaced: true };
+
+let server: ScriptedApiServer;
+let client: HttpKubeClient;
+
+beforeEach(async () => {
+  server = await new ScriptedApiServer().start();
+  server.onOther = (req, res) => json(res, 200, { echo: true, metadata: { name: 'x' } });
+  client = new HttpKubeClient({ connection: { server: server.url, token: 'secret-token', source: 'test' }, userAgent: 'test-agent/1' });
+});
+
+afterEach(async () => {
+  client.close();
+  await server.stop();
+});
+
+const last = (): RecordedRequest => server.requests[server.requests.length - 1];
+
+test('paths for core and grouped resources, namespaced and all-namespaces, with subresources', async () => {
+  await client.get(PODS, 'ns', 'p');
+  expect(last().url.pathname).toBe('/api/v1/namespaces/ns/pods/p');
+  await client.list(SANDBOXES, undefined, { labelSelector: 'a=b', limit: 5 });
+  expect(last().url.pathname).toBe('/apis/agents.x-k8s.io/v1beta1/sandboxes');
+  expect(last().url.search).toBe('?labelSelector=a%3Db&limit=5');
+  await client.patch(SANDBOXES, 'ns', 's', 'merge', { status: {} }, { subresource: 'status' });
+  expect(last().url.pathname).toBe('/apis/agents.x-k8s.io/v1beta1/namespaces/ns/sandboxes/s/status');
+  await client.update(SANDBOXES, 'ns', { metadata: { name: 's', resourceVersion: '7' } });
+  expect(last().method).toBe('PUT');
+  expect(JSON.parse(last().body).metadata.resourceVersion).toBe('7');
+});
+
+test('auth and identity headers', async () => {
+  await client.get(PODS, 'ns', 'p');
+  expect(last().headers.authorization).toBe('Bearer secret-token');
+  expect(last().headers['user-agent']).toBe('test-agent/1');
+  expect(last().headers.accept).toBe('application/json');
+});
+
+test('a token file is read for the bearer token', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'token-'));
+  fs.writeFileSync(path.join(dir, 'token'), 'from-file\n');
+  const fromFile = new HttpKubeClient({ connection: { server: server.url, tokenFile: path.join(dir, 'token'), source: 'test' } });
+  await fromFile.get(PODS, 'ns', 'p');
+  expect(last().headers.authorization).toBe('Bearer from-file');
+  fromFile.close();
+});
+
+test.each([
+  ['merge', 'application/merge-patch+json'],
+  ['json', 'application/json-patch+json'],
+  ['strategic', 'application/strategic-merge-patch+json'],
+] as const)('%s patch is sent as %s', async (type, contentType) => {
+  await client.patch(PODS, 'ns', 'p', type, type === 'json' ? [{ op: 'remove', path: '/metadata/labels/a' }] : { metadata: {} });
+  expect(last().method).toBe('PATCH');
+  expect(last().headers['content-type']).toBe(contentType);
+});
+
+test('server-side apply: apply-patch+yaml with fieldManager and force; needs a field manager', async () => {
+  await client.patch(SANDBOXES, 'ns', 's', 'apply', { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 's' } },
+    { fieldManager: 'agent-sandbox', force: true });
+  expect(last().headers['content-type']).toBe('application/apply-patch+yaml');
+  expect(Object.fromEntries(last().url.searchParams)).toEqual({ fieldManager: 'agent-sandbox', force: 'true' });
+  await expect(client.patch(SANDBOXES, 'ns', 's', 'apply', {})).rejects.toThrow(/needs options.fieldManager/);
+  await expect(client.patch(SANDBOXES, 'ns', 's', 'merge', {}, { force: true })).rejects.toThrow(/force applies only to server-side apply/);
+});
+
+test('delete with uid/resourceVersion preconditions and a propagation policy', async () => {
+  await client.delete(PODS, 'ns', 'p', { uid: 'u1', resourceVersion: '9', propagationPolicy: 'Foreground' });
+  expect(last().method).toBe('DELETE');
+  expect(JSON.parse(last().body)).toEqual({
+    apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: 'u1', resourceVersion: '9' }, propagationPolicy: 'Foreground',
+  });
+  await client.delete(PODS, 'ns', 'p');
+  expect(last().body).toBe('');
+});
+
+test('namespaced objects need a namespace', async () => {
+  await expect(client.get(PODS, undefined, 'p')).rejects.toThrow(/pods are namespaced, so a namespace is required/);
+});
+
+test('errors become ApiError with the Status reason', async () => {
+  server.onOther = (req, res) => {
+    if (req.url.pathname.endsWith('/missing')) return status(res, 404, 'NotFound', 'pods "missing" not found');
+    if (req.method === 'POST') return status(res, 409, 'AlreadyExists', 'pods "exists" already exists');
+    if (req.url.pathname.endsWith('/stale')) return status(res, 409, 'Conflict', 'the object has been modified');
+    res.writeHead(502, { 'content-type': 'text/html' });
+    res.end('<html>bad gateway</html>');
+  };
+  const notFound = await client.get(PODS, 'ns', 'missing').catch((e) => e);
+  expect(notFound).toBeInstanceOf(ApiError);
+  expect([notFound.statusCode, notFound.reason, notFound.notFound, notFound.message]).toEqual([404, 'NotFound', true, 'pods "missing" not found']);
+  const exists = await client.create(PODS, 'ns', { metadata: { name: 'exists' } }).catch((e) => e);
+  expect(exists.alreadyExists).toBe(true);
+  expect(exists.conflict).toBe(false);
+  const stale = await client.update(PODS, 'ns', { metadata: { name: 'stale' } }).catch((e) => e);
+  expect([stale.conflict, stale.alreadyExists]).toEqual([true, false]);
+  const proxy = await client.get(PODS, 'ns', 'other').catch((e) => e);
+  expect([proxy.statusCode, proxy.reason]).toEqual([502, 'Unknown']);
+  expect(proxy.message).toMatch(/HTTP 502: <html>bad gateway/);
+});
+
+test('429 is retried after Retry-After; other errors are not', async () => {
+  let calls = 0;
+  server.onOther = (req, res) => {
+    calls++;
+    if (calls === 1) {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
+      return res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests', message: 'slow down' }));
+    }
+    json(res, 201, { metadata: { name: 'created' } });
+  };
+  await expect(client.create(PODS, 'ns', { metadata: { name: 'p' } })).resolves.toMatchObject({ metadata: { name: 'created' } });
+  expect(calls).toBe(2);
+});
+
+test('a keep-alive socket the server dropped is retried for GET, not for POST', async () => {
+  let calls = 0;
+  server.onOther = (req, res) => {
+    calls++;
+    // The second request arrives on the kept-alive socket of the first: kill it without answering.
+    if (calls === 2 || calls === 4) return res.socket?.destroy();
+    json(res, 200, { metadata: { name: 'ok' } });
+  };
+  await client.get(PODS, 'ns', 'a');
+  await expect(client.get(PODS, 'ns', 'a')).resolves.toMatchObject({ metadata: { name: 'ok' } });
+  expect(calls).toBe(3);
+  await expect(client.create(PODS, 'ns', { metadata: { name: 'b' } })).rejects.toThrow(/socket hang up|ECONNRESET/);
+  expect(calls).toBe(4);
+});
+
+test('client-side QPS paces requests; a negative QPS does not', async () => {
+  const paced = new HttpKubeClient({ connection: { server: server.url, source: 'test' }, qps: 10, burst: 1 });
+  const started = Date.now();
+  await Promise.all([1, 2, 3].map(() => paced.get(PODS, 'ns', 'p')));
+  expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+  paced.close();
+  const free = new HttpKubeClient({ connection: { server: server.url, source: 'test' }, qps: -1, burst: 1 });
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: 20 }, () => free.get(PODS, 'ns', 'p')));
+  expect(Date.now() - t0).toBeLessThan(190);
+  free.close();
+});
+
+test('watch: query, events in order, clean end resolves, HTTP error rejects with ApiError, abort resolves', async () => {
+  server.scriptWatches([
+    (res) => {
+      openWatch(res);
+      res.write(line('ADDED', { metadata: { name: 'a', resourceVersion: '2' } }));
+      res.end(line('BOOKMARK', { metadata: { resourceVersion: '3' } }));
+    },
+    (res) => status(res, 403, 'Forbidden', 'pods is forbidden'),
+    (res) => openWatch(res),
+  ]);
+  const seen: WatchEvent<KubeObject>[] = [];
+  const handle = client.watch(PODS, 'ns', { resourceVersion: '1', timeoutSeconds: 30, labelSelector: 'x=y' }, (e) => seen.push(e));
+  await handle.done;
+  expect(seen.map((e) => e.type)).toEqual(['ADDED', 'BOOKMARK']);
+  const url = (await server.watchRequest(1));
+  expect(Object.fromEntries(url.searchParams)).toEqual({
+    labelSelector: 'x=y', resourceVersion: '1', watch: '1', allowWatchBookmarks: 'true', timeoutSeconds: '30',
+  });
+  const forbidden = await client.watch(PODS, 'ns', { resourceVersion: '1' }, () => undefined).done.catch((e) => e);
+  expect([forbidden.statusCode, forbidden.reason]).toEqual([403, 'Forbidden']);
+  const open = client.watch(PODS, 'ns', { resourceVersion: '1' }, () => undefined);
+  await server.watchRequest(3);
+  open.abort();
+  await expect(open.done).resolves.toBeUndefined();
+});
+
+test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws', async () => {
+  const bodies: any[] = [];
+  let fail = false;
+  server.onOther = (req, res) => {
+    bodies.push({ path: req.url.pathname, body: JSON.parse(req.body) });
+    if (fail) return status(res, 500, 'InternalError', 'nope');
+    json(res, 201, {});
+  };
+  const reporting = new HttpKubeClient({ connection: { server: server.url, source: 'test' }, eventSource: { controller: 'agent-sandbox-controller', instance: 'pod-1' } });
+  const regarding = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5' } };
+  reporting.event(regarding, 'Warning', 'PodFailed', 'Reconcile', `é${'x'.repeat(2000)}`);
+  fail = true;
+  expect(() => reporting.event(regarding, 'Normal', 'Created', 'Create', 'second')).not.toThrow();
+  await new Promise((r) => setTimeout(r, 100));
+  expect(bodies).toHaveLength(2);
+  const [first, second] = bodies;
+  expect(first.path).toBe('/apis/events.k8s.io/v1/namespaces/ns/events');
+  expect(first.body).toMatchObject({
+    apiVersion: 'events.k8s.io/v1', kind: 'Event', type: 'Warning', reason: 'PodFailed', action: 'Reconcile',
+    reportingController: 'agent-sandbox-controller', reportingInstance: 'pod-1',
+    regarding: { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5' },
+  });
+  expect(first.body.eventTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  expect(Buffer.byteLength(first.body.note)).toBeLessThanOrEqual(1024);
+  expect(first.body.metadata.name).toMatch(/^s\.[0-9a-f]+$/);
+  expect(second.body.metadata.name).not.toBe(first.body.metadata.name);
+  reporting.close();
+  // Without an event source the client writes nothing.
+  client.event(regarding, 'Normal', 'X', 'Y', 'z');
+});
