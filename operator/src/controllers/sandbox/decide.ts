@@ -84,10 +84,14 @@ export function decide(obs: Observed): Plan {
   const status = liveStatus(sandbox, view, nowMs, obs.clusterDomain);
   const enteringMultiplePods = problem?.reason === SandboxReadyReason.MULTIPLE_PODS
     && findCondition(sandbox.status?.conditions, ConditionType.READY)?.reason !== SandboxReadyReason.MULTIPLE_PODS;
+  // A pass that creates the Pod leaves the status to the pass the Pod's own watch event triggers
+  // a moment later, which sees the Pod: one status write per cold Sandbox saved, nothing lost (a
+  // failed create recomputes and writes the status in statusAfterFailure).
+  const createsPod = actions.some((a) => a.op === 'create' && a.kind === 'pod');
   return {
     actions,
     status,
-    writeStatus: statusNeedsWrite(sandbox.status, status),
+    writeStatus: !createsPod && statusNeedsWrite(sandbox.status, status),
     view,
     problem,
     requeueAfterMs,

@@ -42,7 +42,11 @@ const CASES: Case[] = [
     ready: ['False', 'DependenciesNotReady', 'Pod does not exist'],
     suspended: ['False', 'NotSuspended'],
     podScheduled: null,
-    check: (plan) => expect(plan.status.selector).toBeUndefined(),
+    check: (plan) => {
+      expect(plan.status.selector).toBeUndefined();
+      // The status is written by the pass the new Pod's ADDED event triggers.
+      expect(plan.writeStatus).toBe(false);
+    },
   },
   {
     name: 'unschedulable Pod: PodScheduled mirrors its reason and message',

@@ -1,0 +1,74 @@
+/**
+ * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
+ * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
+ */
+import type { ControllerContext, RunnableController } from '../../runtime/context';
+import { Controller } from '../../runtime/controller';
+import type { KubeObject } from '../../runtime/types';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { controllerOf, sandboxOwnerName } from './desired';
+import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
+import { RESOURCES, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+
+/** Index of Sandboxes by `<namespace>/<NameHash(name)>`: maps an unowned labeled child back to its Sandbox. */
+export const NAME_HASH_INDEX = 'namespace-name-hash';
+
+/** Server-side filter of every child informer: only objects carrying the tracking label. */
+export const TRACKED_CHILDREN_SELECTOR = SandboxLabels.SANDBOX_NAME_HASH;
+
+const byControllerUid = (obj: KubeObject): string[] => {
+  const uid = controllerOf(obj)?.uid;
+  return uid ? [uid] : [];
+};
+
+/**
+ * The cached Pod keeps metadata, status and `spec.nodeName` only: the controller never reads the
+ * rest of a live Pod's spec (it is never updated after creation), and at thousands of sandboxes
+ * the specs dominate the operator's memory. Upstream's PodCacheTransform does the same.
+ */
+export function slimPod(pod: Pod): Pod {
+  const nodeName = pod.spec?.nodeName;
+  return { ...pod, spec: (nodeName ? { nodeName } : {}) as Pod['spec'] };
+}
+
+/**
+ * The Sandbox keys a child's event wakes: its controller when that is a Sandbox, else (unowned or
+ * foreign, but carrying the tracking label) every Sandbox whose name hash the label names, so it
+ * can adopt the child or report it as blocking.
+ */
+export function childOwnerKeys(obj: KubeObject, sandboxesByHash: (namespaceHash: string) => Sandbox[]): string[] {
+  const ns = obj.metadata.namespace ?? '';
+  const owner = sandboxOwnerName(obj);
+  if (owner !== undefined) return [`${ns}/${owner}`];
+  const hash = obj.metadata.labels?.[SandboxLabels.SANDBOX_NAME_HASH];
+  if (hash === undefined) return [];
+  return sandboxesByHash(`${ns}/${hash}`).map((sb) => `${ns}/${sb.metadata.name}`);
+}
+
+export function createSandboxController(ctx: ControllerContext): RunnableController {
+  const childIndexes = { [CONTROLLER_UID_INDEX]: byControllerUid };
+  const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
+    indexes: { [NAME_HASH_INDEX]: (sb) => [`${sb.metadata.namespace}/${NameHash.of(sb.metadata.name)}`] },
+  });
+  const pods = ctx.informers.forResource<Pod>(RESOURCES.pods, { labelSelector: TRACKED_CHILDREN_SELECTOR, transform: slimPod, indexes: childIndexes });
+  const services = ctx.informers.forResource<Service>(RESOURCES.services, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });
+  // Upstream does not watch PVCs; we do, so a PVC deleted or taken over is noticed at once.
+  const pvcs = ctx.informers.forResource<PersistentVolumeClaim>(RESOURCES.pvcs, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });
+
+  const reconciler = new SandboxReconciler({
+    client: ctx.client,
+    sandboxes,
+    pods,
+    services,
+    pvcs,
+    clusterDomain: ctx.flags.string('cluster-domain'),
+    now: () => ctx.clock.now(),
+    log: ctx.log.child({ controller: 'sandbox' }),
+  });
+  const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-concurrent-workers') });
+
+  const ownerKeys = (obj: KubeObject) => childOwnerKeys(obj, (nsHash) => sandboxes.byIndex(NAME_HASH_INDEX, nsHash));
+  controller.watch(sandboxes).watch(pods, ownerKeys).watch(services, ownerKeys).watch(pvcs, ownerKeys);
+  return controller;
+}

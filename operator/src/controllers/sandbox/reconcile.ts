@@ -1,0 +1,250 @@
+/**
+ * The thin I/O half of the Sandbox controller: read the caches, ask decide.ts, execute the plan
+ * with as few writes as the plan allows, and map API errors to requeues or status. Nothing is
+ * remembered between passes, so a restarted operator converges from the API objects alone.
+ */
+import { ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import type { Logger } from '../../runtime/log';
+import { SILENT_LOGGER } from '../../runtime/log';
+import { SandboxReadyReason } from '../../../../src/api/conditions';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
+import { pvcNameOf } from './desired';
+import { statusPatch, type Problem } from './status';
+import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+
+/** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
+export const CONTROLLER_UID_INDEX = 'controller-uid';
+
+/** After an optimistic-lock or cache race, look again soon; the watch event usually comes first. */
+export const RACE_RETRY_MS = 250;
+
+export interface SandboxReconcilerOptions {
+  readonly client: KubeClient;
+  readonly sandboxes: Store<Sandbox>;
+  /** Must carry the CONTROLLER_UID_INDEX index. */
+  readonly pods: Store<Pod>;
+  readonly services: Store<Service>;
+  readonly pvcs: Store<PersistentVolumeClaim>;
+  /** For `status.serviceFQDN` (`--cluster-domain`). */
+  readonly clusterDomain: string;
+  readonly now?: () => number;
+  readonly log?: Logger;
+}
+
+const RESOURCE_OF: Record<ChildKind, (typeof RESOURCES)[keyof typeof RESOURCES]> = {
+  pod: RESOURCES.pods,
+  service: RESOURCES.services,
+  pvc: RESOURCES.pvcs,
+};
+const KIND_NAME: Record<ChildKind, string> = { pod: 'Pod', service: 'Service', pvc: 'PersistentVolumeClaim' };
+
+/** How executing a plan ended. */
+type Outcome =
+  | { readonly kind: 'done' }
+  /** A create found the name taken: the live object, for one re-decision. */
+  | { readonly kind: 'exists'; readonly child: ChildKind; readonly object: KubeObject }
+  /** A race with another writer or a stale cache; nothing is wrong, look again. */
+  | { readonly kind: 'race'; readonly detail: string }
+  /** The Sandbox vanished under us. */
+  | { readonly kind: 'gone' }
+  | { readonly kind: 'failed'; readonly problem: Problem; readonly error: unknown };
+
+/** Thrown after the status says what went wrong, so the work queue retries with backoff. */
+export class SandboxReconcileError extends Error {
+  public constructor(message: string, public readonly cause?: unknown) {
+    super(message);
+    this.name = 'SandboxReconcileError';
+  }
+}
+
+export class SandboxReconciler implements Reconciler {
+  public readonly name = 'sandbox';
+  private readonly now: () => number;
+  private readonly log: Logger;
+
+  public constructor(private readonly opts: SandboxReconcilerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? SILENT_LOGGER;
+  }
+
+  public async reconcile(key: string): Promise<ReconcileResult | void> {
+    const { namespace, name } = splitKey(key);
+    const sandbox = this.opts.sandboxes.get(namespace, name);
+    // No finalizers: a deleted Sandbox's children go by garbage collection.
+    if (!sandbox || sandbox.metadata.deletionTimestamp) return;
+
+    let observed = this.observe(sandbox);
+    let plan = decide(observed);
+    let outcome = await this.execute(sandbox, plan.actions);
+    if (outcome.kind === 'exists') {
+      // The cache missed an object we tried to create (label-less, or our own create not yet
+      // seen): decide once more with the live object, e.g. adopt it or refuse it.
+      observed = withLiveChild(observed, outcome.child, outcome.object);
+      plan = decide(observed);
+      outcome = await this.execute(sandbox, plan.actions);
+      if (outcome.kind === 'exists') outcome = { kind: 'race', detail: `${outcome.child} ${outcome.object.metadata.name} still conflicts` };
+    }
+    if (outcome.kind === 'gone') return;
+    if (outcome.kind === 'race') {
+      this.log.debug({ sandbox: key, detail: outcome.detail }, 'cache race, retrying');
+      return { requeueAfterMs: RACE_RETRY_MS };
+    }
+
+    let { status, writeStatus } = plan;
+    let problem = plan.problem;
+    if (outcome.kind === 'failed') {
+      problem = outcome.problem;
+      ({ status, writeStatus } = statusAfterFailure(observed, plan, problem));
+    }
+    if (plan.event) this.opts.client.event(sandbox, 'Warning', plan.event.reason, 'Reconciling', plan.event.note);
+    if (writeStatus && !(await this.writeStatus(sandbox, status))) return;
+
+    if (problem?.reason === SandboxReadyReason.RECONCILER_ERROR) {
+      // Backoff, not a hot loop: the work queue's per-key exponential limiter paces the retries.
+      throw new SandboxReconcileError(`sandbox ${key}: ${problem.message}`, outcome.kind === 'failed' ? outcome.error : undefined);
+    }
+    // InvalidConfiguration and MultiplePods wait for a spec edit or a Pod event; only the
+    // shutdownTime timer brings the Sandbox back by itself.
+    return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
+  }
+
+  /** Everything decide needs, from the caches only. */
+  private observe(sandbox: Sandbox): Observed {
+    const { namespace = '', name, uid = '' } = sandbox.metadata;
+    const pods = new Map<string, Pod>();
+    for (const pod of this.opts.pods.byIndex(CONTROLLER_UID_INDEX, uid)) pods.set(pod.metadata.name, pod);
+    for (const podName of [sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME], name]) {
+      const pod = podName === undefined ? undefined : this.opts.pods.get(namespace, podName);
+      if (pod) pods.set(pod.metadata.name, pod);
+    }
+    const pvcs = new Map<string, PersistentVolumeClaim>();
+    for (const vct of sandbox.spec.volumeClaimTemplates ?? []) {
+      const pvc = this.opts.pvcs.get(namespace, pvcNameOf(vct, sandbox));
+      if (pvc) pvcs.set(pvc.metadata.name, pvc);
+    }
+    return {
+      sandbox,
+      pods: [...pods.values()],
+      service: this.opts.services.get(namespace, name),
+      pvcs,
+      nowMs: this.now(),
+      clusterDomain: this.opts.clusterDomain,
+    };
+  }
+
+  /**
+   * Runs the actions in dependency order: PVCs, then Pod and Service together (independent of each
+   * other), then the Sandbox's own writes. Stops at the first stage that fails.
+   */
+  private async execute(sandbox: Sandbox, actions: readonly Action[]): Promise<Outcome> {
+    const stages = [
+      actions.filter((a) => 'kind' in a && a.kind === 'pvc'),
+      actions.filter((a) => 'kind' in a && a.kind !== 'pvc'),
+      actions.filter((a) => a.op === 'patch-sandbox' || a.op === 'delete-sandbox'),
+    ];
+    for (const stage of stages) {
+      const outcomes = await Promise.all(stage.map((a) => this.run(sandbox, a)));
+      const bad = outcomes.find((o) => o.kind === 'gone') ?? outcomes.find((o) => o.kind === 'failed')
+        ?? outcomes.find((o) => o.kind === 'exists') ?? outcomes.find((o) => o.kind === 'race');
+      if (bad) return bad;
+    }
+    return { kind: 'done' };
+  }
+
+  private async run(sandbox: Sandbox, action: Action): Promise<Outcome> {
+    const { client } = this.opts;
+    const ns = sandbox.metadata.namespace;
+    const write = { fieldManager: FIELD_MANAGER };
+    try {
+      switch (action.op) {
+        case 'create':
+          await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
+          break;
+        case 'patch':
+          await client.patch(RESOURCE_OF[action.kind], ns, action.name, 'merge', action.patch, write);
+          break;
+        case 'delete':
+          // The uid precondition never deletes a namesake created after our cache saw the object.
+          await client.delete(RESOURCE_OF[action.kind], ns, action.name, { uid: action.uid });
+          break;
+        case 'patch-sandbox':
+          await client.patch(RESOURCES.sandboxes, ns, sandbox.metadata.name, 'merge', action.patch, write);
+          break;
+        case 'delete-sandbox':
+          await client.delete(RESOURCES.sandboxes, ns, sandbox.metadata.name, { uid: action.uid, propagationPolicy: 'Background' });
+          this.log.info({ sandbox: `${ns}/${sandbox.metadata.name}` }, 'sandbox expired and deleted (shutdownPolicy Delete)');
+          break;
+      }
+      return { kind: 'done' };
+    } catch (error) {
+      return this.classify(sandbox, action, error);
+    }
+  }
+
+  private async classify(sandbox: Sandbox, action: Action, error: unknown): Promise<Outcome> {
+    const sandboxWrite = action.op === 'patch-sandbox' || action.op === 'delete-sandbox';
+    const what = sandboxWrite ? `Sandbox "${sandbox.metadata.name}"` : `${KIND_NAME[action.kind]} "${action.op === 'create' ? action.object.metadata.name : action.name}"`;
+    if (!(error instanceof ApiError)) {
+      return { kind: 'failed', problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `${what}: ${String(error)}`, podStep: isPodStep(action) }, error };
+    }
+    if (error.notFound) {
+      // A delete of something already gone did its job; a vanished Sandbox ends the pass.
+      if (action.op === 'delete') return { kind: 'done' };
+      if (sandboxWrite) return action.op === 'delete-sandbox' ? { kind: 'done' } : { kind: 'gone' };
+      return { kind: 'race', detail: `${what}: ${error.message}` };
+    }
+    if (error.alreadyExists && action.op === 'create') {
+      const live = await this.getLive(action.kind, sandbox.metadata.namespace, action.object.metadata.name);
+      return live ? { kind: 'exists', child: action.kind, object: live } : { kind: 'race', detail: `${what} existed, then vanished` };
+    }
+    // Conflict: a stale resourceVersion (adoption) or uid precondition (delete). Both mean the
+    // cache is behind the server; the object's watch event is on its way.
+    if (error.conflict || error.statusCode === 409) return { kind: 'race', detail: `${what}: ${error.message}` };
+    if (error.invalid) {
+      return {
+        kind: 'failed',
+        problem: { reason: SandboxReadyReason.INVALID_CONFIGURATION, message: `the API server rejected ${what}: ${error.message}`, podStep: isPodStep(action) },
+        error,
+      };
+    }
+    return { kind: 'failed', problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `${what}: ${error.message}`, podStep: isPodStep(action) }, error };
+  }
+
+  private async getLive(kind: ChildKind, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
+    try {
+      return await this.opts.client.get(RESOURCE_OF[kind], namespace, name);
+    } catch (error) {
+      if (error instanceof ApiError && error.notFound) return undefined;
+      throw error;
+    }
+  }
+
+  /** Merge patch on /status, without a resourceVersion: this controller is its only writer. */
+  private async writeStatus(sandbox: Sandbox, status: NonNullable<Sandbox['status']>): Promise<boolean> {
+    try {
+      await this.opts.client.patch(RESOURCES.sandboxes, sandbox.metadata.namespace, sandbox.metadata.name, 'merge',
+        statusPatch(sandbox.status, status), { fieldManager: FIELD_MANAGER, subresource: 'status' });
+      return true;
+    } catch (error) {
+      if (error instanceof ApiError && error.notFound) return false;
+      throw error;
+    }
+  }
+}
+
+function isPodStep(action: Action): boolean {
+  return 'kind' in action && action.kind === 'pod';
+}
+
+/** `observed` with a live object the cache did not have. */
+function withLiveChild(observed: Observed, child: ChildKind, object: KubeObject): Observed {
+  switch (child) {
+    case 'pod':
+      return { ...observed, pods: [...observed.pods.filter((p) => p.metadata.name !== object.metadata.name), object as Pod] };
+    case 'service':
+      return { ...observed, service: object as Service };
+    case 'pvc':
+      return { ...observed, pvcs: new Map([...observed.pvcs, [object.metadata.name, object]]) };
+  }
+}

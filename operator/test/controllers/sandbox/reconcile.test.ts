@@ -1,0 +1,185 @@
+import { controllerOf } from '../../../src/controllers/sandbox/desired';
+import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
+import type { KubeObject } from '../../../src/runtime/types';
+import type { PersistentVolumeClaim, Pod, Sandbox, Service } from '../../../src/controllers/sandbox/types';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { FakeClient, FakeStore, apiError } from './fake-kube';
+import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
+
+const KEY = 'team-a/my-sandbox';
+const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerOf(o)?.uid ? [controllerOf(o)!.uid] : []) };
+
+function setup(sb: Sandbox | undefined, children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {}) {
+  const client = new FakeClient();
+  const stores = {
+    sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
+    pods: new FakeStore<Pod>(byUid).put(...(children.pods ?? [])),
+    services: new FakeStore<Service>(byUid).put(...(children.services ?? [])),
+    pvcs: new FakeStore<PersistentVolumeClaim>(byUid).put(...(children.pvcs ?? [])),
+  };
+  const reconciler = new SandboxReconciler({ client, ...stores, clusterDomain: 'cluster.local', now: () => NOW });
+  return { client, stores, reconciler };
+}
+
+function statusBody(client: FakeClient): any {
+  return client.calls.find((c) => c.verb === 'patch' && c.options?.subresource === 'status')?.body.status;
+}
+
+const created = sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'my-sandbox' } });
+
+describe('SandboxReconciler', () => {
+  test('a new Sandbox: Pod created under our field manager and the pod-name annotation; status waits for the Pod event', async () => {
+    const { client, reconciler } = setup(sandbox());
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
+    expect(client.calls[0].options).toEqual({ fieldManager: 'sandbox-controller' });
+    expect(client.calls[1].body).toEqual({ metadata: { annotations: { 'agents.x-k8s.io/pod-name': 'my-sandbox' } } });
+  });
+
+  test('the pass the new Pod wakes writes the status, as one merge patch on /status', async () => {
+    const { client, reconciler } = setup(created, { pods: [pod({ phase: 'Pending', ready: false, ips: [] })] });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+    expect(client.calls[0].options).toMatchObject({ patchType: 'merge', subresource: 'status', fieldManager: 'sandbox-controller' });
+    expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'DependenciesNotReady', message: 'Pod exists with phase: Pending' });
+  });
+
+  test('a failed Pod create still writes the status (nothing waits on an event that will not come)', async () => {
+    const { client, reconciler } = setup(sandbox());
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(503, 'ServiceUnavailable', 'try later') });
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow('try later');
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+  });
+
+  test('PVCs are written before the Pod, Pod and Service together', async () => {
+    const { client, reconciler } = setup(sandbox({ spec: { service: true, volumeClaimTemplates: [vct('data')] } }));
+    await reconciler.reconcile(KEY);
+    expect(client.writes.slice(0, 3)).toEqual(['create persistentvolumeclaims data-my-sandbox', 'create pods my-sandbox', 'create services my-sandbox']);
+  });
+
+  test('converged: not a single write', async () => {
+    const first = setup(created, { pods: [pod()] });
+    await first.reconciler.reconcile(KEY);
+    const status = statusBody(first.client);
+    const { client, reconciler } = setup({ ...created, status }, { pods: [pod()] });
+    await reconciler.reconcile(KEY);
+    expect(client.calls).toEqual([]);
+  });
+
+  test('gone or deleting Sandboxes are left to garbage collection', async () => {
+    for (const sb of [undefined, { ...created, metadata: { ...created.metadata, deletionTimestamp: '2026-09-01T11:00:00Z' } }]) {
+      const { client, reconciler } = setup(sb);
+      await reconciler.reconcile(KEY);
+      expect(client.calls).toEqual([]);
+    }
+  });
+
+  test('AlreadyExists on the Pod, and it is ours (cache behind): no second create, status from the live Pod', async () => {
+    const { client, reconciler } = setup(created);
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
+    client.live.set('pods/my-sandbox', pod());
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+    expect(condition(statusBody(client).conditions, 'Ready')?.status).toBe('True');
+  });
+
+  test('AlreadyExists on an adoptable label-less Pod: adopted in the same pass', async () => {
+    const { client, reconciler } = setup(created);
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
+    client.live.set('pods/my-sandbox', pod({ owner: null, labels: { [SandboxLabels.ADOPTABLE]: 'true' } }));
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+  });
+
+  test('AlreadyExists on a foreign Pod: ReconcilerError in status, then an error for the backoff', async () => {
+    const { client, reconciler } = setup(created);
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
+    client.live.set('pods/my-sandbox', pod({ owner: foreignRef('Job', 'batch') }));
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
+    expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'ReconcilerError', message: expect.stringContaining('Job "batch"') });
+  });
+
+  test('Conflict on an adoption (stale resourceVersion): a quiet requeue, no status write', async () => {
+    const { client, reconciler } = setup(created, { pods: [pod({ owner: null })] });
+    client.failOnce({ verb: 'patch', resource: 'pods', error: apiError(409, 'Conflict') });
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: RACE_RETRY_MS });
+    expect(client.writes).toEqual(['patch pods my-sandbox']);
+  });
+
+  test('NotFound on a delete: already done', async () => {
+    const sb = sandbox({ spec: { operatingMode: 'Suspended' }, annotations: { [SandboxAnnotations.POD_NAME]: 'my-sandbox' } });
+    const { client, reconciler } = setup(sb, { pods: [pod()] });
+    client.failOnce({ verb: 'delete', resource: 'pods', error: apiError(404, 'NotFound') });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['delete pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+    expect(client.calls[0].options).toEqual({ uid: 'uid-pod-my-sandbox' });
+  });
+
+  test('the API server rejects the Pod (422): InvalidConfiguration written once, no error, no retry', async () => {
+    const { client, reconciler } = setup(created);
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(422, 'Invalid', 'Pod "my-sandbox" is invalid: spec.containers[0].name: Invalid value: "Bad"') });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    const status = statusBody(client);
+    expect(condition(status.conditions, 'Ready')).toMatchObject({ reason: 'InvalidConfiguration', message: expect.stringContaining('spec.containers[0].name') });
+
+    const again = setup({ ...created, status });
+    await again.reconciler.reconcile(KEY);
+    expect(again.client.calls).toEqual([]);
+  });
+
+  test('any other API failure: ReconcilerError in status and an error for the backoff', async () => {
+    const { client, reconciler } = setup(sandbox({ spec: { service: true } }));
+    client.failOnce({ verb: 'create', resource: 'services', error: apiError(500, 'InternalError', 'etcd timeout') });
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow('etcd timeout');
+    expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'ReconcilerError', message: 'Error seen: Service "my-sandbox": etcd timeout' });
+  });
+
+  test('a Pod step failure while suspended shows Suspended=Unknown/PodStateUnknown', async () => {
+    const sb = sandbox({ spec: { operatingMode: 'Suspended' } });
+    const { client, reconciler } = setup(sb, { pods: [pod()] });
+    client.failOnce({ verb: 'delete', resource: 'pods', error: apiError(403, 'Forbidden', 'no') });
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow();
+    expect(condition(statusBody(client).conditions, 'Suspended')).toMatchObject({ status: 'Unknown', reason: 'PodStateUnknown' });
+  });
+
+  test('MultiplePods: one Warning event, no error (the next Pod event re-triggers)', async () => {
+    const { client, reconciler } = setup(created, { pods: [pod(), pod({ name: 'x', uid: 'uid-x' })] });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.calls.filter((c) => c.verb === 'event').map((c) => c.body)).toEqual([
+      { type: 'Warning', reason: 'MultiplePods', action: 'Reconciling', note: expect.stringContaining('2 Pods') },
+    ]);
+  });
+
+  test('the shutdownTime timer comes back as requeueAfterMs', async () => {
+    const { reconciler } = setup(sandbox({ spec: { shutdownTime: new Date(NOW + 5_000).toISOString() } }));
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 5_000 });
+  });
+
+  test('expired with Delete: the Sandbox is deleted with a uid precondition, nothing else', async () => {
+    const sb = sandbox({ spec: { shutdownTime: new Date(NOW - 1).toISOString(), shutdownPolicy: 'Delete' } });
+    const { client, reconciler } = setup(sb, { pods: [pod()], services: [service()] });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['delete sandboxes my-sandbox']);
+    expect(client.calls[0].options).toEqual({ uid: 'uid-sandbox-1', propagationPolicy: 'Background' });
+  });
+
+  test('status patch nulls what went away and leaves unchanged fields out', async () => {
+    const sb = sandbox({
+      annotations: { [SandboxAnnotations.POD_NAME]: 'my-sandbox' },
+      spec: { operatingMode: 'Suspended' },
+      status: { podIPs: ['127.64.0.7'], nodeName: 'kwok-node-0', selector: 'agents.x-k8s.io/sandbox-name-hash=374de8f5' },
+    });
+    const { client, reconciler } = setup(sb);
+    await reconciler.reconcile(KEY);
+    const body = statusBody(client);
+    expect(body).toMatchObject({ podIPs: null, nodeName: null });
+    expect('selector' in body).toBe(false);
+  });
+
+  test('the Sandbox vanishing mid-pass ends it quietly', async () => {
+    const { client, reconciler } = setup(sandbox());
+    client.failOnce({ verb: 'patch', resource: 'sandboxes', error: apiError(404, 'NotFound') });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
+  });
+});
