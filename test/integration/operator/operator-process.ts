@@ -1,0 +1,159 @@
+/**
+ * Runs the real operator bundle (operator/dist/agent-sandbox-operator.mjs) as a child process
+ * against the integration control plane: start, wait until its controllers run, stop gracefully
+ * or SIGKILL it, and keep its JSON log for assertions and failure reports.
+ */
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { waitFor } from '../../../tools/control-plane/kube';
+
+const ROOT = path.resolve(__dirname, '..', '..', '..');
+export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbox-operator.mjs');
+const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api')];
+
+/** Every live operator child, so a crashed test run never leaves one reconciling. */
+const running = new Set<ChildProcess>();
+process.on('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtime(full) : fs.statSync(full).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Builds the bundle with the project's own task when it is missing or older than its sources,
+ * under a lock directory so two jest workers never write it at once.
+ */
+export async function ensureOperatorBundle(): Promise<void> {
+  const lock = `${OPERATOR_BUNDLE}.lock`;
+  fs.mkdirSync(path.dirname(OPERATOR_BUNDLE), { recursive: true });
+  await waitFor(() => {
+    try {
+      fs.mkdirSync(lock);
+      return true;
+    } catch {
+      // A lock older than a build can take is left over from a killed run.
+      const since = fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
+      if (since !== undefined && Date.now() - since > 120_000) fs.rmSync(lock, { recursive: true, force: true });
+      return false;
+    }
+  }, 180_000, 'the operator bundle build lock');
+  try {
+    const stale = !fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < Math.max(...SOURCES.map(newestMtime));
+    if (stale) execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });
+  } finally {
+    fs.rmdirSync(lock);
+  }
+}
+
+export interface OperatorOptions {
+  readonly kubeconfig: string;
+  /** Added after the defaults (which are loopback-only and without leader election). */
+  readonly args?: readonly string[];
+  /** Where the log is written as well; default: test-results/operator/ (kept after the run, for CI artifacts). */
+  readonly logFile?: string;
+}
+
+export class OperatorProcess {
+  /** Starts the `controller` command and resolves once its controllers have started. */
+  public static async start(opts: OperatorOptions): Promise<OperatorProcess> {
+    const op = new OperatorProcess(opts);
+    await op.waitForLog((l) => l.msg === 'caches synced; starting controllers', 60_000, 'the operator to start its controllers');
+    return op;
+  }
+
+  private static count = 0;
+  public readonly lines: any[] = [];
+  public readonly logFile: string;
+  private readonly child: ChildProcess;
+  private readonly exited: Promise<number | string | null>;
+  private partial = '';
+
+  private constructor(opts: OperatorOptions) {
+    const logDir = path.join(ROOT, 'test-results', 'operator');
+    fs.mkdirSync(logDir, { recursive: true });
+    this.logFile = opts.logFile ?? path.join(logDir, `operator-${process.pid}-${++OperatorProcess.count}.log`);
+    const args = [
+      '--enable-source-maps', OPERATOR_BUNDLE, 'controller',
+      `--kubeconfig=${opts.kubeconfig}`, '--leader-elect=false',
+      '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0',
+      ...(opts.args ?? []),
+    ];
+    this.child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(this.child);
+    const out = fs.createWriteStream(this.logFile);
+    const onData = (chunk: Buffer) => {
+      out.write(chunk);
+      this.partial += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = this.partial.indexOf('\n')) >= 0) {
+        const line = this.partial.slice(0, nl);
+        this.partial = this.partial.slice(nl + 1);
+        try {
+          this.lines.push(JSON.parse(line));
+        } catch {
+          this.lines.push({ msg: line });
+        }
+      }
+    };
+    this.child.stdout!.on('data', onData);
+    this.child.stderr!.on('data', onData);
+    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => {
+      running.delete(this.child);
+      out.end();
+      resolve(code ?? signal);
+    }));
+  }
+
+  public get pid(): number {
+    return this.child.pid!;
+  }
+
+  public get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null;
+  }
+
+  /** SIGTERM and wait for the graceful exit (SIGKILL after `timeoutMs`); resolves with the exit code. */
+  public async stop(timeoutMs = 20_000): Promise<number | string | null> {
+    if (!this.alive) return this.exited;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** kill -9: no drain, no cleanup, exactly like a node failure or an OOM kill. */
+  public async kill(): Promise<void> {
+    if (this.alive) this.child.kill('SIGKILL');
+    await this.exited;
+  }
+
+  public async waitForLog(match: (line: any) => boolean, timeoutMs: number, what: string): Promise<any> {
+    return waitFor(() => {
+      const hit = this.lines.find(match);
+      if (hit) return hit;
+      if (!this.alive) throw new Error(`the operator exited; log tail:\n${this.tail()}`);
+      return undefined;
+    }, timeoutMs, what);
+  }
+
+  /** Log lines at level error (reconcile failures and worse). */
+  public errors(): any[] {
+    return this.lines.filter((l) => l.level === 'error');
+  }
+
+  /** The last `n` log lines, for failure messages. */
+  public tail(n = 40): string {
+    return this.lines.slice(-n).map((l) => JSON.stringify(l)).join('\n');
+  }
+}
