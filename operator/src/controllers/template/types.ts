@@ -112,6 +112,12 @@ export interface NetworkPolicy extends KubeObject {
  */
 export type MergePatch = { [key: string]: MergePatch | string | number | boolean | null | unknown[] };
 
+/** Values of the `agents.x-k8s.io/launch-type` label: how a claimed Sandbox was obtained. */
+export const LaunchType = { WARM: 'warm', COLD: 'cold' } as const;
+
+/** The `agents.x-k8s.io/created-by` value on Sandboxes the warm pool creates. */
+export const CREATED_BY_CONTROLLER = 'controller';
+
 /** The resource types these controllers address. */
 export const EXTENSION_RESOURCES = {
   sandboxes: { group: KINDS.sandbox.group, version: API_VERSION_NAME, resource: KINDS.sandbox.plural, namespaced: true },

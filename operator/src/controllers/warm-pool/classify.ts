@@ -1,0 +1,156 @@
+/**
+ * Who is in a warm pool, and in what state (upstream-behavior.md §3.3 steps 3-4, §3.5). The
+ * result decides what the pool counts, creates and deletes; see plan.ts.
+ */
+import { ConditionType } from '../../../../src/api/conditions';
+import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { sandboxMatches, templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
+import { controllerRefOf, findCondition, isControlledBy, isDeleting, timeMs } from '../template/meta';
+import { LaunchType, type Sandbox, type SandboxTemplate } from '../template/types';
+import type { PoolFlags, SandboxWarmPool } from './types';
+
+export interface PoolMembers {
+  /**
+   * What the pool counts as its members (`status.replicas`): owned and alive, plus orphans it is
+   * adopting this pass. Includes stale members kept under OnReplenish and held unschedulable ones.
+   */
+  readonly active: Sandbox[];
+  /** Active members whose Ready condition is True. */
+  readonly ready: Sandbox[];
+  /** Owned members already going away: a deletionTimestamp, or a delete we issued that the cache has not shown. */
+  readonly terminating: Sandbox[];
+  /** Owned members out of date with the template, to delete now (Recreate only). */
+  readonly stale: Sandbox[];
+  /** Out-of-date members kept (OnReplenish): still claimable, replaced once claimed. Subset of `active`. */
+  readonly staleKept: Sandbox[];
+  /** Members not Ready for longer than the readiness grace period, to delete and replace. */
+  readonly stuck: Sandbox[];
+  /** Not Ready past the grace period because their Pod cannot be scheduled: kept, as a replacement could not schedule either. Subset of `active`. */
+  readonly unschedulableHeld: Sandbox[];
+  /** Sandboxes with the pool's label and no controller, matching the template: the pool adopts them. Subset of `active`. */
+  readonly orphansToAdopt: Sandbox[];
+  /** Orphans with the pool's label that do not match the template: deleted. */
+  readonly orphansToDelete: Sandbox[];
+  /** Owned members without `launch-type=warm` (made by an older controller): labelled. Subset of `active`. */
+  readonly needsLaunchTypeLabel: Sandbox[];
+  /** When the earliest young, not-Ready member reaches the grace period; the pool looks again then. */
+  readonly nextStuckCheckAtMs?: number;
+}
+
+/** Whether the pool replaces stale members at once; unknown values mean OnReplenish, as upstream. */
+export function isRecreate(pool: SandboxWarmPool): boolean {
+  return pool.spec.updateStrategy?.type === WarmPoolUpdateStrategyType.RECREATE;
+}
+
+export function isReady(sandbox: Sandbox): boolean {
+  return findCondition(sandbox.status?.conditions, ConditionType.READY)?.status === 'True';
+}
+
+/** Whether the Sandbox's Pod is reported unschedulable (the Sandbox controller mirrors PodScheduled). */
+export function isUnschedulable(sandbox: Sandbox): boolean {
+  const scheduled = findCondition(sandbox.status?.conditions, ConditionType.POD_SCHEDULED);
+  return scheduled?.status === 'False' && scheduled.reason === 'Unschedulable';
+}
+
+/**
+ * Since when a member has been not Ready: its creation, or its last Ready transition if later.
+ * Measuring from the transition means a member that was Ready and lost readiness gets a full grace
+ * period to recover; upstream measures from creation and replaces such a member at once.
+ */
+export function notReadySinceMs(sandbox: Sandbox): number {
+  const created = timeMs(sandbox.metadata.creationTimestamp) ?? 0;
+  const transition = timeMs(findCondition(sandbox.status?.conditions, ConditionType.READY)?.lastTransitionTime) ?? 0;
+  return Math.max(created, transition);
+}
+
+/**
+ * Whether `sandbox` is out of date for the pool's template: built for another template name, or with
+ * a different blueprint. Our own hash label settles it when it matches; otherwise (a member made by
+ * upstream or before a template edit) the blueprints are compared. An orphan's labels are not
+ * trusted (anyone could have written them), so orphans are always compared.
+ */
+export function isStale(sandbox: Sandbox, templateName: string, fingerprint: BlueprintFingerprint, orphan: boolean): boolean {
+  if (sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== NameHash.of(templateName)) return true;
+  if (!orphan && sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_HASH] === fingerprint.hash) return false;
+  return !sandboxMatches(sandbox, fingerprint);
+}
+
+/**
+ * Sort the Sandboxes carrying `pool`'s membership label into the groups of {@link PoolMembers}.
+ *
+ * - Owned means controlled by this pool's UID; a Sandbox controlled by anything else (a claim, a
+ *   previous pool of the same name) is not ours and is ignored.
+ * - Without a template (not found yet, or deleted) nothing is judged stale and orphans are left
+ *   alone: deleting on incomplete information could empty a pool by mistake.
+ * - `pendingDeletes` are UIDs whose delete we issued (expectations.ts): counted as terminating even
+ *   before the cache shows it, so they are neither counted as members nor deleted twice. Orphans
+ *   being deleted by someone else are not ours and are not counted.
+ */
+export function classifyMembers(
+  pool: SandboxWarmPool,
+  template: SandboxTemplate | undefined,
+  sandboxes: readonly Sandbox[],
+  now: number,
+  flags: PoolFlags,
+  pendingDeletes: ReadonlySet<string> = new Set(),
+): PoolMembers {
+  const out = {
+    active: [] as Sandbox[], ready: [] as Sandbox[], terminating: [] as Sandbox[], stale: [] as Sandbox[],
+    staleKept: [] as Sandbox[], stuck: [] as Sandbox[], unschedulableHeld: [] as Sandbox[],
+    orphansToAdopt: [] as Sandbox[], orphansToDelete: [] as Sandbox[], needsLaunchTypeLabel: [] as Sandbox[],
+  };
+  let nextStuckCheckAtMs: number | undefined;
+  const label = NameHash.of(pool.metadata.name);
+  const fingerprint = template ? templateFingerprint(template) : undefined;
+  const templateName = pool.spec.sandboxTemplateRef.name;
+  const recreate = isRecreate(pool);
+
+  for (const sandbox of sandboxes) {
+    if (sandbox.metadata.namespace !== pool.metadata.namespace) continue;
+    if (sandbox.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX] !== label) continue;
+    const orphan = controllerRefOf(sandbox) === undefined;
+    if (!orphan && !isControlledBy(sandbox, pool.metadata.uid)) continue;
+
+    const uid = sandbox.metadata.uid ?? '';
+    if (pendingDeletes.has(uid) || (isDeleting(sandbox) && !orphan)) {
+      out.terminating.push(sandbox);
+      continue;
+    }
+    let stale = false;
+    if (orphan) {
+      if (isDeleting(sandbox) || !fingerprint) continue;
+      if (isStale(sandbox, templateName, fingerprint, true)) {
+        out.orphansToDelete.push(sandbox);
+        continue;
+      }
+    } else {
+      stale = fingerprint !== undefined && isStale(sandbox, templateName, fingerprint, false);
+      if (stale && recreate) {
+        out.stale.push(sandbox);
+        continue;
+      }
+    }
+
+    if (!isReady(sandbox)) {
+      const graceEndsAt = notReadySinceMs(sandbox) + flags.readinessGraceMs;
+      if (now < graceEndsAt) {
+        nextStuckCheckAtMs = Math.min(nextStuckCheckAtMs ?? graceEndsAt, graceEndsAt);
+      } else if (isUnschedulable(sandbox)) {
+        out.unschedulableHeld.push(sandbox);
+      } else if (!orphan) {
+        // An orphan past the grace period is adopted first and judged as a member next pass.
+        out.stuck.push(sandbox);
+        continue;
+      }
+    } else {
+      out.ready.push(sandbox);
+    }
+    out.active.push(sandbox);
+    if (orphan) out.orphansToAdopt.push(sandbox);
+    if (stale) out.staleKept.push(sandbox);
+    if (!orphan && sandbox.metadata.labels?.[SandboxLabels.LAUNCH_TYPE] !== LaunchType.WARM) out.needsLaunchTypeLabel.push(sandbox);
+  }
+  return { ...out, ...(nextStuckCheckAtMs !== undefined ? { nextStuckCheckAtMs } : {}) };
+}

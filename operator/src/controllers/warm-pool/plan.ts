@@ -1,0 +1,191 @@
+/**
+ * One pass of a warm pool, decided (upstream-behavior.md §3.3 steps 5-11): how many members to
+ * create, which to delete, which orphans to adopt, the status, the events and when to look again.
+ * The wiring performs it: adoptions and label fixes, deletes (each recorded in the expectations
+ * before the call, with the uid and resourceVersion preconditions given here), creates in the
+ * given waves (each recorded first), then the status patch if changed.
+ */
+import { formatGoDuration } from '../../../../src/api/controller-flags';
+import { timeMs } from '../template/meta';
+import type { Sandbox, SandboxTemplate } from '../template/types';
+import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
+import { isReady, type PoolMembers } from './classify';
+import { poolSelector } from './desired';
+import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
+import { PoolEventReason, desiredReplicas, type PoolFlags, type PoolStatus, type SandboxWarmPool } from './types';
+
+/** What a pool remembers between passes (in memory; losing it on restart only resets pacing). */
+export interface PoolState {
+  readonly hold: ReplenishHold;
+  readonly bucket?: TokenBucket;
+  /** Whether the last pass held unschedulable members (events fire on transitions only). */
+  readonly notProgressing: boolean;
+}
+
+export const INITIAL_POOL_STATE: PoolState = { hold: NO_HOLD, notProgressing: false };
+
+export interface PoolEvent {
+  readonly type: 'Normal' | 'Warning';
+  readonly reason: string;
+  readonly action: string;
+  readonly message: string;
+}
+
+export type DeleteCause = 'orphan-stale' | 'stuck' | 'stale' | 'scale-down';
+
+/**
+ * A member to delete. Both preconditions matter: `uid` so a namesake is never hit, and
+ * `resourceVersion` so a member a claim adopted a moment ago (its ownership write changed the
+ * version) fails the delete instead of being destroyed under the claim. Upstream deletes without a
+ * version precondition and can lose that race.
+ */
+export interface MemberDelete {
+  readonly sandbox: Sandbox;
+  readonly cause: DeleteCause;
+  readonly uid: string;
+  readonly resourceVersion: string;
+}
+
+export interface PoolPlanInput {
+  readonly pool: SandboxWarmPool;
+  /** The pool's template; undefined when it does not exist (no creates then). */
+  readonly template: SandboxTemplate | undefined;
+  readonly members: PoolMembers;
+  /** Creates issued and not yet in the cache (PoolExpectations.pendingCreates). */
+  readonly pendingCreates: number;
+  /** When the earliest expectation expires (PoolExpectations.nextExpiryAtMs). */
+  readonly expectationsExpireAtMs?: number;
+  readonly state: PoolState;
+  readonly flags: PoolFlags;
+  readonly now: number;
+}
+
+export interface PoolPlan {
+  /** Members to create now (all built by buildPoolSandbox). */
+  readonly creates: number;
+  /** `creates` split into slow-start waves; stop at the first wave with an error. */
+  readonly createWaves: number[];
+  readonly deletes: MemberDelete[];
+  readonly deleteWaves: number[];
+  /** Orphans to adopt (orphanAdoptionPatch). */
+  readonly adopt: Sandbox[];
+  /** Members to label launch-type=warm (launchTypeLabelPatch). */
+  readonly labelLaunchType: Sandbox[];
+  readonly status: PoolStatus;
+  /** Whether `status` differs from the pool's; unchanged status is not written. */
+  readonly statusChanged: boolean;
+  readonly events: PoolEvent[];
+  readonly state: PoolState;
+  /** Look again after this long (grace deadlines, rechecks, the replenish hold, pacing, expectations). */
+  readonly requeueAfterMs?: number;
+}
+
+/**
+ * Scale-down order: members that are not Ready first (least useful), then stale ones (out of date
+ * anyway; upstream does not prefer them), then the newest (they have had the least time to warm
+ * caches and images; upstream's order).
+ */
+export function scaleDownOrder(a: Sandbox, b: Sandbox, staleUids: ReadonlySet<string>): number {
+  const readyA = isReady(a) ? 1 : 0;
+  const readyB = isReady(b) ? 1 : 0;
+  if (readyA !== readyB) return readyA - readyB;
+  const staleA = staleUids.has(a.metadata.uid ?? '') ? 0 : 1;
+  const staleB = staleUids.has(b.metadata.uid ?? '') ? 0 : 1;
+  if (staleA !== staleB) return staleA - staleB;
+  const created = (timeMs(b.metadata.creationTimestamp) ?? 0) - (timeMs(a.metadata.creationTimestamp) ?? 0);
+  return created !== 0 ? created : a.metadata.name.localeCompare(b.metadata.name);
+}
+
+function toDelete(sandbox: Sandbox, cause: DeleteCause): MemberDelete {
+  return { sandbox, cause, uid: sandbox.metadata.uid ?? '', resourceVersion: sandbox.metadata.resourceVersion ?? '' };
+}
+
+/**
+ * Decide one pass.
+ *
+ * Counting: members going away (terminating, and stale, stuck or stale orphans, deleted this pass
+ * or a later one) and creates not yet observed count against `replicas`, so at no time do more
+ * than `replicas` unclaimed Sandboxes of the pool exist or wait to exist. Within that bound the
+ * deficit is created at once, limited by the max batch size, the replenish hold and the refill
+ * rate. Deletes are limited by the max batch size too, most urgent first.
+ */
+export function planPool(input: PoolPlanInput): PoolPlan {
+  const { pool, members, flags, now } = input;
+  const desired = desiredReplicas(pool);
+  const active = members.active.length;
+  const goingAway = members.terminating.length + members.stale.length + members.stuck.length + members.orphansToDelete.length;
+  const requeues: number[] = [];
+
+  // Deletes, most urgent first, at most one batch per pass.
+  const wanted: MemberDelete[] = [
+    ...members.orphansToDelete.map((s) => toDelete(s, 'orphan-stale')),
+    ...members.stuck.map((s) => toDelete(s, 'stuck')),
+    ...members.stale.map((s) => toDelete(s, 'stale')),
+  ];
+  const excess = active - desired;
+  if (excess > 0) {
+    const staleUids = new Set(members.staleKept.map((s) => s.metadata.uid ?? ''));
+    const adopting = new Set(members.orphansToAdopt);
+    const candidates = members.active.filter((s) => !adopting.has(s)).sort((a, b) => scaleDownOrder(a, b, staleUids));
+    wanted.push(...candidates.slice(0, excess).map((s) => toDelete(s, 'scale-down')));
+  }
+  const deletes = wanted.slice(0, flags.maxBatchSize);
+  if (deletes.length < wanted.length) requeues.push(0);
+
+  // Creates.
+  const deficit = input.template ? Math.max(0, desired - active - goingAway - input.pendingCreates) : 0;
+  const hold = replenishHold(input.state.hold, active, desired, flags.replenishDelayMs, now);
+  let creates = hold.holding ? 0 : Math.min(deficit, flags.maxBatchSize);
+  if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - now);
+  const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, now);
+  creates = grant.granted;
+  if (grant.nextTokenAtMs !== undefined) requeues.push(grant.nextTokenAtMs - now);
+  if (!hold.holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
+
+  // Status.
+  const status: PoolStatus = {
+    replicas: active,
+    readyReplicas: members.ready.length,
+    selector: poolSelector(pool),
+    observedGeneration: pool.metadata.generation ?? 0,
+  };
+  const old = pool.status ?? {};
+  const statusChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas
+    || old.selector !== status.selector || old.observedGeneration !== status.observedGeneration;
+
+  // Not-progressing signal, on transitions only.
+  const events: PoolEvent[] = [];
+  const held = members.unschedulableHeld.length;
+  if (held > 0) {
+    requeues.push(flags.unschedulableRecheckMs);
+    if (!input.state.notProgressing) {
+      events.push({
+        type: 'Warning',
+        reason: PoolEventReason.NOT_PROGRESSING,
+        action: 'Replenish',
+        message: `${held}/${desired} sandboxes are unschedulable past the ${formatGoDuration(flags.readinessGraceMs)} readiness grace period; `
+          + 'holding them instead of replacing them (a replacement could not be scheduled either)',
+      });
+    }
+  } else if (input.state.notProgressing) {
+    events.push({ type: 'Normal', reason: PoolEventReason.PROGRESSING, action: 'Replenish', message: 'No sandboxes are held as unschedulable any more' });
+  }
+
+  if (members.nextStuckCheckAtMs !== undefined) requeues.push(members.nextStuckCheckAtMs - now);
+  if (input.expectationsExpireAtMs !== undefined) requeues.push(input.expectationsExpireAtMs - now);
+  const requeueAfterMs = requeues.length > 0 ? Math.max(0, Math.min(...requeues)) : undefined;
+
+  return {
+    creates,
+    createWaves: slowStartWaves(creates),
+    deletes,
+    deleteWaves: slowStartWaves(deletes.length),
+    adopt: members.orphansToAdopt,
+    labelLaunchType: members.needsLaunchTypeLabel,
+    status,
+    statusChanged,
+    events,
+    state: { hold: hold.state, ...(grant.bucket ? { bucket: grant.bucket } : {}), notProgressing: held > 0 },
+    ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+  };
+}

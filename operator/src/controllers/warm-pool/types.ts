@@ -1,0 +1,69 @@
+/**
+ * Wire shape of a SandboxWarmPool and the controller flags its decisions read. Flag names and
+ * defaults come from src/api/controller-flags.ts, the table the install bundle renders from, so
+ * the decisions and the Deployment args cannot disagree.
+ */
+import type { KubeObject, ObjectMeta } from '../../runtime/types';
+import { controllerFlag, type ControllerFlagValues } from '../../../../src/api/controller-flags';
+
+export interface PoolStatus {
+  replicas?: number;
+  readyReplicas?: number;
+  selector?: string;
+  observedGeneration?: number;
+}
+
+export interface SandboxWarmPool extends KubeObject {
+  metadata: ObjectMeta;
+  spec: {
+    replicas?: number;
+    sandboxTemplateRef: { name: string };
+    updateStrategy?: { type?: string };
+  };
+  status?: PoolStatus;
+}
+
+/** The flags the warm-pool decisions use, typed. Durations in milliseconds. */
+export interface PoolFlags {
+  /** Most creates or deletes in one pass (`--sandbox-warm-pool-max-batch-size`). */
+  readonly maxBatchSize: number;
+  /** Wait before replacing claimed members (`--sandbox-warm-pool-replenish-delay`); 0 = at once. */
+  readonly replenishDelayMs: number;
+  /** Most creates per second per pool (`--sandbox-warm-pool-max-refill-rate`); 0 = unpaced. */
+  readonly maxRefillRate: number;
+  /** How long a member may stay not Ready before it is replaced (`--sandbox-warm-pool-readiness-grace-period`). */
+  readonly readinessGraceMs: number;
+  /** How often a pool holding unschedulable members is re-examined (`--sandbox-warm-pool-unschedulable-recheck-interval`). */
+  readonly unschedulableRecheckMs: number;
+  /** Mark unclaimed warm Pods safe to evict (`--enable-warm-pool-eviction`). */
+  readonly enableWarmPoolEviction: boolean;
+}
+
+function flagValue<T extends number | boolean>(values: ControllerFlagValues, name: string): T {
+  const flag = controllerFlag(name);
+  if (!flag) throw new Error(`unknown controller flag --${name}`);
+  return (values[name] ?? flag.default) as T;
+}
+
+/** Typed pool flags from parsed flag values; absent flags take the table's defaults. */
+export function poolFlags(values: ControllerFlagValues = {}): PoolFlags {
+  return {
+    maxBatchSize: flagValue(values, 'sandbox-warm-pool-max-batch-size'),
+    replenishDelayMs: flagValue(values, 'sandbox-warm-pool-replenish-delay'),
+    maxRefillRate: flagValue(values, 'sandbox-warm-pool-max-refill-rate'),
+    readinessGraceMs: flagValue(values, 'sandbox-warm-pool-readiness-grace-period'),
+    unschedulableRecheckMs: flagValue(values, 'sandbox-warm-pool-unschedulable-recheck-interval'),
+    enableWarmPoolEviction: flagValue(values, 'enable-warm-pool-eviction'),
+  };
+}
+
+/** `spec.replicas`, with the controller's reading of an absent value (1, as upstream). */
+export function desiredReplicas(pool: SandboxWarmPool): number {
+  return pool.spec.replicas ?? 1;
+}
+
+/** Events a pool emits, on transitions only. */
+export const PoolEventReason = {
+  NOT_PROGRESSING: 'WarmPoolNotProgressing',
+  PROGRESSING: 'WarmPoolProgressing',
+} as const;
