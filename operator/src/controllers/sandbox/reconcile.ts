@@ -76,13 +76,16 @@ export class SandboxReconciler implements Reconciler {
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
-    let outcome = await this.execute(sandbox, plan.actions);
+    const created: Array<{ kind: ChildKind; object: KubeObject }> = [];
+    let outcome = await this.execute(sandbox, plan.actions, created);
     if (outcome.kind === 'exists') {
       // The cache missed an object we tried to create (label-less, or our own create not yet
-      // seen): decide once more with the live object, e.g. adopt it or refuse it.
+      // seen): decide once more with the live object, e.g. adopt it or refuse it, and with what
+      // this pass did create, so it is not created twice.
+      for (const c of created) observed = withLiveChild(observed, c.kind, c.object);
       observed = withLiveChild(observed, outcome.child, outcome.object);
       plan = decide(observed);
-      outcome = await this.execute(sandbox, plan.actions);
+      outcome = await this.execute(sandbox, plan.actions, created);
       if (outcome.kind === 'exists') outcome = { kind: 'race', detail: `${outcome.child} ${outcome.object.metadata.name} still conflicts` };
     }
     if (outcome.kind === 'gone') return;
@@ -137,14 +140,14 @@ export class SandboxReconciler implements Reconciler {
    * Runs the actions in dependency order: PVCs, then Pod and Service together (independent of each
    * other), then the Sandbox's own writes. Stops at the first stage that fails.
    */
-  private async execute(sandbox: Sandbox, actions: readonly Action[]): Promise<Outcome> {
+  private async execute(sandbox: Sandbox, actions: readonly Action[], created: Array<{ kind: ChildKind; object: KubeObject }>): Promise<Outcome> {
     const stages = [
       actions.filter((a) => 'kind' in a && a.kind === 'pvc'),
       actions.filter((a) => 'kind' in a && a.kind !== 'pvc'),
       actions.filter((a) => a.op === 'patch-sandbox' || a.op === 'delete-sandbox'),
     ];
     for (const stage of stages) {
-      const outcomes = await Promise.all(stage.map((a) => this.run(sandbox, a)));
+      const outcomes = await Promise.all(stage.map((a) => this.run(sandbox, a, created)));
       const bad = outcomes.find((o) => o.kind === 'gone') ?? outcomes.find((o) => o.kind === 'failed')
         ?? outcomes.find((o) => o.kind === 'exists') ?? outcomes.find((o) => o.kind === 'race');
       if (bad) return bad;
@@ -152,14 +155,14 @@ export class SandboxReconciler implements Reconciler {
     return { kind: 'done' };
   }
 
-  private async run(sandbox: Sandbox, action: Action): Promise<Outcome> {
+  private async run(sandbox: Sandbox, action: Action, created: Array<{ kind: ChildKind; object: KubeObject }>): Promise<Outcome> {
     const { client } = this.opts;
     const ns = sandbox.metadata.namespace;
     const write = { fieldManager: FIELD_MANAGER };
     try {
       switch (action.op) {
         case 'create':
-          await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
+          created.push({ kind: action.kind, object: await client.create(RESOURCE_OF[action.kind], ns, action.object, write) });
           break;
         case 'patch':
           await client.patch(RESOURCE_OF[action.kind], ns, action.name, 'merge', action.patch, write);

@@ -83,6 +83,14 @@ describe('SandboxReconciler', () => {
     expect(condition(statusBody(client).conditions, 'Ready')?.status).toBe('True');
   });
 
+  test('AlreadyExists on the Pod does not create the Service made in the same stage twice', async () => {
+    const { client, reconciler } = setup(sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'my-sandbox' }, spec: { service: true } }));
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
+    client.live.set('pods/my-sandbox', pod());
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create pods my-sandbox', 'create services my-sandbox', 'patch sandboxes my-sandbox/status']);
+  });
+
   test('AlreadyExists on an adoptable label-less Pod: adopted in the same pass', async () => {
     const { client, reconciler } = setup(created);
     client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
