@@ -5,8 +5,8 @@
  * - the leader renews every retryPeriod with a conditional update (resourceVersion) and gives up
  *   leadership when no renew has succeeded for renewDeadline;
  * - a graceful shutdown releases the Lease (empty holder, leaseDurationSeconds 1) so a standby takes
- *   over at once. A standby also watches the Lease, so it reacts to a release immediately instead
- *   of at its next retry.
+ *   over at once. A standby also watches the Lease, so it reacts to a release immediately and
+ *   retries exactly when a crashed leader's Lease expires, instead of at its next jittered retry.
  * Times are written as MicroTime (six fractional digits), which the API server requires.
  */
 import { Clock, SYSTEM_CLOCK, sleep } from './clock';
@@ -160,8 +160,7 @@ export class LeaderElector {
     this.log.info('waiting to acquire the leader lease');
     while (!signal.aborted && !(await this.tryAcquireOrRenew())) {
       this.watchWhileStandingBy();
-      // client-go's JitterUntil(retryPeriod, 1.2): standbys do not retry in lockstep.
-      await sleep(this.clock, this.retryPeriodMs * (1 + Math.random() * 1.2), AbortSignal.any([signal, this.wake.signal]));
+      await sleep(this.clock, this.standbyDelay(), AbortSignal.any([signal, this.wake.signal]));
       if (this.wake.signal.aborted && !signal.aborted) this.wake = new AbortController();
     }
     this.standbyWatch?.abort();
@@ -186,6 +185,20 @@ export class LeaderElector {
         return;
       }
     }
+  }
+
+  /**
+   * How long a standby waits before its next attempt: client-go's JitterUntil(retryPeriod, 1.2) so
+   * standbys do not retry in lockstep, but no later than the moment the Lease as last seen expires.
+   * With the standby watch keeping that moment exact, a crashed leader is replaced about one lease
+   * duration after its last renew instead of up to two jittered retries later.
+   */
+  private standbyDelay(): number {
+    const jittered = this.retryPeriodMs * (1 + Math.random() * 1.2);
+    const seconds = this.observed?.spec?.leaseDurationSeconds;
+    const untilExpiry = this.observedAt + (seconds ? seconds * 1000 : this.leaseDurationMs) - this.clock.now();
+    // Only a future expiry shortens the wait: a failed read must never turn into a hot loop.
+    return untilExpiry > 0 ? Math.min(jittered, untilExpiry + 10) : jittered;
   }
 
   /** True when this process holds the Lease afterwards. Never throws. */
@@ -256,7 +269,11 @@ export class LeaderElector {
     const handle = this.options.client.watch<Lease>(LEASE, this.options.namespace,
       { fieldSelector: `metadata.name=${this.name}`, resourceVersion: rv, timeoutSeconds: 300 },
       (event) => {
-        if (event.type === 'DELETED' || ((event.type === 'MODIFIED' || event.type === 'ADDED') && !event.object.spec?.holderIdentity)) {
+        if (event.type === 'MODIFIED' || event.type === 'ADDED') {
+          // A renew seen now is observed now: the expiry estimate stays exact between reads.
+          if (!this.leading) this.observe(event.object, this.clock.now());
+          if (!event.object.spec?.holderIdentity) this.wake.abort();
+        } else if (event.type === 'DELETED') {
           this.wake.abort();
         }
       });
