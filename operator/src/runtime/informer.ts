@@ -147,7 +147,9 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         } else {
           reason = this.resourceVersion === undefined ? 'list-error' : 'error';
         }
-        this.log.warn({ err, reason }, 'list/watch failed; retrying');
+        // A 404 on the collection means the type is not served at all, typically a missing CRD.
+        const hint = err instanceof ApiError && err.notFound ? `${this.type.resource}.${this.type.group || 'core'}/${this.type.version} is not served; is its CRD installed?` : undefined;
+        this.log.warn({ err, reason, hint }, 'list/watch failed; retrying');
       }
       if (signal.aborted) break;
       this.options.metrics?.watchRestarted?.(reason);
