@@ -68,6 +68,11 @@ export class SandboxApi {
     return { sandbox, latencyMs: Date.now() - started };
   }
 
+  /** Resolves with the first watch event on the Sandbox `name` that `match` accepts (exact timing, no polling). */
+  public watchUntil(name: string, match: (ev: { type: string; object: any }) => boolean, timeoutMs = 60_000): Promise<{ type: string; object: any }> {
+    return this.api.watch(`${this.base}?fieldSelector=metadata.name=${name}`, (ev) => (match(ev) ? ev : undefined), { timeoutMs });
+  }
+
   public get(name: string): Promise<any> {
     return this.getOrUndefined(`${this.base}/${name}`);
   }
