@@ -115,10 +115,10 @@ project.addTask('cluster:up', { description: 'Start a local control plane (etcd,
 project.addTask('cluster:down', { description: 'Stop the local control plane started by cluster:up', exec: `${tsNode} tools/control-plane/cli.ts down` });
 
 // Integration tests share one control plane, started by the jest global setup.
+// The operator tests there are black-box: they run the bundled operator, so build it first.
 const integration = project.addTask('test:integration', {
-  description: 'Integration tests against a real local control plane',
-  exec: 'jest -c test/integration/jest.config.js --ci --runInBand',
-  receiveArgs: true,
+  description: 'Integration tests against a real local control plane (builds the operator bundle first)',
+  steps: [{ spawn: operatorBuild.name }, { exec: 'jest -c test/integration/jest.config.js --ci --runInBand', receiveArgs: true }],
 });
 
 // The jsii bindings: build the Python, Java and Go packages and use the Python one for real.
