@@ -1,0 +1,119 @@
+/**
+ * Warm adoption as ONE conditional write on the Sandbox.
+ *
+ * Upstream spends three writes on an adoption: an Update of the claim recording the chosen Sandbox
+ * (`agents.x-k8s.io/sandbox-name`, its "adoption lock"), a patch of the Sandbox, and the claim's
+ * status. We drop the claim-side record: the Sandbox's controller ownerReference to the claim's UID
+ * *is* the record. It is written atomically with everything else below, guarded by the Sandbox's
+ * resourceVersion, so of two claims racing for a member exactly one wins and the other gets 409 and
+ * takes the next candidate; a crash after the write leaves a Sandbox that says whose it is, and
+ * recover.ts reads that back.
+ */
+import { KINDS } from '../../../../src/api/groups';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { controllerRefTo } from '../template/meta';
+import { applyMergePatch, mapPatch } from '../template/merge-patch';
+import { LaunchType, type MergePatch, type PodMetadata, type Sandbox, type SandboxTemplate } from '../template/types';
+import { claimPodMetadata } from './metadata';
+import { ok, type Outcome, type SandboxClaim } from './types';
+
+/** Labels that mark a Sandbox as an unclaimed pool member; adoption removes them. */
+export const POOL_ONLY_LABELS: readonly string[] = [
+  SandboxLabels.WARM_POOL_SANDBOX,
+  SandboxLabels.SANDBOX_TEMPLATE_HASH,
+  SandboxLabels.SANDBOX_POD_TEMPLATE_HASH,
+];
+
+export interface AdoptionWrite {
+  /** JSON merge patch for the Sandbox (not its status); carries metadata.resourceVersion, so any concurrent change fails it with 409. */
+  readonly patch: MergePatch;
+  /** The Sandbox as it will be after the patch (the server's response is authoritative). */
+  readonly expected: Sandbox;
+}
+
+/** The template name a member was built from: the template when known, else the member's own annotation. */
+function templateNameOf(sandbox: Sandbox, template: SandboxTemplate | undefined): string | undefined {
+  return template?.metadata.name ?? sandbox.metadata.annotations?.[SandboxAnnotations.SANDBOX_TEMPLATE_REF];
+}
+
+/**
+ * The Pod metadata the member had before the pool decorated it: the template's when known (so a
+ * label edit on the template since the member was built reaches the claimed Pod), else the
+ * member's own minus the pool's labels. Either way `safe-to-evict: "true"` goes, so the autoscaler
+ * no longer evicts a Pod someone is using (upstream strips it the same way; a template's "false"
+ * stays; a claim may ask for it again through additionalPodMetadata).
+ */
+function basePodMetadata(sandbox: Sandbox, template: SandboxTemplate | undefined): PodMetadata {
+  const source = template?.spec.podTemplate.metadata ?? sandbox.spec.podTemplate.metadata ?? {};
+  const labels = { ...source.labels };
+  if (!template) for (const key of POOL_ONLY_LABELS) delete labels[key];
+  const annotations = { ...source.annotations };
+  if (annotations[SandboxAnnotations.SAFE_TO_EVICT] === 'true') delete annotations[SandboxAnnotations.SAFE_TO_EVICT];
+  return { labels, annotations };
+}
+
+/**
+ * The single write that hands pool member `sandbox` to `claim`. It changes exactly:
+ *
+ * - `metadata.resourceVersion`: the precondition (the version the choice was made on);
+ * - `metadata.ownerReferences`: the pool's controller reference is replaced by the claim's
+ *   (controller, blockOwnerDeletion); other non-controller references stay;
+ * - `metadata.labels`: removes warm-pool-sandbox, sandbox-template-hash and
+ *   sandbox-pod-template-hash (the pool stops counting it and the router stops treating its Pod
+ *   as unclaimed); sets launch-type=warm and claim-uid=<claim UID>; sets created-by to the claim's
+ *   value or removes it; keeps sandbox-template-ref-hash (setting it if missing), which the
+ *   NetworkPolicy selects on. Every other label is untouched;
+ * - `metadata.annotations`: sets pod-name=<sandbox name> if absent and copies the claim's
+ *   trace-context; others untouched;
+ * - `spec.podTemplate.metadata`: becomes the template's Pod metadata plus the claim's
+ *   additionalPodMetadata plus the identity labels (claim-uid, template-ref hash, created-by);
+ *   `spec.podTemplate.spec`, volumes, service and status are untouched.
+ *
+ * Fails (ReconcilerError) only when additionalPodMetadata conflicts with the template's values;
+ * validate the claim's metadata (validateAdditionalPodMetadata) before choosing a candidate.
+ */
+export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: SandboxTemplate | undefined): Outcome<AdoptionWrite> {
+  const templateName = templateNameOf(sandbox, template);
+  const refHash = sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] ?? (templateName ? NameHash.of(templateName) : undefined);
+  const podMetadata = claimPodMetadata(basePodMetadata(sandbox, template), claim, templateName ?? '');
+  if (!podMetadata.ok) return podMetadata;
+  const desiredPod = podMetadata.value;
+  if (refHash !== undefined) desiredPod.labels![SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] = refHash;
+  else delete desiredPod.labels![SandboxLabels.SANDBOX_TEMPLATE_REF_HASH];
+
+  const current = sandbox.metadata.labels ?? {};
+  const labels: Record<string, string | null> = {};
+  for (const key of POOL_ONLY_LABELS) if (key in current) labels[key] = null;
+  labels[SandboxLabels.LAUNCH_TYPE] = LaunchType.WARM;
+  labels[SandboxLabels.CLAIM_UID] = claim.metadata.uid ?? '';
+  if (refHash !== undefined) labels[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] = refHash;
+  const createdBy = claim.metadata.labels?.[SandboxLabels.CREATED_BY];
+  if (createdBy !== undefined) labels[SandboxLabels.CREATED_BY] = createdBy;
+  else if (SandboxLabels.CREATED_BY in current) labels[SandboxLabels.CREATED_BY] = null;
+
+  const annotations: Record<string, string> = {};
+  if (!sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME]) annotations[SandboxAnnotations.POD_NAME] = sandbox.metadata.name;
+  const trace = claim.metadata.annotations?.[SandboxAnnotations.TRACE_CONTEXT];
+  if (trace !== undefined) annotations[SandboxAnnotations.TRACE_CONTEXT] = trace;
+
+  const others = (sandbox.metadata.ownerReferences ?? []).filter((ref) => ref.controller !== true);
+  const currentPod = sandbox.spec.podTemplate.metadata ?? {};
+  const podLabels = mapPatch(currentPod.labels, desiredPod.labels ?? {});
+  const podAnnotations = mapPatch(currentPod.annotations, desiredPod.annotations ?? {});
+  const podPatch: MergePatch = {
+    ...(podLabels ? { labels: podLabels } : {}),
+    ...(podAnnotations ? { annotations: podAnnotations } : {}),
+  };
+
+  const patch: MergePatch = {
+    metadata: {
+      resourceVersion: sandbox.metadata.resourceVersion ?? '',
+      ownerReferences: [...others, controllerRefTo(claim, KINDS.claim)] as unknown[],
+      labels,
+      ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
+    },
+    ...(Object.keys(podPatch).length > 0 ? { spec: { podTemplate: { metadata: podPatch } } } : {}),
+  };
+  return ok({ patch, expected: applyMergePatch(sandbox, patch) });
+}

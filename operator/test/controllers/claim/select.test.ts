@@ -1,0 +1,126 @@
+import * as fc from 'fast-check';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { claimPath, isAdoptable, needsColdStart, selectCandidate, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
+import { templateFingerprint } from '../../../src/controllers/template/blueprint';
+import type { Sandbox } from '../../../src/controllers/template/types';
+import { isReady } from '../../../src/controllers/warm-pool/classify';
+import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
+
+const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
+const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };
+const warm = (name: string, o: Parameters<typeof member>[0] = {}) => member({ name, podIPs: ['10.0.0.1'], nodeName: 'n1', ...o });
+const picked = (s: Selection) => (s.kind === 'candidate' ? s.sandbox.metadata.name : s.kind);
+
+describe('isAdoptable', () => {
+  const c = claim();
+  test.each<[string, Sandbox, boolean]>([
+    ['an unclaimed member of the pool', warm('a'), true],
+    ['another namespace', { ...warm('a'), metadata: { ...warm('a').metadata, namespace: 'x' } }, false],
+    ['being deleted', warm('a', { deleting: true }), false],
+    ['another pool\'s label', warm('a', { labels: { [SandboxLabels.WARM_POOL_SANDBOX]: NameHash.of('x') } }), false],
+    ['no template-ref label', warm('a', { labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: undefined } }), false],
+    ['owned by a claim', warm('a', { owner: 'claim' }), false],
+    ['an orphan', warm('a', { owner: 'none' }), false],
+    ['a v1alpha1-era pool ref still counts', { ...warm('a'), metadata: { ...warm('a').metadata, ownerReferences: [{ ...ownerRef('SandboxWarmPool', 'py-pool', 'pool-uid'), apiVersion: 'extensions.agents.x-k8s.io/v1alpha1' }] } }, true],
+  ])('%s', (_, s, expected) => {
+    expect(isAdoptable(s, c)).toBe(expected);
+  });
+
+  test('a pool UID, when known, must match (members of a deleted pool of the same name are refused)', () => {
+    expect(isAdoptable(warm('a', { owner: 'old-pool' }), c)).toBe(true);
+    expect(isAdoptable(warm('a', { owner: 'old-pool' }), c, 'pool-uid')).toBe(false);
+  });
+});
+
+describe('selectCandidate', () => {
+  test.each<[string, Sandbox[], string | undefined, Partial<SelectionContext>, string]>([
+    ['empty pool', [], undefined, {}, 'none'],
+    ['the Ready one over an older starting one', [warm('starting', { conditions: [notReady()], age: 90_000 }), warm('ready', { age: 1000 })], undefined, {}, 'ready'],
+    ['a starting one with an IP beats a cold start', [warm('starting', { conditions: [notReady()] })], undefined, {}, 'starting'],
+    ['no IPs anywhere: wait for the network', [member({ name: 'a' }), member({ name: 'b' })], undefined, {}, 'network-pending'],
+    ['no IP is never taken, even if Ready', [member({ name: 'no-ip' }), warm('starting', { conditions: [notReady()] })], undefined, {}, 'starting'],
+    ['the oldest among equals', [warm('young', { age: 1000 }), warm('old', { age: 50_000 })], undefined, {}, 'old'],
+    ['excluded ones are skipped', [warm('taken', { age: 50_000 }), warm('free', { age: 1000 })], undefined, { exclude: new Set(['taken-uid']) }, 'free'],
+    ['OnReplenish: current before stale', [warm('stale', { template: NEW_IMAGE, age: 90_000 }), warm('fresh', { age: 1000 })], undefined, {}, 'fresh'],
+    ['OnReplenish: stale rather than nothing', [warm('stale', { template: NEW_IMAGE })], 'OnReplenish', {}, 'stale'],
+    ['OnReplenish: Ready stale before starting current', [warm('stale', { template: NEW_IMAGE }), warm('starting', { conditions: [notReady()] })], undefined, {}, 'stale'],
+    ['Recreate: never stale', [warm('stale', { template: NEW_IMAGE })], 'Recreate', {}, 'none'],
+    ['Recreate: current ones are fine', [warm('stale', { template: NEW_IMAGE }), warm('fresh')], 'Recreate', {}, 'fresh'],
+    ['Recreate with the template unknown: nothing', [warm('fresh')], 'Recreate', { fingerprint: undefined }, 'none'],
+    ['another pool UID is refused', [warm('old', { owner: 'old-pool' })], undefined, {}, 'none'],
+  ])('%s', (_, candidates, strategy, ctx, expected) => {
+    expect(picked(selectCandidate(candidates, strategy, { ...CTX, ...ctx }))).toBe(expected);
+  });
+
+  test('spread: from the node holding the most candidates, then the oldest there', () => {
+    const candidates = [
+      warm('n1-old', { nodeName: 'n1', age: 90_000 }),
+      warm('n2-a', { nodeName: 'n2', age: 10_000 }),
+      warm('n2-b', { nodeName: 'n2', age: 20_000 }),
+    ];
+    expect(picked(selectCandidate(candidates, undefined, CTX))).toBe('n2-b');
+    expect(picked(selectCandidate(candidates.slice(0, 2), undefined, CTX))).toBe('n1-old');
+  });
+
+  test('scheduled candidates before ones without a node name', () => {
+    const candidates = [warm('nowhere', { nodeName: '', age: 90_000 }), warm('n1', { age: 1000 })];
+    expect(picked(selectCandidate(candidates, undefined, CTX))).toBe('n1');
+  });
+
+  const arb = fc.array(fc.record({
+    ready: fc.boolean(), ip: fc.boolean(), stale: fc.boolean(), owner: fc.constantFrom('pool', 'pool', 'claim', 'old-pool') as fc.Arbitrary<'pool' | 'claim' | 'old-pool'>,
+    node: fc.constantFrom('n1', 'n2', 'n3', ''), age: fc.integer({ min: 0, max: 100_000 }), excluded: fc.boolean(), deleting: fc.boolean(),
+  }), { maxLength: 15 });
+
+  test('the pick is adoptable, reachable, allowed, and as good as any other (fast-check)', () => {
+    fc.assert(fc.property(arb, fc.constantFrom(undefined, 'OnReplenish', 'Recreate'), (specs, strategy) => {
+      const candidates = specs.map((s, i) => warm(`m${i}`, {
+        conditions: s.ready ? undefined : [notReady()], podIPs: s.ip ? ['10.0.0.1'] : undefined, template: s.stale ? NEW_IMAGE : TEMPLATE,
+        owner: s.owner, nodeName: s.node || undefined, age: s.age, deleting: s.deleting,
+      }));
+      const exclude = new Set(candidates.filter((_, i) => specs[i].excluded).map((s) => s.metadata.uid!));
+      const result = selectCandidate(candidates, strategy, { ...CTX, exclude });
+      const eligible = candidates.filter((s, i) => isAdoptable(s, CTX.claim, 'pool-uid') && !specs[i].excluded && !(strategy === 'Recreate' && specs[i].stale));
+      const reachable = eligible.filter((s) => (s.status?.podIPs?.length ?? 0) > 0);
+      if (result.kind !== 'candidate') {
+        expect(reachable).toEqual([]);
+        expect(result.kind).toBe(eligible.length > 0 ? 'network-pending' : 'none');
+        return;
+      }
+      const i = candidates.indexOf(result.sandbox);
+      expect(reachable).toContain(result.sandbox);
+      if (reachable.some(isReady)) expect(isReady(result.sandbox)).toBe(true);
+      const sameReadiness = reachable.filter((s) => isReady(s) === isReady(result.sandbox));
+      if (sameReadiness.some((s) => !specs[candidates.indexOf(s)].stale)) expect(specs[i].stale).toBe(false);
+      expect(result.ready).toBe(isReady(result.sandbox));
+    }));
+  });
+});
+
+describe('claimPath', () => {
+  const candidate = { kind: 'candidate', sandbox: warm('a'), ready: true, stale: false } as const;
+  test.each<[string, Parameters<typeof claim>[0], Selection, number, ReturnType<typeof claimPath>['kind'], number | undefined]>([
+    ['a candidate: adopt', {}, candidate, NOW, 'adopt', undefined],
+    ['env forces cold', { env: [{ name: 'A', value: '1' }] }, candidate, NOW, 'cold', undefined],
+    ['volume claim templates force cold', { volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: {} }] }, candidate, NOW, 'cold', undefined],
+    ['nothing in the pool: cold', {}, { kind: 'none', reason: 'empty' }, NOW, 'cold', undefined],
+    ['only network-pending, young claim: wait', {}, { kind: 'network-pending', count: 2 }, NOW, 'wait', 500],
+    ['only network-pending, grace nearly over: wait the rest', {}, { kind: 'network-pending', count: 2 }, NOW + 1800, 'wait', 100],
+    ['only network-pending, grace over: cold', {}, { kind: 'network-pending', count: 2 }, NOW + 5000, 'cold', undefined],
+  ])('%s', (_, spec, selection, now, kind, afterMs) => {
+    const path = claimPath(claim(spec, { creationTimestamp: iso(NOW - 100) }), selection, now);
+    expect(path.kind).toBe(kind);
+    if (afterMs !== undefined) expect(path).toEqual({ kind: 'wait', afterMs });
+  });
+
+  test('needsColdStart', () => {
+    expect(needsColdStart(claim())).toBe(false);
+    expect(needsColdStart(claim({ env: [] }))).toBe(false);
+    expect(needsColdStart(claim({ env: [{ name: 'A', value: '1' }] }))).toBe(true);
+  });
+
+  test('pool() is the pool the claim names', () => {
+    expect(pool().metadata.name).toBe(claim().spec.warmPoolRef.name);
+  });
+});
