@@ -4,6 +4,7 @@
  * cache itself, so it holds no ghosts (deleted or already-claimed keys) and is complete after a
  * restart without being rebuilt from create events.
  */
+import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -12,7 +13,7 @@ import type { BlueprintFingerprint } from '../template/blueprint';
 import { controllerRefOf, isDeleting, refIsKind, timeMs } from '../template/meta';
 import type { Sandbox } from '../template/types';
 import { isReady, isStale } from '../warm-pool/classify';
-import type { SandboxClaim } from './types';
+import type { ClaimProblem, SandboxClaim } from './types';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
 export const WARM_CANDIDATE_GRACE_MS = 2000;
@@ -41,12 +42,12 @@ export type Selection =
  * namespace, not being deleted, carrying the pool and template-ref labels, controlled by a
  * SandboxWarmPool of that name (any version; the pool's UID too when known).
  */
-export function isAdoptable(sandbox: Sandbox, claim: SandboxClaim, poolUid?: string): boolean {
+export function isAdoptable(sandbox: Sandbox, claim: SandboxClaim, poolUid?: string, poolHash = NameHash.of(claim.spec.warmPoolRef.name)): boolean {
   const pool = claim.spec.warmPoolRef.name;
   const ref = controllerRefOf(sandbox);
   return sandbox.metadata.namespace === claim.metadata.namespace
     && !isDeleting(sandbox)
-    && sandbox.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX] === NameHash.of(pool)
+    && sandbox.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX] === poolHash
     && sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== undefined
     && refIsKind(ref, KINDS.warmPool) && ref!.name === pool
     && (poolUid === undefined || ref!.uid === poolUid);
@@ -57,25 +58,45 @@ export function needsColdStart(claim: SandboxClaim): boolean {
   return (claim.spec.env?.length ?? 0) > 0 || (claim.spec.volumeClaimTemplates?.length ?? 0) > 0;
 }
 
-const createdMs = (s: Sandbox) => timeMs(s.metadata.creationTimestamp) ?? 0;
-const oldestFirst = (a: Sandbox, b: Sandbox) => createdMs(a) - createdMs(b) || a.metadata.name.localeCompare(b.metadata.name);
+/**
+ * A candidate with its creation time. The API server writes metav1.Time as RFC 3339 UTC with
+ * second precision, so comparing the strings orders them in time without parsing: selection runs
+ * for every claim over every member of the pool, and Date.parse would be most of its cost.
+ */
+interface Aged {
+  readonly sandbox: Sandbox;
+  readonly created: string;
+}
+
+const older = (a: Aged, b: Aged) => a.created < b.created || (a.created === b.created && a.sandbox.metadata.name < b.sandbox.metadata.name);
 
 /**
  * Among equally good candidates, spread claims across nodes: take from the node holding the most of
  * them (so the next claim likely lands elsewhere and the pool stays balanced), ties to the node
- * with the oldest candidate; then the oldest on that node. Candidates without a node name come last.
+ * with the oldest candidate; then the oldest on that node. Candidates without a node name come
+ * last. One pass over the tier, no sorting.
  */
-function spreadPick(tier: Sandbox[]): Sandbox {
-  const byNode = new Map<string, Sandbox[]>();
-  for (const s of tier) {
-    const node = s.status?.nodeName;
-    if (!node) continue;
-    byNode.set(node, [...(byNode.get(node) ?? []), s]);
+function spreadPick(tier: readonly Aged[]): Sandbox {
+  const nodes = new Map<string, { count: number; oldest: Aged }>();
+  let unscheduled: Aged | undefined;
+  for (const c of tier) {
+    const node = c.sandbox.status?.nodeName;
+    if (!node) {
+      if (!unscheduled || older(c, unscheduled)) unscheduled = c;
+      continue;
+    }
+    const entry = nodes.get(node);
+    if (!entry) nodes.set(node, { count: 1, oldest: c });
+    else {
+      entry.count++;
+      if (older(c, entry.oldest)) entry.oldest = c;
+    }
   }
-  if (byNode.size === 0) return [...tier].sort(oldestFirst)[0];
-  const nodes = [...byNode.values()].map((list) => list.sort(oldestFirst));
-  nodes.sort((a, b) => b.length - a.length || oldestFirst(a[0], b[0]));
-  return nodes[0][0];
+  let best: { count: number; oldest: Aged } | undefined;
+  for (const entry of nodes.values()) {
+    if (!best || entry.count > best.count || (entry.count === best.count && older(entry.oldest, best.oldest))) best = entry;
+  }
+  return (best?.oldest ?? unscheduled!).sandbox;
 }
 
 /**
@@ -92,19 +113,22 @@ export function selectCandidate(candidates: readonly Sandbox[], poolUpdateStrate
   const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
   const known = context.fingerprint !== undefined && context.templateName !== undefined;
   if (recreate && !known) return { kind: 'none', reason: 'the pool uses Recreate and its template is unknown, so no member can be verified as current' };
-  const staleOf = (s: Sandbox) => known && isStale(s, context.templateName!, context.fingerprint!, false);
+  // Hashes computed once per selection, not once per candidate: pools can hold thousands.
+  const poolHash = NameHash.of(context.claim.spec.warmPoolRef.name);
+  const refHash = known ? NameHash.of(context.templateName!) : '';
+  const staleOf = (s: Sandbox) => known && isStale(s, context.templateName!, context.fingerprint!, false, refHash);
 
   let pending = 0;
-  const tiers: Sandbox[][] = [[], [], [], []];
+  const tiers: Aged[][] = [[], [], [], []];
   for (const s of candidates) {
-    if (!isAdoptable(s, context.claim, context.poolUid) || context.exclude?.has(s.metadata.uid ?? '')) continue;
+    if (!isAdoptable(s, context.claim, context.poolUid, poolHash) || context.exclude?.has(s.metadata.uid ?? '')) continue;
     const stale = staleOf(s);
     if (stale && recreate) continue;
     if ((s.status?.podIPs?.length ?? 0) === 0) {
       pending++;
       continue;
     }
-    tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push(s);
+    tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push({ sandbox: s, created: s.metadata.creationTimestamp ?? '' });
   }
   const best = tiers.findIndex((t) => t.length > 0);
   if (best >= 0) return { kind: 'candidate', sandbox: spreadPick(tiers[best]), ready: best < 2, stale: best % 2 === 1 };
@@ -112,19 +136,43 @@ export function selectCandidate(candidates: readonly Sandbox[], poolUpdateStrate
   return { kind: 'none', reason: 'the pool has no unclaimed member to take' };
 }
 
+/** How soon a claim whose candidates all conflicted looks again: the cache is about to deliver the newer versions. */
+export const ADOPTION_CONFLICT_RETRY_MS = 50;
+
 export type ClaimPath =
   | { readonly kind: 'adopt'; readonly sandbox: Sandbox }
-  | { readonly kind: 'wait'; readonly afterMs: number }
+  /** Look again after `afterMs`; `problem`, when set, is the Ready reason to report meanwhile. */
+  | { readonly kind: 'wait'; readonly afterMs: number; readonly problem?: ClaimProblem }
   | { readonly kind: 'cold'; readonly why: string };
+
+export interface ClaimPathOptions {
+  /** How long to wait for members that only lack a Pod IP. */
+  readonly graceMs?: number;
+  /** Adoption writes that failed with 409 in this pass (those members are excluded from `selection`). */
+  readonly conflicts?: number;
+}
 
 /**
  * Warm or cold. Members that only lack a Pod IP are worth waiting for while the claim is younger
  * than the grace period (an IP usually arrives within a second, a cold start takes far longer);
  * after that the claim starts cold rather than wait on a member that may never come up.
+ *
+ * A 409 on the adoption write means the member changed since the cache saw it: another claim took
+ * it, or only its status moved on. When conflicts emptied the candidate list, the claim looks again
+ * shortly (AdoptionConflict) instead of starting cold: if the member is still free, the next pass
+ * sees its new version and takes it; if another claim took it, the next pass goes cold.
  */
-export function claimPath(claim: SandboxClaim, selection: Selection, now: number, graceMs = WARM_CANDIDATE_GRACE_MS): ClaimPath {
+export function claimPath(claim: SandboxClaim, selection: Selection, now: number, options: ClaimPathOptions = {}): ClaimPath {
+  const graceMs = options.graceMs ?? WARM_CANDIDATE_GRACE_MS;
   if (needsColdStart(claim)) return { kind: 'cold', why: 'the claim sets env or volumeClaimTemplates, which warm Pods lack' };
   if (selection.kind === 'candidate') return { kind: 'adopt', sandbox: selection.sandbox };
+  if (selection.kind === 'none' && (options.conflicts ?? 0) > 0) {
+    return {
+      kind: 'wait',
+      afterMs: ADOPTION_CONFLICT_RETRY_MS,
+      problem: { reason: ClaimReadyReason.ADOPTION_CONFLICT, message: `${options.conflicts} warm Sandbox(es) changed while being adopted; retrying` },
+    };
+  }
   if (selection.kind === 'network-pending') {
     const remaining = (timeMs(claim.metadata.creationTimestamp) ?? now) + graceMs - now;
     if (remaining > 0) return { kind: 'wait', afterMs: Math.min(NETWORK_PENDING_RECHECK_MS, remaining) };

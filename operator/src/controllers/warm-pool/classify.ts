@@ -71,8 +71,14 @@ export function notReadySinceMs(sandbox: Sandbox): number {
  * upstream or before a template edit) the blueprints are compared. An orphan's labels are not
  * trusted (anyone could have written them), so orphans are always compared.
  */
-export function isStale(sandbox: Sandbox, templateName: string, fingerprint: BlueprintFingerprint, orphan: boolean): boolean {
-  if (sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== NameHash.of(templateName)) return true;
+export function isStale(
+  sandbox: Sandbox,
+  templateName: string,
+  fingerprint: BlueprintFingerprint,
+  orphan: boolean,
+  templateRefHash: string = NameHash.of(templateName),
+): boolean {
+  if (sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== templateRefHash) return true;
   if (!orphan && sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_HASH] === fingerprint.hash) return false;
   return !sandboxMatches(sandbox, fingerprint);
 }
@@ -105,6 +111,7 @@ export function classifyMembers(
   const label = NameHash.of(pool.metadata.name);
   const fingerprint = template ? templateFingerprint(template) : undefined;
   const templateName = pool.spec.sandboxTemplateRef.name;
+  const templateRefHash = NameHash.of(templateName);
   const recreate = isRecreate(pool);
 
   for (const sandbox of sandboxes) {
@@ -121,12 +128,12 @@ export function classifyMembers(
     let stale = false;
     if (orphan) {
       if (isDeleting(sandbox) || !fingerprint) continue;
-      if (isStale(sandbox, templateName, fingerprint, true)) {
+      if (isStale(sandbox, templateName, fingerprint, true, templateRefHash)) {
         out.orphansToDelete.push(sandbox);
         continue;
       }
     } else {
-      stale = fingerprint !== undefined && isStale(sandbox, templateName, fingerprint, false);
+      stale = fingerprint !== undefined && isStale(sandbox, templateName, fingerprint, false, templateRefHash);
       if (stale && recreate) {
         out.stale.push(sandbox);
         continue;

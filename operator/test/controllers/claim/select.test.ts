@@ -114,6 +114,17 @@ describe('claimPath', () => {
     if (afterMs !== undefined) expect(path).toEqual({ kind: 'wait', afterMs });
   });
 
+  test('conflicts that emptied the list: retry shortly with AdoptionConflict, not cold', () => {
+    const path = claimPath(claim(), { kind: 'none', reason: 'empty' }, NOW, { conflicts: 2 });
+    expect(path).toEqual({ kind: 'wait', afterMs: 50, problem: { reason: 'AdoptionConflict', message: expect.stringContaining('retrying') } });
+    expect(claimPath(claim(), candidate, NOW, { conflicts: 2 }).kind).toBe('adopt');
+    expect(claimPath(claim({ env: [{ name: 'A', value: '1' }] }), { kind: 'none', reason: 'x' }, NOW, { conflicts: 1 }).kind).toBe('cold');
+  });
+
+  test('the grace period is configurable', () => {
+    expect(claimPath(claim(), { kind: 'network-pending', count: 1 }, NOW, { graceMs: 50 }).kind).toBe('cold');
+  });
+
   test('needsColdStart', () => {
     expect(needsColdStart(claim())).toBe(false);
     expect(needsColdStart(claim({ env: [] }))).toBe(false);
