@@ -12,7 +12,7 @@ import { NameHash } from '../../../../src/api/name-hash';
 import type { BlueprintFingerprint } from '../template/blueprint';
 import { controllerRefOf, isDeleting, refIsKind, timeMs } from '../template/meta';
 import type { Sandbox } from '../template/types';
-import { isReady, isStale } from '../warm-pool/classify';
+import { isReady, staleCheck } from '../warm-pool/classify';
 import type { ClaimProblem, SandboxClaim } from './types';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
@@ -113,10 +113,10 @@ export function selectCandidate(candidates: readonly Sandbox[], poolUpdateStrate
   const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
   const known = context.fingerprint !== undefined && context.templateName !== undefined;
   if (recreate && !known) return { kind: 'none', reason: 'the pool uses Recreate and its template is unknown, so no member can be verified as current' };
-  // Hashes computed once per selection, not once per candidate: pools can hold thousands.
+  // Computed once per selection, not once per candidate: pools can hold thousands.
   const poolHash = NameHash.of(context.claim.spec.warmPoolRef.name);
-  const refHash = known ? NameHash.of(context.templateName!) : '';
-  const staleOf = (s: Sandbox) => known && isStale(s, context.templateName!, context.fingerprint!, false, refHash);
+  const isStaleMember = known ? staleCheck(context.templateName!, context.fingerprint!) : undefined;
+  const staleOf = (s: Sandbox) => isStaleMember !== undefined && isStaleMember(s, false);
 
   let pending = 0;
   const tiers: Aged[][] = [[], [], [], []];

@@ -84,6 +84,30 @@ export function isStale(
 }
 
 /**
+ * `isStale` for many members at once. After a template edit every member's hash label differs and
+ * each would need a full comparison, on every pool pass and every claim; members sharing an old
+ * hash label were built from the same blueprint, so one comparison per label value answers for
+ * all of them (upstream memoises the same way). Orphans are never memoised: their labels are not
+ * trusted.
+ */
+export function staleCheck(templateName: string, fingerprint: BlueprintFingerprint): (sandbox: Sandbox, orphan: boolean) => boolean {
+  const templateRefHash = NameHash.of(templateName);
+  const byLabel = new Map<string, boolean>();
+  return (sandbox, orphan) => {
+    const label = sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_HASH];
+    if (orphan || label === undefined || sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== templateRefHash) {
+      return isStale(sandbox, templateName, fingerprint, orphan, templateRefHash);
+    }
+    let stale = byLabel.get(label);
+    if (stale === undefined) {
+      stale = isStale(sandbox, templateName, fingerprint, false, templateRefHash);
+      byLabel.set(label, stale);
+    }
+    return stale;
+  };
+}
+
+/**
  * Sort the Sandboxes carrying `pool`'s membership label into the groups of {@link PoolMembers}.
  *
  * - Owned means controlled by this pool's UID; a Sandbox controlled by anything else (a claim, a
@@ -110,8 +134,7 @@ export function classifyMembers(
   let nextStuckCheckAtMs: number | undefined;
   const label = NameHash.of(pool.metadata.name);
   const fingerprint = template ? templateFingerprint(template) : undefined;
-  const templateName = pool.spec.sandboxTemplateRef.name;
-  const templateRefHash = NameHash.of(templateName);
+  const isStaleMember = fingerprint ? staleCheck(pool.spec.sandboxTemplateRef.name, fingerprint) : undefined;
   const recreate = isRecreate(pool);
 
   for (const sandbox of sandboxes) {
@@ -127,13 +150,13 @@ export function classifyMembers(
     }
     let stale = false;
     if (orphan) {
-      if (isDeleting(sandbox) || !fingerprint) continue;
-      if (isStale(sandbox, templateName, fingerprint, true, templateRefHash)) {
+      if (isDeleting(sandbox) || !isStaleMember) continue;
+      if (isStaleMember(sandbox, true)) {
         out.orphansToDelete.push(sandbox);
         continue;
       }
     } else {
-      stale = fingerprint !== undefined && isStale(sandbox, templateName, fingerprint, false, templateRefHash);
+      stale = isStaleMember !== undefined && isStaleMember(sandbox, false);
       if (stale && recreate) {
         out.stale.push(sandbox);
         continue;

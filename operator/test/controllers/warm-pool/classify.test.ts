@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { classifyMembers, isStale, notReadySinceMs, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
+import { classifyMembers, isStale, notReadySinceMs, staleCheck, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
 import { templateFingerprint } from '../../../src/controllers/template/blueprint';
 import type { Sandbox } from '../../../src/controllers/template/types';
 import type { SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
@@ -91,6 +91,29 @@ describe('classifyMembers', () => {
     const forged = member({ template: NEW_IMAGE, labels: { [SandboxLabels.SANDBOX_TEMPLATE_HASH]: templateFingerprint(TEMPLATE).hash } });
     expect(isStale(forged, 'python', templateFingerprint(TEMPLATE), false)).toBe(false);
     expect(isStale(forged, 'python', templateFingerprint(TEMPLATE), true)).toBe(true);
+  });
+
+  test('staleCheck: one comparison per old hash label answers for every member built with it', () => {
+    const check = staleCheck('python', templateFingerprint(NEW_IMAGE));
+    const old = member();
+    // Same label, different spec: only possible if someone edited a member by hand; the memo answers from the first.
+    const edited = { ...old, spec: { ...old.spec, podTemplate: { ...old.spec.podTemplate, spec: NEW_IMAGE.spec.podTemplate.spec } } };
+    expect(check(old, false)).toBe(true);
+    expect(check(edited, false)).toBe(true);
+    // Orphans are never answered from the memo.
+    expect(check(member({ owner: 'none', template: NEW_IMAGE, labels: { [SandboxLabels.SANDBOX_TEMPLATE_HASH]: old.metadata.labels![SandboxLabels.SANDBOX_TEMPLATE_HASH] } }), true)).toBe(false);
+  });
+
+  test('staleCheck agrees with isStale for members built from templates (fast-check)', () => {
+    const templates = [TEMPLATE, NEW_IMAGE, template({ service: true }), template({ networkPolicyManagement: 'Unmanaged' })];
+    fc.assert(fc.property(fc.integer({ min: 0, max: 3 }), fc.array(fc.record({ t: fc.integer({ min: 0, max: 3 }), orphan: fc.boolean() }), { maxLength: 10 }), (current, specs) => {
+      const fp = templateFingerprint(templates[current]);
+      const check = staleCheck('python', fp);
+      for (const s of specs) {
+        const m = member({ template: templates[s.t], owner: s.orphan ? 'none' : 'pool' });
+        expect(check(m, s.orphan)).toBe(isStale(m, 'python', fp, s.orphan));
+      }
+    }));
   });
 
   const arbMember = fc.record({
