@@ -112,6 +112,7 @@ export class LeaderElector {
   private leading = false;
   private lastLeader = '';
   private standbyWatch?: WatchHandle;
+  private watchForbidden = false;
   private loop?: Promise<void>;
 
   public constructor(private readonly options: LeaderElectorOptions) {
@@ -265,7 +266,7 @@ export class LeaderElector {
    */
   private watchWhileStandingBy(): void {
     const rv = this.observed?.metadata.resourceVersion;
-    if (this.standbyWatch || !rv) return;
+    if (this.standbyWatch || !rv || this.watchForbidden) return;
     const handle = this.options.client.watch<Lease>(LEASE, this.options.namespace,
       { fieldSelector: `metadata.name=${this.name}`, resourceVersion: rv, timeoutSeconds: 300 },
       (event) => {
@@ -279,7 +280,15 @@ export class LeaderElector {
       });
     this.standbyWatch = handle;
     handle.done
-      .catch((err) => this.log.debug({ err }, 'standby watch of the leader lease ended'))
+      .catch((err) => {
+        // Without RBAC `watch` on leases there is no point asking again every retry.
+        if (err instanceof ApiError && err.statusCode === 403) {
+          this.watchForbidden = true;
+          this.log.info('no permission to watch the leader lease; standing by with periodic retries only');
+        } else {
+          this.log.debug({ err }, 'standby watch of the leader lease ended');
+        }
+      })
       .finally(() => {
         if (this.standbyWatch === handle) this.standbyWatch = undefined;
       });
