@@ -123,6 +123,27 @@ describe('mergeVolumeClaimTemplates', () => {
   });
 });
 
+describe('mergeVolumeClaimTemplates (fast-check)', () => {
+  test('Overrides: template order kept, claim names win, new names appended; Allowed: same unless a clash', () => {
+    const names = fc.uniqueArray(fc.constantFrom<string>('a', 'b', 'c', 'd', 'e'), { maxLength: 4 });
+    fc.assert(fc.property(names, names, fc.constantFrom('Allowed', 'Overrides', 'Disallowed'), (base, extra, policy) => {
+      const t = template({ volumeClaimTemplates: base.map((n) => vct(n, '1Gi')), volumeClaimTemplatesPolicy: policy });
+      const out = mergeVolumeClaimTemplates(t, extra.map((n) => vct(n, '9Gi')));
+      const clash = extra.some((n) => base.includes(n));
+      if (extra.length === 0) return expect(out.ok).toBe(true);
+      if (policy === 'Disallowed' || (policy === 'Allowed' && clash)) return expect(out).toMatchObject({ ok: false, problem: { reason: 'VolumeClaimTemplatesError' } });
+      expect(out.ok).toBe(true);
+      if (!out.ok) return;
+      const got = out.value!.map((v) => v.metadata!.name);
+      expect(got).toEqual([...base, ...extra.filter((n) => !base.includes(n))]);
+      for (const v of out.value!) {
+        const size = (v.spec as { resources: { requests: { storage: string } } }).resources.requests.storage;
+        expect(size).toBe(extra.includes(v.metadata!.name!) ? '9Gi' : '1Gi');
+      }
+    }));
+  });
+});
+
 describe('coldSandbox', () => {
   const t = template({ envVarsInjectionPolicy: 'Allowed', volumeClaimTemplatesPolicy: 'Allowed', volumeClaimTemplates: [vct('data')], service: false });
 

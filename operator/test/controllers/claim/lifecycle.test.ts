@@ -92,6 +92,23 @@ describe('expiryPlan', () => {
     });
   });
 
+  test('at most one destructive step, always guarded by a UID, and only what the claim controls (fast-check)', () => {
+    fc.assert(fc.property(
+      fc.constantFrom('Delete', 'DeleteForeground', 'Retain'), fc.boolean(), fc.boolean(), fc.constantFrom('mine', 'foreign', 'none'), fc.boolean(),
+      (policy, isExpired, alreadyMarked, which, claimDeleting) => {
+        const c = claim({}, claimDeleting ? { deletionTimestamp: iso(NOW) } : {}, alreadyMarked ? marked : undefined);
+        const s = which === 'mine' ? owned() : which === 'foreign' ? member({ name: 'my-claim' }) : undefined;
+        const plan = expiryPlan(c, s, isExpired ? expired(policy) : { expired: false, action: policy as never });
+        const steps = [plan.deleteClaim, plan.deleteSandbox].filter(Boolean);
+        expect(steps.length).toBeLessThanOrEqual(1);
+        if (!isExpired) expect(plan).toEqual({ markExpired: false, events: [] });
+        if (plan.deleteSandbox) expect([which, plan.deleteSandbox.uid]).toEqual(['mine', s!.metadata.uid]);
+        if (plan.deleteClaim) expect([policy === 'Retain', claimDeleting, plan.deleteClaim.uid]).toEqual([false, false, 'claim-uid']);
+        expect(plan.markExpired).toBe(isExpired && !alreadyMarked);
+      },
+    ));
+  });
+
   test('a claim already being deleted is not deleted again', () => {
     const c = claim({}, { deletionTimestamp: iso(NOW) }, marked);
     expect(expiryPlan(c, owned(), expired('DeleteForeground'))).toEqual({ markExpired: false, events: [] });

@@ -33,6 +33,18 @@ describe('validateAdditionalPodMetadata', () => {
     else expect(result).toEqual({ reason: 'InvalidMetadata', message: expect.stringMatching(problem) });
   });
 
+  test('valid exactly when every key is, and every bad key is named (fast-check)', () => {
+    const labelKey = fc.constantFrom('team', 'sandbox.users.io/team', 'example.com/x', 'a.sandbox.users.io/y', 'sandbox.users.io/-bad');
+    const annotationKey = fc.constantFrom('note', 'kubernetes.io/x', 'example.com/y', 'cluster-autoscaler.kubernetes.io/safe-to-evict', 'agents.x-k8s.io/z');
+    const good = new Set(['sandbox.users.io/team', 'a.sandbox.users.io/y', 'note', 'example.com/y', 'cluster-autoscaler.kubernetes.io/safe-to-evict']);
+    fc.assert(fc.property(fc.dictionary(labelKey, fc.constantFrom('v', '')), fc.dictionary(annotationKey, fc.string()), (labels, annotations) => {
+      const result = validateAdditionalPodMetadata(claim({ additionalPodMetadata: { labels, annotations } }));
+      const bad = [...Object.keys(labels), ...Object.keys(annotations)].filter((k) => !good.has(k));
+      expect(result === undefined).toBe(bad.length === 0);
+      for (const k of bad) expect(result!.message).toContain(`["${k}"]`);
+    }));
+  });
+
   test('every problem is reported, in key order', () => {
     const c = claim({ additionalPodMetadata: { labels: { zeta: '1', alpha: '2' }, annotations: { 'k8s.io/a': 'b' } } });
     const message = validateAdditionalPodMetadata(c)!.message;

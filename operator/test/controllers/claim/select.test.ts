@@ -125,6 +125,25 @@ describe('claimPath', () => {
     expect(claimPath(claim(), { kind: 'network-pending', count: 1 }, NOW, { graceMs: 50 }).kind).toBe('cold');
   });
 
+  test('cold whenever env or VCTs are set; adopt only a candidate; waits are short (fast-check)', () => {
+    const arbSelection: fc.Arbitrary<Selection> = fc.oneof(
+      fc.constant(candidate as Selection),
+      fc.integer({ min: 1, max: 5 }).map((count) => ({ kind: 'network-pending', count }) as Selection),
+      fc.constant({ kind: 'none', reason: 'empty' } as Selection),
+    );
+    fc.assert(fc.property(arbSelection, fc.boolean(), fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 0, max: 3 }), (selection, env, age, conflicts) => {
+      const c = claim(env ? { env: [{ name: 'A', value: '1' }] } : {}, { creationTimestamp: iso(NOW - age) });
+      const path = claimPath(c, selection, NOW, { conflicts });
+      if (env) return expect(path.kind).toBe('cold');
+      expect(path.kind === 'adopt').toBe(selection.kind === 'candidate');
+      if (path.kind === 'wait') {
+        expect(path.afterMs).toBeGreaterThan(0);
+        expect(path.afterMs).toBeLessThanOrEqual(500);
+      }
+      if (selection.kind === 'network-pending' && age >= 2000) expect(path.kind).toBe('cold');
+    }));
+  });
+
   test('needsColdStart', () => {
     expect(needsColdStart(claim())).toBe(false);
     expect(needsColdStart(claim({ env: [] }))).toBe(false);

@@ -51,6 +51,24 @@ describe('desiredNetworkPolicy', () => {
     expect(desiredNetworkPolicy(template({ networkPolicyManagement: 'Unmanaged', networkPolicy: CUSTOM }))).toBeUndefined();
   });
 
+  test('any Managed template: owned by it, selects its Pods, both directions (fast-check)', () => {
+    fc.assert(fc.property(
+      fc.stringMatching(/^[a-z][a-z0-9-]{0,40}$/),
+      fc.constantFrom(undefined, 'Managed', 'Unmanaged'),
+      fc.option(fc.record({ egress: fc.constant(CUSTOM.egress) }, { requiredKeys: [] }), { nil: undefined }),
+      (name, management, networkPolicy) => {
+        const t = template({ ...(management ? { networkPolicyManagement: management } : {}), ...(networkPolicy ? { networkPolicy } : {}) }, { name, uid: `${name}-uid` });
+        const policy = desiredNetworkPolicy(t);
+        if (management === 'Unmanaged') return expect(policy).toBeUndefined();
+        expect(policy!.metadata.name).toBe(`${name}-network-policy`);
+        expect(policy!.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'SandboxTemplate', name, uid: `${name}-uid`, controller: true })]);
+        expect(policy!.spec.podSelector).toEqual(sandboxTemplateSelector(name));
+        expect(policy!.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+        if (!networkPolicy) expect(policy!.spec).toEqual(defaultSandboxNetworkPolicySpec(name));
+      },
+    ));
+  });
+
   test('the selector is the template-ref hash of the template name', () => {
     const policy = desiredNetworkPolicy(template({}, { name: 'node-20' }))!;
     expect(policy.spec.podSelector).toEqual({ matchLabels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('node-20') } });
