@@ -14,7 +14,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../../../src/api/labels';
-import { CONTROLLERS } from '../controllers';
+import { controllersFor } from '../controllers';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { ControllerContext, RunnableController } from '../runtime/context';
@@ -64,7 +64,7 @@ export async function runController(args: readonly string[]): Promise<number> {
   });
   const informers = new InformerFactory(client, { log, metricsFor: (resource) => metrics.informer(resource) });
   const ctx: ControllerContext = { client, informers, flags, log, metrics, clock: SYSTEM_CLOCK };
-  const controllers = CONTROLLERS.map((factory) => factory(ctx));
+  const controllers = controllersFor(flags).map((factory) => factory(ctx));
   for (const informer of informers.informers) metrics.trackInformerSize(resourceLabel(informer.type), () => informer.size);
   if (controllers.length === 0) log.warn('no controllers are registered; the process only elects a leader and serves probes');
 

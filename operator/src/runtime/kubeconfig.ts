@@ -138,3 +138,12 @@ function readIfExists(file: string): string | undefined {
     return undefined;
   }
 }
+
+/** The namespace this process runs in, from the service-account mount; undefined outside a pod. */
+export function podNamespace(dir = SERVICE_ACCOUNT_DIR): string | undefined {
+  try {
+    return fs.readFileSync(path.join(dir, 'namespace'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}

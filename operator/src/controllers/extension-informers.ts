@@ -1,0 +1,70 @@
+/**
+ * The shared caches the three extension controllers (template, warm pool, claim) read, with every
+ * index any of them needs. Each factory asks for all of them: the informer factory hands back the
+ * one shared informer per type and merges the indexes, so the order the factories run in does not
+ * matter and nothing is listed or watched twice.
+ *
+ * Sandboxes are the Sandbox controller's informer (unfiltered, full objects); the indexes are added
+ * to it. NetworkPolicies get their own unfiltered informer: no other controller reads them.
+ */
+import type { ControllerContext } from '../runtime/context';
+import type { SharedInformer } from '../runtime/informer';
+import { SandboxLabels } from '../../../src/api/labels';
+import { NameHash } from '../../../src/api/name-hash';
+import type { SandboxClaim } from './claim/types';
+import { controllerRefOf } from './template/meta';
+import { EXTENSION_RESOURCES, type NetworkPolicy, type Sandbox, type SandboxTemplate } from './template/types';
+import type { SandboxWarmPool } from './warm-pool/types';
+
+/** Sandboxes by `<namespace>/<warm-pool-sandbox label>`: a pool's members, and a claim's candidates. */
+export const POOL_LABEL_INDEX = 'namespace-warm-pool-label';
+/** Sandboxes by the UID of their controller ownerReference: what a claim (or pool) owns. */
+export const OWNER_UID_INDEX = 'controller-uid';
+/** Sandboxes by their own UID: whether the cache has caught up with a create or a delete. */
+export const UID_INDEX = 'uid';
+/** Pools by `<namespace>/<sandboxTemplateRef.name>`: the pools a template event concerns. */
+export const POOLS_BY_TEMPLATE_INDEX = 'namespace-template-ref';
+/** Pools by `<namespace>/<NameHash(name)>`: the pool an orphan's membership label names. */
+export const POOLS_BY_HASH_INDEX = 'namespace-name-hash';
+/** Claims by `<namespace>/<warmPoolRef.name>`: the claims waiting on a pool. */
+export const CLAIMS_BY_POOL_INDEX = 'namespace-warm-pool-ref';
+
+export interface ExtensionInformers {
+  readonly sandboxes: SharedInformer<Sandbox>;
+  readonly templates: SharedInformer<SandboxTemplate>;
+  readonly pools: SharedInformer<SandboxWarmPool>;
+  readonly claims: SharedInformer<SandboxClaim>;
+  readonly networkPolicies: SharedInformer<NetworkPolicy>;
+}
+
+const nsKey = (obj: { metadata: { namespace?: string } }, value: string) => `${obj.metadata.namespace ?? ''}/${value}`;
+
+export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): ExtensionInformers {
+  const { informers } = ctx;
+  return {
+    sandboxes: informers.forResource<Sandbox>(EXTENSION_RESOURCES.sandboxes, {
+      indexes: {
+        [POOL_LABEL_INDEX]: (sb) => {
+          const label = sb.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];
+          return label ? [nsKey(sb, label)] : [];
+        },
+        [OWNER_UID_INDEX]: (sb) => {
+          const uid = controllerRefOf(sb)?.uid;
+          return uid ? [uid] : [];
+        },
+        [UID_INDEX]: (sb) => (sb.metadata.uid ? [sb.metadata.uid] : []),
+      },
+    }),
+    templates: informers.forResource<SandboxTemplate>(EXTENSION_RESOURCES.templates),
+    pools: informers.forResource<SandboxWarmPool>(EXTENSION_RESOURCES.warmPools, {
+      indexes: {
+        [POOLS_BY_TEMPLATE_INDEX]: (p) => [nsKey(p, p.spec.sandboxTemplateRef?.name ?? '')],
+        [POOLS_BY_HASH_INDEX]: (p) => [nsKey(p, NameHash.of(p.metadata.name))],
+      },
+    }),
+    claims: informers.forResource<SandboxClaim>(EXTENSION_RESOURCES.claims, {
+      indexes: { [CLAIMS_BY_POOL_INDEX]: (c) => [nsKey(c, c.spec.warmPoolRef?.name ?? '')] },
+    }),
+    networkPolicies: informers.forResource<NetworkPolicy>(EXTENSION_RESOURCES.networkPolicies),
+  };
+}

@@ -1,0 +1,36 @@
+/**
+ * Wiring of the SandboxTemplate controller: templates and NetworkPolicies in, one key per template.
+ */
+import type { ControllerContext, RunnableController } from '../../runtime/context';
+import { Controller } from '../../runtime/controller';
+import { podNamespace } from '../../runtime/kubeconfig';
+import { DEFAULT_SYSTEM_NAMESPACE, NETWORK_POLICY_NAME_SUFFIX } from '../../../../src/api/labels';
+import { extensionInformers } from '../extension-informers';
+import { TemplateReconciler } from './reconcile';
+import type { NetworkPolicy } from './types';
+
+/**
+ * The template a NetworkPolicy event concerns: the one its name is derived from, whoever owns it.
+ * Owned policies map back to their template this way too, and a foreign policy blocking a template
+ * wakes it when it goes, so the template can create its own.
+ */
+export function templateKeyOfPolicy(policy: NetworkPolicy): string | undefined {
+  const name = policy.metadata.name;
+  if (!name.endsWith(NETWORK_POLICY_NAME_SUFFIX) || name.length === NETWORK_POLICY_NAME_SUFFIX.length) return undefined;
+  return `${policy.metadata.namespace ?? ''}/${name.slice(0, -NETWORK_POLICY_NAME_SUFFIX.length)}`;
+}
+
+export function createTemplateController(ctx: ControllerContext): RunnableController {
+  const { templates, networkPolicies } = extensionInformers(ctx);
+  const reconciler = new TemplateReconciler({
+    client: ctx.client,
+    templates,
+    networkPolicies,
+    // The default policy admits the router from the operator's own namespace (it is installed there).
+    routerNamespace: podNamespace() ?? DEFAULT_SYSTEM_NAMESPACE,
+    log: ctx.log.child({ controller: 'sandboxtemplate' }),
+  });
+  const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-template-concurrent-workers') });
+  controller.watch(templates).watch(networkPolicies, templateKeyOfPolicy);
+  return controller;
+}
