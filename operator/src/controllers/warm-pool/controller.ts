@@ -1,0 +1,90 @@
+/**
+ * Wiring of the SandboxWarmPool controller: which pool each Sandbox, template and pool event
+ * wakes, and the Sandbox events that settle a pool's expectations.
+ */
+import type { ControllerContext, RunnableController } from '../../runtime/context';
+import { Controller } from '../../runtime/controller';
+import type { OperatorFlags } from '../../runtime/flags';
+import { keyOf, type Store } from '../../runtime/types';
+import { ConditionType } from '../../../../src/api/conditions';
+import { KINDS } from '../../../../src/api/groups';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
+import { controllerRefOf, findCondition, refIsKind } from '../template/meta';
+import type { Sandbox } from '../template/types';
+import { WarmPoolReconciler } from './reconcile';
+import type { PoolFlags, SandboxWarmPool } from './types';
+
+export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
+  return {
+    maxBatchSize: flags.number('sandbox-warm-pool-max-batch-size'),
+    replenishDelayMs: flags.duration('sandbox-warm-pool-replenish-delay'),
+    maxRefillRate: flags.number('sandbox-warm-pool-max-refill-rate'),
+    readinessGraceMs: flags.duration('sandbox-warm-pool-readiness-grace-period'),
+    unschedulableRecheckMs: flags.duration('sandbox-warm-pool-unschedulable-recheck-interval'),
+    enableWarmPoolEviction: flags.boolean('enable-warm-pool-eviction'),
+  };
+}
+
+/**
+ * The pool keys a Sandbox concerns: the pool that controls it, or (an orphan with a membership
+ * label) the pool that label names, which may adopt it.
+ */
+export function poolKeysOfSandbox(sandbox: Sandbox, pools: Pick<Store<SandboxWarmPool>, 'byIndex'>): string[] {
+  const ns = sandbox.metadata.namespace ?? '';
+  const ref = controllerRefOf(sandbox);
+  if (ref) return refIsKind(ref, KINDS.warmPool) ? [`${ns}/${ref.name}`] : [];
+  const label = sandbox.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];
+  return label ? pools.byIndex(POOLS_BY_HASH_INDEX, `${ns}/${label}`).map(keyOf) : [];
+}
+
+/**
+ * Whether an update changes anything a pool pass reads: membership (labels, owners), deletion,
+ * readiness or schedulability. The Sandbox controller's other status writes (pod IPs, service
+ * names) would otherwise wake a pool pass over every member each time.
+ */
+export function poolRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
+  const view = (s: Sandbox) => JSON.stringify([
+    s.metadata.labels, s.metadata.ownerReferences, s.metadata.deletionTimestamp,
+    findCondition(s.status?.conditions, ConditionType.READY), findCondition(s.status?.conditions, ConditionType.POD_SCHEDULED),
+  ]);
+  return view(oldSb) !== view(newSb);
+}
+
+export function createWarmPoolController(ctx: ControllerContext): RunnableController {
+  const { sandboxes, templates, pools } = extensionInformers(ctx);
+  const reconciler = new WarmPoolReconciler({
+    client: ctx.client,
+    pools,
+    templates,
+    sandboxes,
+    flags: poolFlagsOf(ctx.flags),
+    now: () => ctx.clock.now(),
+    log: ctx.log.child({ controller: 'sandboxwarmpool' }),
+  });
+  const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
+  const enqueue = (keys: string[]) => keys.forEach((k) => controller.queue.add(k));
+
+  controller.watch(pools);
+  pools.addHandlers({ onDelete: (pool) => reconciler.forget(pool.metadata.uid) });
+  // Every template event: a spec change may make members stale, a new template lets a pool create.
+  controller.watch(templates, (t) => pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t)).map(keyOf));
+  sandboxes.addHandlers({
+    onAdd: (sb) => {
+      reconciler.observe(sb, false);
+      enqueue(poolKeysOfSandbox(sb, pools));
+    },
+    onUpdate: (oldSb, newSb) => {
+      // The old object too: a member a claim just took leaves its pool, which must refill.
+      reconciler.observe(oldSb, false);
+      reconciler.observe(newSb, false);
+      if (!poolRelevantChange(oldSb, newSb)) return;
+      enqueue([...new Set([...poolKeysOfSandbox(oldSb, pools), ...poolKeysOfSandbox(newSb, pools)])]);
+    },
+    onDelete: (sb) => {
+      reconciler.observe(sb, true);
+      enqueue(poolKeysOfSandbox(sb, pools));
+    },
+  });
+  return controller;
+}

@@ -1,0 +1,128 @@
+/**
+ * The extension controllers (SandboxTemplate, SandboxWarmPool, SandboxClaim), black-box: the real
+ * operator bundle with --extensions=true against the real local control plane. KWOK turns
+ * scheduled Pods Ready with a loopback pod IP, so a warm member is Ready about a second after its
+ * create. Timing is logged, never asserted.
+ */
+import { OperatorProcess, ensureOperatorBundle } from './operator-process';
+import {
+  ExtensionsApi, claimManifest, claimReady, controllerOf, poolManifest, templateManifest,
+} from './extensions-api';
+import { condition, isReady } from './sandbox-api';
+import { NameHash } from '../../../src/api/name-hash';
+import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
+import { Kube, waitFor } from '../../../tools/control-plane/kube';
+
+const kube = Kube.fromEnv();
+const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const OPERATOR_ARGS = ['--extensions=true', '--leader-elect=false'];
+let ns: string;
+let ext: ExtensionsApi;
+let op: OperatorProcess;
+
+beforeAll(async () => {
+  await ensureOperatorBundle();
+  ns = await kube.createNamespace('extensions');
+  ext = new ExtensionsApi(api, ns);
+  op = await OperatorProcess.start({ kubeconfig: kube.kubeconfig, args: OPERATOR_ARGS });
+}, 240_000);
+
+afterAll(async () => {
+  const code = await op?.stop();
+  // eslint-disable-next-line no-console
+  console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
+  if (ns) await kube.deleteNamespace(ns);
+});
+
+describe('SandboxTemplate', () => {
+  test('NetworkPolicy: secure default created and owned, replaced on a template change, removed when Unmanaged', async () => {
+    const tpl = await ext.create('sandboxtemplates', templateManifest('np'));
+    const hash = NameHash.of('np');
+    const np = await waitFor(() => ext.networkPolicy('np-network-policy'), 30_000, 'the NetworkPolicy');
+    expect(controllerOf(np)).toEqual({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', name: 'np', uid: tpl.metadata.uid, controller: true, blockOwnerDeletion: true,
+    });
+    expect(np.spec.podSelector).toEqual({ matchLabels: { 'agents.x-k8s.io/sandbox-template-ref-hash': hash } });
+    expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    // Outside a pod the operator's namespace is the install default, which the router lives in.
+    expect(np.spec.ingress).toEqual([{
+      from: [{
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'agent-sandbox-system' } },
+        podSelector: { matchLabels: { app: 'sandbox-router' } },
+      }],
+    }]);
+    const v4 = np.spec.egress.flatMap((r: any) => r.to ?? []).find((p: any) => p.ipBlock?.cidr === '0.0.0.0/0');
+    expect(v4.ipBlock.except).toEqual(expect.arrayContaining(['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16']));
+    // The template carries its own ref-hash label.
+    await waitFor(async () => (await ext.get('sandboxtemplates', 'np'))?.metadata.labels?.['agents.x-k8s.io/sandbox-template-ref-hash'] === hash,
+      30_000, 'the template-ref-hash label on the template');
+
+    // Custom rules replace the default in place (same object, new spec).
+    const custom = { ingress: [{ ports: [{ port: 8888 }] }], egress: [] };
+    await ext.patch('sandboxtemplates', 'np', { spec: { networkPolicy: custom } });
+    const updated = await waitFor(async () => {
+      const p = await ext.networkPolicy('np-network-policy');
+      return p?.spec.ingress?.[0]?.ports?.[0]?.port === 8888 ? p : undefined;
+    }, 30_000, 'the custom NetworkPolicy');
+    expect(updated.metadata.uid).toBe(np.metadata.uid);
+    expect(updated.spec).toEqual({
+      podSelector: { matchLabels: { 'agents.x-k8s.io/sandbox-template-ref-hash': hash } },
+      policyTypes: ['Ingress', 'Egress'],
+      ingress: [{ ports: [{ port: 8888, protocol: 'TCP' }] }],
+    });
+    // Converged: the operator does not keep rewriting it (the server-defaulted protocol is not drift).
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect((await ext.networkPolicy('np-network-policy')).metadata.resourceVersion).toBe(updated.metadata.resourceVersion);
+
+    await ext.patch('sandboxtemplates', 'np', { spec: { networkPolicyManagement: 'Unmanaged' } });
+    await waitFor(async () => (await ext.networkPolicy('np-network-policy')) === undefined, 30_000, 'the NetworkPolicy to be removed');
+  });
+
+  test('a foreign NetworkPolicy of that name is left alone and reported', async () => {
+    await api.call('POST', `/apis/networking.k8s.io/v1/namespaces/${ns}/networkpolicies`, {
+      apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'mine-network-policy' }, spec: { podSelector: {} },
+    });
+    await ext.create('sandboxtemplates', templateManifest('mine'));
+    await waitFor(async () => (await ext.events('SandboxTemplate', 'mine')).some((e) => e.reason === 'NetworkPolicyConflict'), 30_000, 'a NetworkPolicyConflict event');
+    expect(controllerOf(await ext.networkPolicy('mine-network-policy'))).toBeUndefined();
+  });
+});
+
+describe('SandboxWarmPool', () => {
+  test('kubectl scale: the pool grows and shrinks to the new replica count', async () => {
+    await ext.create('sandboxtemplates', templateManifest('scaled'));
+    await ext.create('sandboxwarmpools', poolManifest('scaled', 'scaled', 1));
+    await ext.waitPoolReady('scaled', 1);
+    await kube.kubectl(['scale', 'sandboxwarmpool', 'scaled', '-n', ns, '--replicas=4']);
+    const grown = await ext.waitPoolReady('scaled', 4);
+    expect(new Set(grown.map((s) => s.metadata.name)).size).toBe(4);
+    await kube.kubectl(['scale', 'sandboxwarmpool', 'scaled', '-n', ns, '--replicas=2']);
+    await ext.waitPoolReady('scaled', 2);
+    const pool = await ext.get('sandboxwarmpools', 'scaled');
+    expect(pool.status.selector).toBe(`agents.x-k8s.io/warm-pool-sandbox=${NameHash.of('scaled')}`);
+    expect(pool.status.observedGeneration).toBe(pool.metadata.generation);
+  });
+
+  test('update strategies after a template change: Recreate replaces members at once, OnReplenish keeps them', async () => {
+    await ext.create('sandboxtemplates', templateManifest('upd'));
+    await ext.create('sandboxwarmpools', poolManifest('upd-recreate', 'upd', 2, 'Recreate'));
+    await ext.create('sandboxwarmpools', poolManifest('upd-replenish', 'upd', 2, 'OnReplenish'));
+    const recreateBefore = await ext.waitPoolReady('upd-recreate', 2);
+    const replenishBefore = await ext.waitPoolReady('upd-replenish', 2);
+    const oldHash = recreateBefore[0].metadata.labels['agents.x-k8s.io/sandbox-template-hash'];
+
+    await ext.patch('sandboxtemplates', 'upd', { spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'busybox:1.37' }] } } } });
+    const recreated = await waitFor(async () => {
+      const members = await ext.waitPoolReady('upd-recreate', 2);
+      return members.every((s) => s.metadata.labels['agents.x-k8s.io/sandbox-template-hash'] !== oldHash) ? members : undefined;
+    }, 90_000, 'Recreate to replace both members');
+    expect(recreated.map((s) => s.spec.podTemplate.spec.containers[0].image)).toEqual(['busybox:1.37', 'busybox:1.37']);
+    expect(recreated.some((s) => recreateBefore.some((b) => b.metadata.uid === s.metadata.uid))).toBe(false);
+
+    // OnReplenish: the same members, untouched, a while after the change.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const replenishAfter = await ext.poolMembers('upd-replenish');
+    expect(replenishAfter.map((s) => s.metadata.uid).sort()).toEqual(replenishBefore.map((s) => s.metadata.uid).sort());
+    expect(replenishAfter.every((s) => s.spec.podTemplate.spec.containers[0].image === 'busybox')).toBe(true);
+  });
+});
