@@ -6,6 +6,7 @@
  * have synced and this replica leads.
  */
 import { ControllerFactory } from '../runtime/context';
+import { createClaimController } from './claim/controller';
 import type { OperatorFlags } from '../runtime/flags';
 import { createSandboxController } from './sandbox/controller';
 import { createTemplateController } from './template/controller';
@@ -18,7 +19,7 @@ export const CONTROLLERS: ControllerFactory[] = [createSandboxController];
  * with --extensions=true: their CRDs (and RBAC) are optional parts of an install, and asking for
  * an informer of a type the API server does not serve would keep the caches from ever syncing.
  */
-export const EXTENSION_CONTROLLERS: ControllerFactory[] = [createTemplateController, createWarmPoolController];
+export const EXTENSION_CONTROLLERS: ControllerFactory[] = [createTemplateController, createWarmPoolController, createClaimController];
 
 /** The factories to run with these flags. */
 export function controllersFor(flags: OperatorFlags): ControllerFactory[] {

@@ -118,3 +118,63 @@ export class ExtensionsApi {
     return res.status === 404 ? undefined : res.body;
   }
 }
+
+/** `apiserver_request_total` summed by `verb resource[/subresource]`, from the API server's /metrics. */
+export async function apiserverRequests(api: ApiClient): Promise<Map<string, number>> {
+  const res = await api.request<string>('GET', '/metrics', undefined, 30_000);
+  const out = new Map<string, number>();
+  for (const line of String(res.body).split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
+  }
+  return out;
+}
+
+/** Write requests between two snapshots, per `verb resource`, divided by `per`; reads are left out. */
+export function writesPer(before: Map<string, number>, after: Map<string, number>, per: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [key, value] of after) {
+    if (!/^(POST|PUT|PATCH|DELETE|APPLY|CREATE|UPDATE)\b/.test(key)) continue;
+    const delta = value - (before.get(key) ?? 0);
+    if (delta > 0) out[key] = Math.round((delta / per) * 100) / 100;
+  }
+  return out;
+}
+
+/** `n=… p50=… p99=… max=…` in milliseconds. */
+export function percentiles(ms: number[]): string {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  return `n=${sorted.length} p50=${at(0.5)} ms p90=${at(0.9)} ms p99=${at(0.99)} ms max=${sorted[sorted.length - 1]} ms`;
+}
+
+/**
+ * Creates claims (at most `concurrency` requests at a time) with one namespace-wide claim watch
+ * open, and resolves once every one was seen Ready=True: per claim, client create → Ready latency.
+ */
+export async function createClaimsAndWaitReady(ext: ExtensionsApi, manifests: any[], concurrency: number, timeoutMs: number): Promise<Map<string, number>> {
+  const startedAt = new Map<string, number>();
+  const latency = new Map<string, number>();
+  const wanted = new Set(manifests.map((m) => m.metadata.name));
+  await ext.api.watch(ext.path('sandboxclaims'), (ev) => {
+    const name = ev.object?.metadata?.name;
+    if (wanted.has(name) && !latency.has(name) && claimReady(ev.object)) latency.set(name, Date.now() - (startedAt.get(name) ?? Date.now()));
+    return latency.size === wanted.size ? true : undefined;
+  }, {
+    timeoutMs,
+    onReady: async () => {
+      let next = 0;
+      const worker = async () => {
+        while (next < manifests.length) {
+          const m = manifests[next++];
+          startedAt.set(m.metadata.name, Date.now());
+          await ext.create('sandboxclaims', m);
+        }
+      };
+      await Promise.all(Array.from({ length: concurrency }, worker));
+    },
+  });
+  return latency;
+}

@@ -126,3 +126,65 @@ describe('SandboxWarmPool', () => {
     expect(replenishAfter.every((s) => s.spec.podTemplate.spec.containers[0].image === 'busybox')).toBe(true);
   });
 });
+
+describe('SandboxClaim', () => {
+  test('quickstart: a pool of 2, a claim adopts one member (owner becomes the claim), the pool refills to 2', async () => {
+    await ext.create('sandboxtemplates', templateManifest('quick'));
+    await ext.create('sandboxwarmpools', poolManifest('quick', 'quick', 2));
+    const before = await ext.waitPoolReady('quick', 2);
+    const claim = await ext.create('sandboxclaims', claimManifest('quick-claim', 'quick'));
+    const ready = await ext.waitClaim('quick-claim', claimReady, 'Ready=True');
+
+    const name = ready.status.sandbox.name;
+    expect(before.map((s) => s.metadata.name)).toContain(name);
+    const sb = (await ext.sandboxes()).find((s) => s.metadata.name === name);
+    expect(controllerOf(sb)).toMatchObject({ kind: 'SandboxClaim', name: 'quick-claim', uid: claim.metadata.uid, controller: true, blockOwnerDeletion: true });
+    expect(sb.metadata.ownerReferences).toHaveLength(1);
+    expect(sb.metadata.labels['agents.x-k8s.io/launch-type']).toBe('warm');
+    expect(sb.metadata.labels['agents.x-k8s.io/claim-uid']).toBe(claim.metadata.uid);
+    expect(sb.metadata.labels['agents.x-k8s.io/warm-pool-sandbox']).toBeUndefined();
+    expect(ready.status.sandbox.podIPs).toEqual(sb.status.podIPs);
+    expect(condition(ready, 'Ready')).toMatchObject({ reason: 'DependenciesReady', observedGeneration: 1 });
+
+    const refilled = await ext.waitPoolReady('quick', 2);
+    expect(refilled.map((s) => s.metadata.name)).not.toContain(name);
+    const annotated = await ext.waitClaim('quick-claim', (c) => c.metadata.annotations?.['agents.x-k8s.io/claim-first-ready-at'] !== undefined, 'observability annotations');
+    expect(annotated.metadata.annotations['agents.x-k8s.io/controller-first-observed-at']).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    await waitFor(async () => (await ext.events('SandboxClaim', 'quick-claim')).some((e) => e.reason === 'SandboxAdopted' && e.note.includes(name)), 30_000, 'a SandboxAdopted event');
+  });
+
+  test('a claim with env against a template that forbids it: Ready=False EnvVarsInjectionRejected, nothing created', async () => {
+    await ext.create('sandboxtemplates', templateManifest('noenv'));
+    await ext.create('sandboxwarmpools', poolManifest('noenv', 'noenv', 1));
+    await ext.create('sandboxclaims', claimManifest('envy', 'noenv', { env: [{ name: 'SECRET', value: 'x' }] }));
+    const rejected = await ext.waitClaim('envy', (c) => condition(c, 'Ready')?.reason === 'EnvVarsInjectionRejected', 'EnvVarsInjectionRejected');
+    expect(condition(rejected, 'Ready')).toMatchObject({ status: 'False' });
+    expect(condition(rejected, 'Ready').message).toContain('envVarsInjectionPolicy');
+    expect((await ext.sandboxes()).some((s) => s.metadata.name === 'envy')).toBe(false);
+  });
+
+  test('lifecycle expiry: Delete removes claim and Sandbox, DeleteForeground the Sandbox first, Retain keeps the claim as ClaimExpired', async () => {
+    await ext.create('sandboxtemplates', templateManifest('life'));
+    await ext.create('sandboxwarmpools', poolManifest('life', 'life', 3));
+    await ext.waitPoolReady('life', 3);
+    const shutdownTime = new Date(Math.ceil((Date.now() + 5_000) / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+    const policies = { 'life-delete': 'Delete', 'life-foreground': 'DeleteForeground', 'life-retain': 'Retain' };
+    for (const [name, shutdownPolicy] of Object.entries(policies)) {
+      await ext.create('sandboxclaims', claimManifest(name, 'life', { lifecycle: { shutdownTime, shutdownPolicy } }));
+    }
+    const sandboxOf: Record<string, string> = {};
+    for (const name of Object.keys(policies)) sandboxOf[name] = (await ext.waitClaim(name, claimReady, 'Ready')).status.sandbox.name;
+    const sandboxGone = (name: string) => async () => !(await ext.sandboxes()).some((s) => s.metadata.name === sandboxOf[name]);
+
+    await waitFor(async () => (await ext.get('sandboxclaims', 'life-delete')) === undefined && sandboxGone('life-delete')(), 60_000, 'Delete: claim and Sandbox gone');
+    // eslint-disable-next-line no-console
+    console.log(`claim expiry (Delete) done ${Date.now() - Date.parse(shutdownTime)} ms after shutdownTime`);
+    await waitFor(async () => (await ext.get('sandboxclaims', 'life-foreground')) === undefined && sandboxGone('life-foreground')(), 60_000, 'DeleteForeground: claim and Sandbox gone');
+
+    const retained = await ext.waitClaim('life-retain', (c) => condition(c, 'Ready')?.reason === 'ClaimExpired', 'ClaimExpired');
+    expect(condition(retained, 'Ready')).toMatchObject({ status: 'False', message: 'Claim expired. Sandbox cleanup initiated.' });
+    await waitFor(sandboxGone('life-retain'), 60_000, 'Retain: the Sandbox deleted');
+    expect(await ext.get('sandboxclaims', 'life-retain')).toBeDefined();
+    await waitFor(async () => (await ext.events('SandboxClaim', 'life-retain')).some((e) => e.reason === 'ClaimExpired'), 30_000, 'a ClaimExpired event');
+  });
+});

@@ -1,0 +1,239 @@
+/**
+ * The thin I/O half of the SandboxClaim controller. One pass: read the binding back from the
+ * Sandboxes (recover.ts), handle expiry (lifecycle.ts), get a Sandbox if there is none
+ * (acquire.ts), write the status if it changed, then (off the Ready path) the observability
+ * annotations. A warm claim costs the adoption write, the status write and one annotation patch.
+ */
+import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { OWNER_UID_INDEX } from '../extension-informers';
+import { findCondition } from '../template/meta';
+import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
+import type { SandboxWarmPool } from '../warm-pool/types';
+import { CLAIM_FIELD_MANAGER, acquireSandbox, type AcquireContext } from './acquire';
+import { claimExpiry, expiryPlan, type ClaimExpiry } from './lifecycle';
+import type { ClaimMetrics } from './metrics';
+import { observabilityPatch } from './observability';
+import { AdoptionRecords, recoverBinding } from './recover';
+import { claimStatus } from './status';
+import type { ClaimEvent, ClaimProblem, SandboxClaim } from './types';
+
+/** Our adoption is not in the cache yet: its watch event normally wakes the claim first. */
+const PENDING_ADOPTION_RECHECK_MS = 1_000;
+/** The status write lost an optimistic-lock race (the claim changed): the claim's event is on its way. */
+const STATUS_CONFLICT_RETRY_MS = 100;
+/** Entries of `claiming` older than this are dropped: the cache has long shown (or lost) the adoption. */
+const CLAIMING_TTL_MS = 60_000;
+
+export interface ClaimReconcilerOptions {
+  readonly client: KubeClient;
+  readonly claims: Store<SandboxClaim>;
+  readonly pools: Store<SandboxWarmPool>;
+  readonly templates: Store<SandboxTemplate>;
+  /** Must carry OWNER_UID_INDEX and POOL_LABEL_INDEX. */
+  readonly sandboxes: Store<Sandbox>;
+  readonly metrics?: ClaimMetrics;
+  readonly allowedLabelDomains?: readonly string[];
+  /** --disable-claim-events */
+  readonly disableEvents?: boolean;
+  /** --disable-claim-observability-annotations */
+  readonly disableAnnotations?: boolean;
+  readonly now?: () => number;
+  readonly log?: Logger;
+}
+
+export class ClaimReconciler implements Reconciler {
+  public readonly name = 'sandboxclaim';
+  /** When this process first saw each claim (by UID): the controller latency's start. */
+  public readonly firstObserved = new Map<string, number>();
+  public readonly adoptionRecords = new AdoptionRecords();
+  /** Members being adopted by some claim of this process (UID → since), kept out of every selection. */
+  public readonly claiming = new Map<string, number>();
+  private readonly now: () => number;
+  private readonly log: Logger;
+  private readonly acquire: AcquireContext;
+
+  public constructor(private readonly opts: ClaimReconcilerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? SILENT_LOGGER;
+    this.acquire = {
+      client: opts.client,
+      sandboxes: opts.sandboxes,
+      claiming: this.claiming,
+      allowedLabelDomains: opts.allowedLabelDomains,
+      emit: (claim, event) => this.emit(claim, event),
+      adopted: (claim, sandbox) => this.adoptionRecords.record(claim.metadata.uid ?? '', { sandboxName: sandbox.metadata.name, sandboxUid: sandbox.metadata.uid ?? '' }, this.now()),
+      now: this.now,
+    };
+  }
+
+  /** First sighting of a claim (its informer add event). */
+  public noteObserved(claim: SandboxClaim): void {
+    const uid = claim.metadata.uid;
+    if (uid && !this.firstObserved.has(uid)) this.firstObserved.set(uid, this.now());
+  }
+
+  public forgetClaim(uid: string | undefined): void {
+    if (!uid) return;
+    this.firstObserved.delete(uid);
+    this.adoptionRecords.forget(uid);
+  }
+
+  /** The cache now shows `sandbox`: settle adoption bookkeeping about it. */
+  public observeSandbox(sandbox: Sandbox, deleted: boolean, stillPoolMember: boolean): void {
+    this.adoptionRecords.observe(sandbox, deleted);
+    if (deleted || !stillPoolMember) this.claiming.delete(sandbox.metadata.uid ?? '');
+  }
+
+  public async reconcile(key: string): Promise<ReconcileResult | void> {
+    const { namespace, name } = splitKey(key);
+    const claim = this.opts.claims.get(namespace, name);
+    // No finalizer: a deleted claim's Sandbox goes by garbage collection.
+    if (!claim || claim.metadata.deletionTimestamp) return;
+    const uid = claim.metadata.uid ?? '';
+    const now = this.now();
+    this.noteObserved(claim);
+    this.pruneClaiming(now);
+    const pool = this.opts.pools.get(namespace, claim.spec.warmPoolRef.name);
+    const template = pool ? this.opts.templates.get(namespace, pool.spec.sandboxTemplateRef.name) : undefined;
+
+    const binding = recoverBinding(claim, this.related(claim), this.adoptionRecords.get(uid, now));
+    let sandbox: Sandbox | undefined;
+    if (binding.kind === 'pending') return { requeueAfterMs: PENDING_ADOPTION_RECHECK_MS };
+    if (binding.kind === 'multiple') {
+      // An adoption raced a lagging cache; give the extras back to garbage collection.
+      await Promise.all(binding.release.map((s) => this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
+      this.log.warn({ claim: key, kept: binding.keep.metadata.name, released: binding.release.map((s) => s.metadata.name) }, 'claim owned several Sandboxes; released the extras');
+      sandbox = binding.keep;
+    } else if (binding.kind === 'bound') {
+      sandbox = binding.sandbox;
+      if (binding.launchTypePatch) {
+        await this.opts.client.patch(EXTENSION_RESOURCES.sandboxes, namespace, sandbox.metadata.name, 'merge', binding.launchTypePatch, { fieldManager: CLAIM_FIELD_MANAGER });
+      }
+    }
+
+    const expiry = claimExpiry(claim, sandbox, now);
+    if (expiry.expired) return this.expire(claim, sandbox, expiry);
+
+    let problem: ClaimProblem | undefined;
+    let requeueAfterMs = expiry.requeueAfterMs;
+    if (!sandbox && binding.kind === 'unbound') {
+      const got = await acquireSandbox(this.acquire, claim, pool, template, binding);
+      if (got.kind === 'wait') return { requeueAfterMs: minDefined(got.requeueAfterMs, requeueAfterMs)! };
+      if (got.kind === 'problem') {
+        problem = got.problem;
+        requeueAfterMs = minDefined(got.requeueAfterMs, requeueAfterMs);
+      } else {
+        sandbox = got.sandbox;
+        this.opts.metrics?.created(claim, got.sandbox, got.launchType);
+        // The Sandbox came from the write's response; its Ready may already be True (warm).
+        requeueAfterMs = minDefined(claimExpiry(claim, sandbox, now).requeueAfterMs, requeueAfterMs);
+      }
+    }
+
+    const written = await this.writeStatus(claim, sandbox, problem, false);
+    if (written === 'gone') return;
+    if (written === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
+    await this.afterStatus(claim, sandbox, written);
+    return requeueAfterMs === undefined ? undefined : { requeueAfterMs: Math.max(1, requeueAfterMs) };
+  }
+
+  /** An expired claim: mark it (once), then apply the shutdown policy; every step is idempotent. */
+  private async expire(claim: SandboxClaim, sandbox: Sandbox | undefined, expiry: ClaimExpiry): Promise<ReconcileResult | void> {
+    const plan = expiryPlan(claim, sandbox, expiry);
+    const problem = plan.skippedMessage ? { reason: ClaimReadyReason.CLAIM_EXPIRED, message: plan.skippedMessage } : undefined;
+    const written = await this.writeStatus(claim, sandbox, problem, true);
+    if (written === 'gone') return;
+    if (written === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
+    for (const event of plan.events) this.emit(claim, event);
+    const ns = claim.metadata.namespace;
+    if (plan.deleteClaim) {
+      await this.deleteQuietly(EXTENSION_RESOURCES.claims, ns, claim.metadata.name, { uid: plan.deleteClaim.uid, propagationPolicy: plan.deleteClaim.propagationPolicy });
+      this.log.info({ claim: `${ns}/${claim.metadata.name}`, propagation: plan.deleteClaim.propagationPolicy }, 'claim expired and deleted');
+    }
+    if (plan.deleteSandbox) {
+      await this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, ns, plan.deleteSandbox.name, { uid: plan.deleteSandbox.uid });
+      this.log.info({ claim: `${ns}/${claim.metadata.name}`, sandbox: plan.deleteSandbox.name }, 'claim expired; its Sandbox deleted (Retain)');
+    }
+    return undefined;
+  }
+
+  /** The claim's status write, when it changed: the status it now has, or why it could not be written. */
+  private async writeStatus(claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean)
+    : Promise<SandboxClaim['status'] | 'gone' | 'conflict'> {
+    const decision = claimStatus({
+      claim, sandbox, problem, expired, now: this.now(),
+      // A problem reported before any Sandbox exists must not erase a binding the cache will show shortly.
+      keepBinding: sandbox === undefined && problem?.reason === ClaimReadyReason.SANDBOX_CREATE_PENDING,
+    });
+    if (!decision.changed || !decision.patch) return decision.status;
+    try {
+      await this.opts.client.patch(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status' });
+      return decision.status;
+    } catch (error) {
+      if (error instanceof ApiError && error.notFound) return 'gone';
+      if (error instanceof ApiError && error.conflict) return 'conflict';
+      throw error;
+    }
+  }
+
+  /** Once the status is persisted: the first-Ready latencies and the observability annotations. */
+  private async afterStatus(claim: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaim['status']): Promise<void> {
+    const now = this.now();
+    const wasReady = findCondition(claim.status?.conditions, ConditionType.READY)?.status === 'True';
+    const isReady = findCondition(status?.conditions, ConditionType.READY)?.status === 'True';
+    const firstObservedAtMs = this.firstObserved.get(claim.metadata.uid ?? '') ?? now;
+    if (isReady && !wasReady && !claim.metadata.annotations?.[SandboxAnnotations.CLAIM_FIRST_READY_AT]) {
+      this.opts.metrics?.firstReady(claim, sandbox, now, firstObservedAtMs);
+    }
+    const patch = observabilityPatch({ claim, firstObservedAtMs, wasReady, isReady, now, disabled: this.opts.disableAnnotations });
+    if (!patch) return;
+    try {
+      // No resourceVersion: it only adds annotations nobody else writes.
+      await this.opts.client.patch(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER });
+    } catch (error) {
+      if (!(error instanceof ApiError && error.notFound)) throw error;
+    }
+  }
+
+  /** Sandboxes that may be the claim's: controlled by its UID, named by its status, or named like it. */
+  private related(claim: SandboxClaim): Sandbox[] {
+    const { sandboxes } = this.opts;
+    const ns = claim.metadata.namespace;
+    const out = new Map<string, Sandbox>();
+    for (const s of sandboxes.byIndex(OWNER_UID_INDEX, claim.metadata.uid ?? '')) out.set(s.metadata.name, s);
+    for (const n of [claim.status?.sandbox?.name, claim.metadata.name]) {
+      const s = n ? sandboxes.get(ns, n) : undefined;
+      if (s) out.set(s.metadata.name, s);
+    }
+    return [...out.values()];
+  }
+
+  private emit(claim: SandboxClaim, event: ClaimEvent): void {
+    if (!this.opts.disableEvents) this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
+  }
+
+  private async deleteQuietly(type: (typeof EXTENSION_RESOURCES)[keyof typeof EXTENSION_RESOURCES], namespace: string | undefined, name: string,
+    options: Parameters<KubeClient['delete']>[3]): Promise<void> {
+    try {
+      await this.opts.client.delete(type, namespace, name, options);
+    } catch (error) {
+      // Already gone, or a namesake (uid precondition): nothing of ours to delete.
+      if (error instanceof ApiError && (error.notFound || error.conflict)) return;
+      throw error;
+    }
+  }
+
+  private pruneClaiming(now: number): void {
+    for (const [uid, at] of this.claiming) if (now - at >= CLAIMING_TTL_MS) this.claiming.delete(uid);
+  }
+}
+
+function minDefined(a: number | undefined, b: number | undefined): number | undefined {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  return Math.min(a, b);
+}
