@@ -70,6 +70,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.log = (options.log ?? SILENT_LOGGER).child({ informer: type.group ? `${type.resource}.${type.group}` : type.resource });
     this.random = options.random ?? Math.random;
     this.synced = new Promise((resolve) => (this.markSynced = resolve));
+    this.store.onIndexError = (index, key, err) => this.log.error({ err, index, key }, 'an index function threw; the object is not indexed');
     for (const [name, fn] of Object.entries(options.indexes ?? {})) this.store.addIndex(name, fn);
   }
 
@@ -293,8 +294,15 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     return undefined;
   }
 
+  /** A throwing transform (a controller bug) costs memory, not the cache: the object is kept whole. */
   private transform(obj: T): T {
-    return this.options.transform ? this.options.transform(obj) : obj;
+    if (!this.options.transform) return obj;
+    try {
+      return this.options.transform(obj);
+    } catch (err) {
+      this.log.error({ err, key: keyOf(obj) }, 'the informer transform threw; caching the object untransformed');
+      return obj;
+    }
   }
 
   private dispatch(kind: 'onAdd' | 'onDelete', obj: T): void;

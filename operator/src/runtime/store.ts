@@ -5,6 +5,11 @@
 import { IndexFunc, KubeObject, Store, keyOf } from './types';
 
 export class IndexedStore<T extends KubeObject> implements Store<T> {
+  /**
+   * A throwing index function (a controller bug) must not corrupt the cache: the object is stored
+   * and simply not found under that index, and the error goes to this callback.
+   */
+  public onIndexError: (index: string, key: string, err: unknown) => void = () => undefined;
   private readonly items = new Map<string, T>();
   private readonly indexFuncs = new Map<string, IndexFunc<T>>();
   /** index name → index value → keys. */
@@ -71,9 +76,18 @@ export class IndexedStore<T extends KubeObject> implements Store<T> {
     return old;
   }
 
+  private values(name: string, fn: IndexFunc<T>, key: string, obj: T): string[] {
+    try {
+      return fn(obj);
+    } catch (err) {
+      this.onIndexError(name, key, err);
+      return [];
+    }
+  }
+
   private indexOne(name: string, fn: IndexFunc<T>, key: string, obj: T): void {
     const byValue = this.indexes.get(name)!;
-    for (const value of fn(obj)) {
+    for (const value of this.values(name, fn, key, obj)) {
       let keys = byValue.get(value);
       if (!keys) byValue.set(value, (keys = new Set()));
       keys.add(key);
@@ -83,7 +97,7 @@ export class IndexedStore<T extends KubeObject> implements Store<T> {
   private unindex(key: string, obj: T): void {
     for (const [name, fn] of this.indexFuncs) {
       const byValue = this.indexes.get(name)!;
-      for (const value of fn(obj)) {
+      for (const value of this.values(name, fn, key, obj)) {
         const keys = byValue.get(value);
         if (!keys) continue;
         keys.delete(key);

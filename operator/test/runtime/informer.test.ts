@@ -255,3 +255,28 @@ test('stop() ends the watch and no further requests are made', async () => {
   await new Promise((r) => setTimeout(r, 150));
   expect(server.requests.length).toBe(count);
 });
+
+test('a throwing index function or transform does not break the cache', async () => {
+  server.objects.set('labeled', obj('labeled', 1, { metadata: { name: 'labeled', namespace: 'ns', resourceVersion: '1', labels: { idx: '1' } } }));
+  server.objects.set('bare', obj('bare', 2));
+  server.listResourceVersion = 5;
+  server.scriptWatches([
+    (res) => {
+      openWatch(res);
+      res.write(line('MODIFIED', obj('bare', 6)));
+    },
+  ]);
+  const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
+  informer = new SharedInformer<KubeObject>(client, CONFIGMAPS, {
+    namespace: 'ns',
+    // Both assume a label every object has; one does not.
+    indexes: { idx: (o) => [o.metadata.labels!.idx] },
+    transform: (o) => ({ ...o, metadata: { ...o.metadata, annotations: { idx: o.metadata.labels!.idx } } }),
+  });
+  informer.start();
+  await informer.synced;
+  expect(names(informer)).toEqual(['bare', 'labeled']);
+  expect(informer.byIndex('idx', '1').map((o) => o.metadata.name)).toEqual(['labeled']);
+  await eventually(() => informer!.get('ns', 'bare')?.metadata.resourceVersion === '6', 'the update of the unindexable object');
+  expect(server.lists).toHaveLength(1);
+});
