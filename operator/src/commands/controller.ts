@@ -70,14 +70,18 @@ export async function runController(args: readonly string[]): Promise<number> {
 
   let shuttingDown = false;
   let elector: LeaderElector | undefined;
+  let exit!: (code: number) => void;
+  const exited = new Promise<number>((resolve) => (exit = resolve));
+  // Installed before anything listens or campaigns, so a signal during start-up still shuts down in order.
+  let shutdown: (signal: string) => Promise<void> = async () => exit(0);
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
   const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
     liveness: () => undefined,
     readiness: () => (shuttingDown ? 'shutting down' : !informers.hasSynced ? 'informers have not synced yet' : undefined),
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
 
-  let exit!: (code: number) => void;
-  const exited = new Promise<number>((resolve) => (exit = resolve));
   const startControllers = async () => {
     await informers.synced();
     if (shuttingDown) return;
@@ -107,7 +111,7 @@ export async function runController(args: readonly string[]): Promise<number> {
     void startControllers();
   }
 
-  const shutdown = async (signal: string) => {
+  shutdown = async (signal: string) => {
     if (shuttingDown) {
       log.warn({ signal }, 'second signal; exiting at once');
       exit(1);
@@ -123,8 +127,6 @@ export async function runController(args: readonly string[]): Promise<number> {
     log.info('shutdown complete');
     exit(0);
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
   return exited;
 }
 
