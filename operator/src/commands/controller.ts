@@ -93,7 +93,10 @@ export async function runController(args: readonly string[]): Promise<number> {
   if (flags.boolean('leader-elect')) {
     const namespace = leaseNamespace(flags);
     elector = new LeaderElector({
-      client, namespace, identity, log,
+      client,
+      namespace,
+      identity,
+      log,
       onStartedLeading: () => {
         metrics.setLeader(DEFAULT_LEASE_NAME, true);
         void startControllers();

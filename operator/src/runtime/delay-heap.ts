@@ -76,7 +76,7 @@ export class DelayHeap {
 
   private up(i: number): void {
     while (i > 0) {
-      const parent = (i - 1) >> 1;
+      const parent = Math.floor((i - 1) / 2);
       if (!this.less(this.heap[i], this.heap[parent])) return;
       this.swap(i, parent);
       i = parent;

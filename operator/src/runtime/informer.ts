@@ -53,7 +53,7 @@ export interface InformerOptions<T extends KubeObject> {
 
 export class SharedInformer<T extends KubeObject> implements Informer<T> {
   public readonly synced: Promise<void>;
-  private readonly store = new IndexedStore<T>();
+  private readonly store: IndexedStore<T>;
   private readonly handlers: InformerHandlers<T>[] = [];
   private readonly clock: Clock;
   private readonly log: Logger;
@@ -70,7 +70,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.log = (options.log ?? SILENT_LOGGER).child({ informer: type.group ? `${type.resource}.${type.group}` : type.resource });
     this.random = options.random ?? Math.random;
     this.synced = new Promise((resolve) => (this.markSynced = resolve));
-    this.store.onIndexError = (index, key, err) => this.log.error({ err, index, key }, 'an index function threw; the object is not indexed');
+    this.store = new IndexedStore<T>((index, key, err) => this.log.error({ err, index, key }, 'an index function threw; the object is not indexed'));
     for (const [name, fn] of Object.entries(options.indexes ?? {})) this.store.addIndex(name, fn);
   }
 

@@ -8,10 +8,10 @@ import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { Clock, SYSTEM_CLOCK, sleep } from './clock';
-import { ClusterConnection } from './kubeconfig';
 import {
   PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, withQuery, writeQuery,
 } from './kube-request';
+import { ClusterConnection } from './kubeconfig';
 import { Logger, SILENT_LOGGER } from './log';
 import { formatMicroTime } from './micro-time';
 import { TokenBucket } from './rate-limit';
@@ -137,7 +137,9 @@ export class HttpKubeClient implements KubeClient {
     options: ListOptions & { resourceVersion: string; timeoutSeconds?: number }, onEvent: (event: WatchEvent<T>) => void): WatchHandle {
     const path = withQuery(resourcePath(type, namespace), {
       ...listQuery({ ...options, limit: undefined, continue: undefined }),
-      watch: 1, allowWatchBookmarks: true, timeoutSeconds: options.timeoutSeconds,
+      watch: 1,
+      allowWatchBookmarks: true,
+      timeoutSeconds: options.timeoutSeconds,
     });
     const controller = new AbortController();
     const done = this.openWatch(path, onEvent as (event: WatchEvent) => void, controller.signal);
@@ -168,8 +170,12 @@ export class HttpKubeClient implements KubeClient {
       note: truncateUtf8(note, 1024),
       type,
       regarding: {
-        apiVersion: regarding.apiVersion, kind: regarding.kind, name: regarding.metadata.name,
-        namespace: regarding.metadata.namespace, uid: regarding.metadata.uid, resourceVersion: regarding.metadata.resourceVersion,
+        apiVersion: regarding.apiVersion,
+        kind: regarding.kind,
+        name: regarding.metadata.name,
+        namespace: regarding.metadata.namespace,
+        uid: regarding.metadata.uid,
+        resourceVersion: regarding.metadata.resourceVersion,
       },
     };
     this.pendingEvents++;

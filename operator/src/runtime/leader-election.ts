@@ -209,7 +209,8 @@ export class LeaderElector {
     // Fast path (as client-go): the leader updates the Lease it last wrote without reading it.
     if (this.leading && this.observed?.spec?.holderIdentity === identity) {
       try {
-        this.observe(await client.update<Lease>(LEASE, namespace, { ...this.observed, spec: nextRecord(this.observed.spec, identity, now, this.leaseDurationMs) }), now);
+        const spec = nextRecord(this.observed.spec, identity, now, this.leaseDurationMs);
+        this.observe(await client.update<Lease>(LEASE, namespace, { ...this.observed, spec }), now);
         return true;
       } catch (err) {
         this.log.warn({ err }, 'renewing the leader lease failed; re-reading it');

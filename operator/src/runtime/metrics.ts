@@ -4,8 +4,8 @@
  * own informer series and `agent_sandbox_build_info`.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ClientMetrics } from './kube-client';
 import { InformerMetrics } from './informer';
+import { ClientMetrics } from './kube-client';
 import { WorkQueueMetrics } from './workqueue';
 
 /** Hooks the controller runner reports to. */
@@ -53,11 +53,18 @@ export class OperatorMetrics {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     const buildInfo = new Gauge({
-      name: 'agent_sandbox_build_info', help: 'Build information of the running operator; always 1.',
-      labelNames: ['git_version', 'git_commit', 'build_date', 'node_version', 'platform'], registers,
+      name: 'agent_sandbox_build_info',
+      help: 'Build information of the running operator; always 1.',
+      labelNames: ['git_version', 'git_commit', 'build_date', 'node_version', 'platform'],
+      registers,
     });
-    buildInfo.set({ git_version: build.version, git_commit: build.gitCommit, build_date: build.buildDate,
-      node_version: process.version, platform: `${process.platform}/${process.arch}` }, 1);
+    buildInfo.set({
+      git_version: build.version,
+      git_commit: build.gitCommit,
+      build_date: build.buildDate,
+      node_version: process.version,
+      platform: `${process.platform}/${process.arch}`,
+    }, 1);
 
     const c = ['controller'] as const;
     this.reconcileTotal = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller', labelNames: ['controller', 'result'], registers });
@@ -81,7 +88,10 @@ export class OperatorMetrics {
     this.watchRestarts = new Counter({ name: 'agent_sandbox_informer_watch_restarts_total', help: 'Watches reopened, by reason (closed, gone, stalled, error, error-event, list-error)', labelNames: ['resource', 'reason'], registers });
     this.relists = new Counter({ name: 'agent_sandbox_informer_relists_total', help: 'Full lists by an informer (start-up and after 410 Gone)', labelNames: ['resource'], registers });
     new Gauge({
-      name: 'agent_sandbox_informer_objects', help: 'Objects in an informer cache', labelNames: ['resource'], registers,
+      name: 'agent_sandbox_informer_objects',
+      help: 'Objects in an informer cache',
+      labelNames: ['resource'],
+      registers,
       // Read on scrape: no bookkeeping on the event path.
       collect() {
         for (const [resource, size] of sizes) this.set({ resource }, size());

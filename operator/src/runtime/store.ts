@@ -5,15 +5,16 @@
 import { IndexFunc, KubeObject, Store, keyOf } from './types';
 
 export class IndexedStore<T extends KubeObject> implements Store<T> {
-  /**
-   * A throwing index function (a controller bug) must not corrupt the cache: the object is stored
-   * and simply not found under that index, and the error goes to this callback.
-   */
-  public onIndexError: (index: string, key: string, err: unknown) => void = () => undefined;
   private readonly items = new Map<string, T>();
   private readonly indexFuncs = new Map<string, IndexFunc<T>>();
   /** index name → index value → keys. */
   private readonly indexes = new Map<string, Map<string, Set<string>>>();
+
+  /**
+   * A throwing index function (a controller bug) must not corrupt the cache: the object is stored
+   * and simply not found under that index, and the error goes to this callback.
+   */
+  public constructor(public onIndexError: (index: string, key: string, err: unknown) => void = () => undefined) {}
 
   public get size(): number {
     return this.items.size;

@@ -1,9 +1,9 @@
+import { FakeClock } from './fake-clock';
 import { Controller } from '../../src/runtime/controller';
 import { SharedInformer } from '../../src/runtime/informer';
 import { SILENT_LOGGER } from '../../src/runtime/log';
 import { OperatorMetrics } from '../../src/runtime/metrics';
 import { ApiError, InformerHandlers, KubeObject, ReconcileResult, Reconciler } from '../../src/runtime/types';
-import { FakeClock } from './fake-clock';
 
 const tick = () => new Promise((r) => setImmediate(r));
 

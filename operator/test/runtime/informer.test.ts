@@ -1,8 +1,8 @@
+import { ScriptedApiServer, line, obj, openWatch, status } from './scripted-api-server';
 import { SharedInformer } from '../../src/runtime/informer';
 import { stripManagedFields } from '../../src/runtime/informer-factory';
 import { HttpKubeClient } from '../../src/runtime/kube-client';
 import { KubeObject, ResourceType } from '../../src/runtime/types';
-import { ScriptedApiServer, line, obj, openWatch, status } from './scripted-api-server';
 
 const CONFIGMAPS: ResourceType = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
 
@@ -24,8 +24,14 @@ afterEach(async () => {
 function startInformer(options: Partial<ConstructorParameters<typeof SharedInformer>[2]> = {}): SharedInformer<KubeObject> {
   const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
   informer = new SharedInformer<KubeObject>(client, CONFIGMAPS, {
-    namespace: 'ns', pageSize: 2, backoffInitialMs: 20, backoffMaxMs: 80, watchdogMs: 60_000, healthyWatchMs: 60_000,
-    random: () => 0.5, ...options,
+    namespace: 'ns',
+    pageSize: 2,
+    backoffInitialMs: 20,
+    backoffMaxMs: 80,
+    watchdogMs: 60_000,
+    healthyWatchMs: 60_000,
+    random: () => 0.5,
+    ...options,
   } as any);
   informer.addHandlers({
     onAdd: (o) => events.push(`add ${o.metadata.name}@${o.metadata.resourceVersion}`),

@@ -6,9 +6,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
 import { HttpKubeClient } from '../../src/runtime/kube-client';
 import { ApiError, KubeObject, ResourceType, WatchEvent } from '../../src/runtime/types';
-import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
 
 const SANDBOXES: ResourceType = { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', namespaced: true };
 const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods', namespaced: true };
@@ -198,8 +198,13 @@ test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws
   const [first, second] = bodies;
   expect(first.path).toBe('/apis/events.k8s.io/v1/namespaces/ns/events');
   expect(first.body).toMatchObject({
-    apiVersion: 'events.k8s.io/v1', kind: 'Event', type: 'Warning', reason: 'PodFailed', action: 'Reconcile',
-    reportingController: 'agent-sandbox-controller', reportingInstance: 'pod-1',
+    apiVersion: 'events.k8s.io/v1',
+    kind: 'Event',
+    type: 'Warning',
+    reason: 'PodFailed',
+    action: 'Reconcile',
+    reportingController: 'agent-sandbox-controller',
+    reportingInstance: 'pod-1',
     regarding: { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5' },
   });
   expect(first.body.eventTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);

@@ -18,7 +18,9 @@ function write(name: string, doc: object): string {
 }
 
 const config = (user: object, extra: object = {}) => ({
-  'apiVersion': 'v1', 'kind': 'Config', 'current-context': 'dev',
+  'apiVersion': 'v1',
+  'kind': 'Config',
+  'current-context': 'dev',
   'clusters': [{ name: 'c', cluster: { 'server': 'https://127.0.0.1:6443', 'certificate-authority-data': b64('CA') } }],
   'users': [{ name: 'u', user }],
   'contexts': [{ name: 'dev', context: { cluster: 'c', user: 'u', namespace: 'team' } }],

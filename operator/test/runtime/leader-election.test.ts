@@ -39,8 +39,12 @@ describe('the records written', () => {
 
   test('acquire from another holder: new acquireTime, one more transition, unknown fields kept', () => {
     expect(nextRecord(held(OTHER, { preferredHolder: 'x' }), ME, NOW, 15_000)).toEqual({
-      holderIdentity: ME, leaseDurationSeconds: 15, acquireTime: '2026-11-29T17:00:00.123000Z', renewTime: '2026-11-29T17:00:00.123000Z',
-      leaseTransitions: 4, preferredHolder: 'x',
+      holderIdentity: ME,
+      leaseDurationSeconds: 15,
+      acquireTime: '2026-11-29T17:00:00.123000Z',
+      renewTime: '2026-11-29T17:00:00.123000Z',
+      leaseTransitions: 4,
+      preferredHolder: 'x',
     });
   });
 

@@ -31,16 +31,16 @@ export class ScriptedApiServer {
   /** Objects served by list, by name. */
   public readonly objects = new Map<string, any>();
   public listResourceVersion = 1;
-  /** Answer non-list, non-watch requests; default 404. */
-  public onOther: (req: RecordedRequest, res: http.ServerResponse) => void = (_req, res) => status(res, 404, 'NotFound', 'not scripted');
   /** Fail the next N list requests with this status. */
   public failLists: { count: number; code: number; reason: string } = { count: 0, code: 500, reason: 'InternalError' };
   private watchScripts: WatchScript[] = [];
-  private defaultWatch: WatchScript = (res) => res.writeHead(200, { 'content-type': 'application/json' });
   private watchCount = 0;
   private readonly waiters: Array<{ n: number; resolve: (url: URL) => void }> = [];
   private readonly open = new Set<http.ServerResponse>();
   private server!: http.Server;
+  /** Answer non-list, non-watch requests; default 404. */
+  public onOther: (req: RecordedRequest, res: http.ServerResponse) => void = (_req, res) => status(res, 404, 'NotFound', 'not scripted');
+  private defaultWatch: WatchScript = (res) => res.writeHead(200, { 'content-type': 'application/json' });
 
   public get url(): string {
     return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;

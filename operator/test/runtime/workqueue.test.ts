@@ -1,7 +1,7 @@
 import fc from 'fast-check';
+import { FakeClock } from './fake-clock';
 import { BucketRateLimiter, ItemExponentialBackoff, TokenBucket, defaultControllerRateLimiter } from '../../src/runtime/rate-limit';
 import { RateLimitedWorkQueue } from '../../src/runtime/workqueue';
-import { FakeClock } from './fake-clock';
 
 const KEYS = ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'other/e'];
 
@@ -238,8 +238,11 @@ describe('metrics hooks', () => {
     const queue = new RateLimitedWorkQueue({
       clock,
       metrics: {
-        added: () => seen.adds++, retried: () => seen.retries++, depth: (d) => seen.depth.push(d),
-        queuedFor: (ms) => seen.queued.push(ms), workedFor: (ms) => seen.worked.push(ms),
+        added: () => seen.adds++,
+        retried: () => seen.retries++,
+        depth: (d) => seen.depth.push(d),
+        queuedFor: (ms) => seen.queued.push(ms),
+        workedFor: (ms) => seen.worked.push(ms),
       },
     });
     queue.add('a');
