@@ -4,11 +4,16 @@
  * time; kill -9 of the leader hands over within about a lease duration; SIGTERM releases the Lease
  * so the standby takes over at once; a leader whose Lease is taken exits non-zero. Failover times
  * and idle memory are printed for the record, never asserted tightly.
+ *
+ * The replicas run as a ServiceAccount that may read everything but write only its Lease: their
+ * controllers start for real (cluster-wide), yet cannot touch the objects of test files running in
+ * parallel. This also exercises bearer-token auth against the real API server.
  */
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
 import { OPERATOR_BUNDLE, ensureOperatorBundle } from './operator-process';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
@@ -16,6 +21,7 @@ const LEASE = 'a3317529.agent-sandbox.x-k8s.io';
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const kube = Kube.fromEnv();
 let ns: string;
+let kubeconfig: string;
 const replicas: Replica[] = [];
 
 /** One `controller --leader-elect` process, with its JSON log parsed as it arrives. */
@@ -28,7 +34,7 @@ class Replica {
   public constructor(public readonly name: string) {
     const logDir = process.env.CONTROL_PLANE_WORKDIR ? path.join(process.env.CONTROL_PLANE_WORKDIR, 'logs') : fs.mkdtempSync('/tmp/operator-');
     const log = fs.createWriteStream(path.join(logDir, `leader-election-${process.pid}-${name}.log`));
-    this.child = spawn(process.execPath, [OPERATOR_BUNDLE, 'controller', `--kubeconfig=${kube.kubeconfig}`,
+    this.child = spawn(process.execPath, [OPERATOR_BUNDLE, 'controller', `--kubeconfig=${kubeconfig}`,
       `--leader-election-namespace=${ns}`, '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'],
     { stdio: ['ignore', 'pipe', 'pipe'] });
     const onData = (chunk: Buffer) => {
@@ -98,9 +104,54 @@ class Replica {
 
 const lease = () => kube.getJson(['lease', LEASE, '-n', ns]);
 
+/**
+ * A kubeconfig for a ServiceAccount that can read every resource and write only Leases in `ns`
+ * (get/create/update as the install's Role grants, plus watch for the standby's Lease watch).
+ */
+async function readOnlyKubeconfig(): Promise<string> {
+  const name = `leader-election-${ns}`;
+  await kube.applyServerSide([
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'replica', namespace: ns } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] }] },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: 'replica', namespace: ns }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'leases', namespace: ns },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update', 'watch'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'leases', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leases' },
+      subjects: [{ kind: 'ServiceAccount', name: 'replica', namespace: ns }],
+    },
+  ], 'leader-election-test');
+  const token = (await kube.kubectl(['create', 'token', 'replica', '-n', ns, '--duration=2h'])).trim();
+  const admin = parseYaml(fs.readFileSync(kube.kubeconfig, 'utf8'));
+  const file = path.join(path.dirname(kube.kubeconfig), `leader-election-${ns}.kubeconfig`);
+  fs.writeFileSync(file, toYaml({
+    'apiVersion': 'v1',
+    'kind': 'Config',
+    'clusters': [{ name: 'cp', cluster: admin.clusters[0].cluster }],
+    'users': [{ name: 'replica', user: { token } }],
+    'contexts': [{ name: 'replica', context: { cluster: 'cp', user: 'replica', namespace: ns } }],
+    'current-context': 'replica',
+  }));
+  return file;
+}
+
 beforeAll(async () => {
   await ensureOperatorBundle();
   ns = await kube.createNamespace('leader-elect');
+  kubeconfig = await readOnlyKubeconfig();
 }, 240_000);
 
 afterEach(async () => {
@@ -113,7 +164,9 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  if (ns) await kube.deleteNamespace(ns);
+  if (!ns) return;
+  await kube.kubectl(['delete', 'clusterrolebinding,clusterrole', `leader-election-${ns}`, '--ignore-not-found']);
+  await kube.deleteNamespace(ns);
 });
 
 test('two replicas elect one leader; kill -9 of the leader hands over within about a lease duration', async () => {
