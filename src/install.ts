@@ -187,9 +187,10 @@ const EXTENSION_RULES = [
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ALL_VERBS },
 ];
 
-// client-go's LeaseLock reads, creates and updates the Lease; the recorder writes leader events.
+// The Lease lock reads, creates and updates the Lease; standbys also watch it, so they take over the
+// moment a leader releases it (or its lease expires) instead of polling. The recorder writes events.
 const LEADER_ELECTION_RULES = [
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update', 'watch'] },
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 

@@ -99,7 +99,7 @@ describe('AgentSandboxSystem', () => {
     const objects = synth();
     const role = find(objects, 'Role', 'agent-sandbox-controller-leader-election');
     expect(role.metadata.namespace).toBe('agent-sandbox-system');
-    expect(verbsOf(role, 'coordination.k8s.io', 'leases')).toEqual(['create', 'get', 'update']);
+    expect(verbsOf(role, 'coordination.k8s.io', 'leases')).toEqual(['create', 'get', 'update', 'watch']);
     expect(verbsOf(role, '', 'events')).toEqual(['create', 'patch']);
     expect(role.rules).toHaveLength(2);
     expect(find(objects, 'RoleBinding', 'agent-sandbox-controller-leader-election')).toMatchObject({

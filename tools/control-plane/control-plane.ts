@@ -8,7 +8,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { ApiClient, credentialsFromKubeconfig } from './api';
 import { cacheRoot, resolveBinaries } from './binaries';
-import { Kube } from './kube';
+import { Kube, waitFor } from './kube';
 import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
@@ -261,8 +261,10 @@ function apiserverLimitFlags(bench: boolean, apf: boolean): string[] {
 async function applyBeforeControllers(kube: Kube, files: string[], log: Log): Promise<void> {
   if (!files.length) return;
   await kube.kubectl(['apply', '--server-side', '--field-manager=cdk8s-agent-sandbox-harness', ...files.flatMap((f) => ['-f', f])]);
-  const crds = await kube.getJson<{ items: unknown[] }>(['customresourcedefinitions']);
-  if (crds.items.length) await kube.wait(['crd', '--all', '--for=condition=Established'], undefined, 60_000);
+  // Not `kubectl wait --all`: it errors on a CRD whose status the apiserver has not written yet.
+  const established = (crd: any) => crd.status?.conditions?.some((c: any) => c.type === 'Established' && c.status === 'True');
+  await waitFor(async () => (await kube.getJson<{ items: any[] }>(['customresourcedefinitions'])).items.every(established),
+    60_000, 'every CRD to be Established');
   log(`applied ${files.length} manifest file(s) before starting the controllers`);
 }
 
