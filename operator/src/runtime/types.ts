@@ -123,11 +123,17 @@ export interface KubeClient {
   create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: object, options?: WriteOptions): Promise<T>;
   /** Full replace; `body.metadata.resourceVersion` makes it conditional. */
   update<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: KubeObject, options?: WriteOptions): Promise<T>;
-  patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options?: WriteOptions): Promise<T>;
+  patch<T extends KubeObject>(
+    type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType, body: unknown, options?: WriteOptions,
+  ): Promise<T>;
   delete(type: ResourceType, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<void>;
   /** Watch from `resourceVersion` with bookmarks; events arrive in order on `onEvent`. */
-  watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, options: ListOptions & { resourceVersion: string; timeoutSeconds?: number },
-    onEvent: (event: WatchEvent<T>) => void): WatchHandle;
+  watch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number },
+    onEvent: (event: WatchEvent<T>) => void,
+  ): WatchHandle;
   /** Emit a Kubernetes Event (events.k8s.io/v1) about an object; never throws. */
   event(regarding: KubeObject, type: 'Normal' | 'Warning', reason: string, action: string, note: string): void;
 }
@@ -149,15 +155,16 @@ export interface InformerHandlers<T extends KubeObject> {
 }
 
 export interface Informer<T extends KubeObject> extends Store<T> {
-  addHandlers(handlers: InformerHandlers<T>): void;
   /** Resolves after the first full list has been delivered to the store and the handlers. */
   readonly synced: Promise<void>;
+  addHandlers(handlers: InformerHandlers<T>): void;
   start(): void;
   stop(): void;
 }
 
 /** client-go work queue semantics: a key is queued at most once and never processed concurrently. */
 export interface WorkQueue {
+  readonly length: number;
   add(key: string): void;
   addAfter(key: string, delayMs: number): void;
   /** Re-add with this key's exponential backoff (and the overall token bucket). */
@@ -167,7 +174,6 @@ export interface WorkQueue {
   /** Next key to process; undefined once the queue is shut down and drained. */
   get(): Promise<string | undefined>;
   done(key: string): void;
-  readonly length: number;
   shutDown(): void;
 }
 

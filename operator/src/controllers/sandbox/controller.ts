@@ -2,14 +2,14 @@
  * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
-import type { ControllerContext, RunnableController } from '../../runtime/context';
-import { Controller } from '../../runtime/controller';
-import type { KubeObject } from '../../runtime/types';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { controllerOf, sandboxOwnerName } from './desired';
 import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
 import { RESOURCES, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import type { ControllerContext, RunnableController } from '../../runtime/context';
+import { Controller } from '../../runtime/controller';
+import type { KubeObject } from '../../runtime/types';
 
 /** Index of Sandboxes by `<namespace>/<NameHash(name)>`: maps an unowned labeled child back to its Sandbox. */
 export const NAME_HASH_INDEX = 'namespace-name-hash';
@@ -51,7 +51,11 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
   const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
     indexes: { [NAME_HASH_INDEX]: (sb) => [`${sb.metadata.namespace}/${NameHash.of(sb.metadata.name)}`] },
   });
-  const pods = ctx.informers.forResource<Pod>(RESOURCES.pods, { labelSelector: TRACKED_CHILDREN_SELECTOR, transform: slimPod, indexes: childIndexes });
+  const pods = ctx.informers.forResource<Pod>(RESOURCES.pods, {
+    labelSelector: TRACKED_CHILDREN_SELECTOR,
+    transform: slimPod,
+    indexes: childIndexes,
+  });
   const services = ctx.informers.forResource<Service>(RESOURCES.services, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });
   // Upstream does not watch PVCs; we do, so a PVC deleted or taken over is noticed at once.
   const pvcs = ctx.informers.forResource<PersistentVolumeClaim>(RESOURCES.pvcs, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });

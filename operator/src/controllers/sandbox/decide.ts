@@ -3,11 +3,6 @@
  * Sandbox, the children the caches hold and the clock, the writes to make, the status to end up
  * with and when to look again. reconcile.ts only executes the plan.
  */
-import type { KubeObject } from '../../runtime/types';
-import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
-import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
-import { SandboxAnnotations } from '../../../../src/api/labels';
-import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '../../../../src/api/validation';
 import { findCondition } from './conditions';
 import {
   adoptionMetadata, buildPod, buildPvc, buildService, controllerOf, isAdoptable, isControlledBy,
@@ -15,6 +10,11 @@ import {
 } from './desired';
 import { expiredStatus, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
 import type { ChildKind, PersistentVolumeClaim, Pod, Sandbox, SandboxStatus, Service } from './types';
+import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
+import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '../../../../src/api/validation';
+import type { KubeObject } from '../../runtime/types';
 
 /** What the caches hold for one Sandbox. */
 export interface Observed {
@@ -235,7 +235,8 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[]): PodOutcome
     if (controllerOf(foreignNamed)) {
       setPodName(null);
       return {
-        ownedCount: 0, notOwned: true,
+        ownedCount: 0,
+        notOwned: true,
         problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `Pod "${name}" is controlled by ${describeController(foreignNamed)}, not by this Sandbox`, podStep: true },
       };
     }
@@ -245,7 +246,9 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[]): PodOutcome
     const adoption = adoptionMetadata(sandbox, foreignNamed);
     const metadata = podMetadataPatch(sandbox, foreignNamed);
     actions.push({
-      op: 'patch', kind: 'pod', name,
+      op: 'patch',
+      kind: 'pod',
+      name,
       patch: { metadata: { ...metadata, ...adoption, labels: { ...metadata?.labels, ...(adoption.labels as object) } } },
     });
     setPodName(name);
@@ -275,7 +278,8 @@ function planService(obs: Observed, blocked: boolean, actions: Action[]): Servic
   const owned = svc !== undefined && ownedBy(svc, sandbox);
   const foreign = svc !== undefined && !owned && controllerOf(svc) !== undefined;
   const foreignProblem = (): ServiceOutcome => ({
-    exists: false, required: want === true,
+    exists: false,
+    required: want === true,
     problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `Service "${name}" is controlled by ${describeController(svc!)}, not by this Sandbox` },
   });
 
@@ -304,7 +308,8 @@ function planService(obs: Observed, blocked: boolean, actions: Action[]): Servic
   const clusterIP = svc.spec?.clusterIP;
   if (!isAdoptable(svc, sandbox) || (clusterIP && clusterIP !== 'None')) {
     return {
-      exists: false, required: true,
+      exists: false,
+      required: true,
       problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `${refuseAdoption('Service', name)} (only a headless Service, clusterIP None, can be adopted)` },
     };
   }

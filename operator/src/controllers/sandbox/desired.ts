@@ -3,7 +3,7 @@
  * Sandbox: its Pod, headless Service and PVCs, and the metadata patches that bring existing
  * children back in line. No I/O here; decide.ts chooses which of these to write.
  */
-import type { KubeObject, OwnerReference } from '../../runtime/types';
+import type { PersistentVolumeClaim, Pod, Sandbox, Service, ServicePort, VolumeClaimTemplate } from './types';
 import { EXTENSIONS_GROUP, KINDS, apiVersionOf } from '../../../../src/api/groups';
 import {
   CREATED_BY_POD_VALUES,
@@ -14,7 +14,7 @@ import {
   withoutReserved,
 } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import type { PersistentVolumeClaim, Pod, Sandbox, Service, ServicePort, VolumeClaimTemplate } from './types';
+import type { KubeObject, OwnerReference } from '../../runtime/types';
 
 type Labels = Record<string, string>;
 /** A JSON merge patch of a string map: null deletes the key. */

@@ -3,15 +3,15 @@
  * with as few writes as the plan allows, and map API errors to requeues or status. Nothing is
  * remembered between passes, so a restarted operator converges from the API objects alone.
  */
-import { ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import type { Logger } from '../../runtime/log';
-import { SILENT_LOGGER } from '../../runtime/log';
-import { SandboxReadyReason } from '../../../../src/api/conditions';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { pvcNameOf } from './desired';
 import { statusPatch, type Problem } from './status';
 import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+import { SandboxReadyReason } from '../../../../src/api/conditions';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { SILENT_LOGGER } from '../../runtime/log';
+import type { Logger } from '../../runtime/log';
+import { ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';

@@ -3,15 +3,18 @@
  * conditions with upstream's exact reasons and messages, pod and service fields, and whether the
  * result differs enough from the stored status to be worth a write.
  */
-import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
 import { findCondition, removeCondition, setCondition, type ConditionInput } from './conditions';
 import { selectorOf } from './desired';
 import type { Condition, Pod, Sandbox, SandboxStatus } from './types';
+import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
 
 /** Why a pass could not do everything it should. */
 export interface Problem {
   /** The Ready reason it shows as. */
-  readonly reason: typeof SandboxReadyReason.RECONCILER_ERROR | typeof SandboxReadyReason.INVALID_CONFIGURATION | typeof SandboxReadyReason.MULTIPLE_PODS;
+  readonly reason:
+    | typeof SandboxReadyReason.RECONCILER_ERROR
+    | typeof SandboxReadyReason.INVALID_CONFIGURATION
+    | typeof SandboxReadyReason.MULTIPLE_PODS;
   readonly message: string;
   /** Set when the Pod step failed, so `Suspended` can say the Pod state is unknown. */
   readonly podStep?: boolean;
@@ -119,12 +122,7 @@ function readyCondition(view: StatusView): Omit<ConditionInput, 'observedGenerat
   if (phase === 'Failed') return notReady(SandboxReadyReason.POD_FAILED, 'Pod failed');
   let podMessage: string;
   let podReady = false;
-  if (!pod) podMessage = 'Pod does not exist';
-  else if (pod.metadata.deletionTimestamp) podMessage = 'Pod is terminating';
-  else if (phase !== 'Running') podMessage = `Pod exists with phase: ${phase ?? 'Pending'}`;
-  else if (pod.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') podMessage = 'Pod is Running but not Ready';
-  else if (podIPsOf(pod).length === 0) podMessage = 'Pod is Ready but has no podIPs yet';
-  else {
+  if (!pod) {podMessage = 'Pod does not exist';} else if (pod.metadata.deletionTimestamp) {podMessage = 'Pod is terminating';} else if (phase !== 'Running') {podMessage = `Pod exists with phase: ${phase ?? 'Pending'}`;} else if (pod.status?.conditions?.find((c) => c.type === 'Ready')?.status !== 'True') {podMessage = 'Pod is Running but not Ready';} else if (podIPsOf(pod).length === 0) {podMessage = 'Pod is Ready but has no podIPs yet';} else {
     podMessage = 'Pod is Ready';
     podReady = true;
   }

@@ -3,8 +3,8 @@
  * The contract itself (kinds, label keys, reasons, enums) lives in src/api; these are the JSON
  * shapes of the Kubernetes objects around it, which src/api describes only as schemas.
  */
-import type { KubeObject, ObjectMeta, ResourceType } from '../../runtime/types';
 import { API_VERSION_NAME, KINDS } from '../../../../src/api/groups';
+import type { KubeObject, ObjectMeta, ResourceType } from '../../runtime/types';
 
 /** metav1.Condition. */
 export interface Condition {

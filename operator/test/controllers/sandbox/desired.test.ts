@@ -1,11 +1,11 @@
 import fc from 'fast-check';
+import { foreignRef, pod, sandbox, service, vct } from './fixtures';
+import { RESERVED_PREFIXES, SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
 import {
   buildPod, buildPvc, buildService, desiredPodLabels, extensionLabels, podMetadataPatch, servicePorts, serviceDriftPatch,
 } from '../../../src/controllers/sandbox/desired';
 import type { Container } from '../../../src/controllers/sandbox/types';
-import { NameHash } from '../../../../src/api/name-hash';
-import { RESERVED_PREFIXES, SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { foreignRef, pod, sandbox, service, vct } from './fixtures';
 
 const HASH = SandboxLabels.SANDBOX_NAME_HASH;
 
@@ -35,7 +35,7 @@ describe('buildPod', () => {
     }));
     expect(p.metadata.labels).toEqual({ 'app': 'web', 'api.agents.x-k8s.io/kept': 'yes', [HASH]: NameHash.of('my-sandbox') });
     expect(p.metadata.annotations).toEqual({
-      'note': 'n',
+      note: 'n',
       [SandboxAnnotations.PROPAGATED_LABELS]: 'api.agents.x-k8s.io/kept,app',
       [SandboxAnnotations.PROPAGATED_ANNOTATIONS]: 'note',
     });
@@ -119,7 +119,9 @@ describe('podMetadataPatch', () => {
     const patch = podMetadataPatch(sandbox(), pod({
       labels: { [HASH]: NameHash.of('my-sandbox'), [SandboxLabels.WARM_POOL_SANDBOX]: 'p', [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: 't', [SandboxLabels.CREATED_BY]: 'go-client' },
     }));
-    expect(patch).toEqual({ labels: { [SandboxLabels.WARM_POOL_SANDBOX]: null, [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: null, [SandboxLabels.CREATED_BY]: null } });
+    expect(patch).toEqual({
+      labels: { [SandboxLabels.WARM_POOL_SANDBOX]: null, [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: null, [SandboxLabels.CREATED_BY]: null },
+    });
   });
 });
 
@@ -165,7 +167,8 @@ describe('servicePorts', () => {
       const keys = result.map((p) => `${p.port}/${p.protocol}`);
       expect(new Set(keys).size).toBe(keys.length);
       for (let i = 1; i < result.length; i++) {
-        expect(result[i - 1].port < result[i].port || (result[i - 1].port === result[i].port && result[i - 1].protocol < result[i].protocol)).toBe(true);
+        const [a, b] = [result[i - 1], result[i]];
+        expect(a.port < b.port || (a.port === b.port && a.protocol < b.protocol)).toBe(true);
       }
     }));
   });

@@ -87,7 +87,9 @@ export class FakeClient implements KubeClient {
     throw new Error('the Sandbox controller never sends full updates');
   }
 
-  public async patch<T extends KubeObject>(type: ResourceType, _ns: string | undefined, name: string, patchType: string, body: unknown, options?: object): Promise<T> {
+  public async patch<T extends KubeObject>(
+    type: ResourceType, _ns: string | undefined, name: string, patchType: string, body: unknown, options?: object,
+  ): Promise<T> {
     this.record({ verb: 'patch', resource: type.resource, name, body, options: { ...options, patchType } });
     return {} as T;
   }

@@ -1,10 +1,10 @@
 /** Builders of Sandboxes and their children for the Sandbox controller's unit tests. */
-import type { OwnerReference } from '../../../src/runtime/types';
-import { sandboxOwnerRef } from '../../../src/controllers/sandbox/desired';
-import type { Observed } from '../../../src/controllers/sandbox/decide';
-import type { Condition, PersistentVolumeClaim, Pod, Sandbox, SandboxSpec, Service } from '../../../src/controllers/sandbox/types';
-import { NameHash } from '../../../../src/api/name-hash';
 import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import type { Observed } from '../../../src/controllers/sandbox/decide';
+import { sandboxOwnerRef } from '../../../src/controllers/sandbox/desired';
+import type { Condition, PersistentVolumeClaim, Pod, Sandbox, SandboxSpec, Service } from '../../../src/controllers/sandbox/types';
+import type { OwnerReference } from '../../../src/runtime/types';
 
 export const NOW = Date.parse('2026-09-01T12:00:00Z');
 export const NS = 'team-a';
