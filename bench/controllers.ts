@@ -1,0 +1,122 @@
+/**
+ * The two controllers under test, started with equivalent settings, each as a plain child process
+ * on loopback: our operator bundle (node) and the upstream Go controller built by
+ * hack/build-upstream-controller.sh. The exact command lines go into the results.
+ */
+import { ChildProcess, execFileSync, spawn } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { freePort } from '../tools/control-plane/processes';
+
+export const ROOT = path.resolve(__dirname, '..');
+export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbox-operator.mjs');
+export type ControllerName = 'ours' | 'upstream' | 'floor';
+
+/** Settings both controllers get, spelled the same way (the flags are wire-identical). */
+export interface ControllerSettings {
+  sandboxWorkers: number;
+  claimWorkers: number;
+  poolWorkers: number;
+  templateWorkers: number;
+}
+
+export const DEFAULT_SETTINGS: ControllerSettings = { sandboxWorkers: 100, claimWorkers: 50, poolWorkers: 1, templateWorkers: 1 };
+
+export function sharedFlags(s: ControllerSettings, kubeconfig: string, metricsPort: number, healthPort: number): string[] {
+  return [
+    `--kubeconfig=${kubeconfig}`, '--extensions=true', '--leader-elect=false',
+    `--metrics-bind-address=127.0.0.1:${metricsPort}`, `--health-probe-bind-address=127.0.0.1:${healthPort}`,
+    '--kube-api-qps=-1', '--kube-api-burst=1000',
+    `--sandbox-concurrent-workers=${s.sandboxWorkers}`, `--sandbox-claim-concurrent-workers=${s.claimWorkers}`,
+    `--sandbox-warm-pool-concurrent-workers=${s.poolWorkers}`, `--sandbox-template-concurrent-workers=${s.templateWorkers}`,
+    '--sandbox-warm-pool-max-batch-size=300', '--sandbox-warm-pool-replenish-delay=0s', '--sandbox-warm-pool-max-refill-rate=0',
+  ];
+}
+
+export interface RunningController {
+  readonly name: ControllerName;
+  readonly pid: number;
+  readonly command: string[];
+  readonly version: string;
+  readonly logFile: string;
+  stop(): Promise<void>;
+}
+
+/** Builds the upstream binary (cached) and returns its path. */
+export function upstreamBinary(): string {
+  const out = execFileSync(path.join(ROOT, 'hack', 'build-upstream-controller.sh'), { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n');
+  return out[out.length - 1];
+}
+
+/** Builds the operator bundle with the project's task when it is missing or older than its sources. */
+export function ensureOperatorBundle(): void {
+  const newest = (dir: string): number => Math.max(0, ...fs.readdirSync(dir, { withFileTypes: true }).map((e) => {
+    const full = path.join(dir, e.name);
+    return e.isDirectory() ? newest(full) : fs.statSync(full).mtimeMs;
+  }));
+  const src = Math.max(newest(path.join(ROOT, 'operator', 'src')), newest(path.join(ROOT, 'src', 'api')));
+  if (!fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < src) {
+    process.stderr.write('[bench] building the operator bundle (npx projen operator:build)\n');
+    execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'inherit' });
+  }
+}
+
+export interface StartOptions {
+  kubeconfig: string;
+  settings: ControllerSettings;
+  logDir: string;
+  upstreamBin?: string;
+  /** Extra node flags for ours, e.g. --cpu-prof. */
+  nodeFlags?: string[];
+}
+
+export async function startController(name: 'ours' | 'upstream', o: StartOptions): Promise<RunningController> {
+  const metricsPort = await freePort();
+  const healthPort = await freePort();
+  const flags = sharedFlags(o.settings, o.kubeconfig, metricsPort, healthPort);
+  let command: string[];
+  let version: string;
+  let started: (log: string) => boolean;
+  if (name === 'ours') {
+    command = [process.execPath, ...(o.nodeFlags ?? []), OPERATOR_BUNDLE, 'controller', ...flags, '--log-level=info'];
+    version = execFileSync(process.execPath, [OPERATOR_BUNDLE, '--version']).toString().trim().split('\n')[0];
+    started = (log) => log.includes('caches synced; starting controllers');
+  } else {
+    const bin = o.upstreamBin ?? upstreamBinary();
+    command = [bin, ...flags, '--enable-webhook=false', '--manage-webhook-certs=false'];
+    version = execFileSync(bin, ['--version']).toString().trim().split('\n')[0];
+    // controller-runtime logs "Starting workers" once per controller after its caches synced.
+    started = (log) => (log.match(/Starting workers/g) ?? []).length >= 4;
+  }
+  fs.mkdirSync(o.logDir, { recursive: true });
+  const logFile = path.join(o.logDir, `${name}-${Date.now()}.log`);
+  const out = fs.openSync(logFile, 'w');
+  const child: ChildProcess = spawn(command[0], command.slice(1), { stdio: ['ignore', out, out] });
+  fs.closeSync(out);
+  const exited = new Promise<void>((r) => child.on('exit', () => r()));
+  const kill = () => { try { child.kill('SIGKILL'); } catch { /* gone */ } };
+  process.on('exit', kill);
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const log = fs.readFileSync(logFile, 'utf8');
+    if (started(log)) break;
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited during start-up:\n${log.split('\n').slice(-30).join('\n')}`);
+    if (Date.now() > deadline) {
+      kill();
+      throw new Error(`${name} did not start its controllers within 90 s:\n${log.split('\n').slice(-30).join('\n')}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    name, pid: child.pid!, command, version, logFile,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        const t = setTimeout(kill, 15_000);
+        await exited;
+        clearTimeout(t);
+      }
+      process.removeListener('exit', kill);
+    },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * The floor: the least a controller can do for a warm claim, through the same API server. No
+ * controller runs; the harness pre-creates Ready Sandboxes itself, and a minimal in-process adopter
+ * watches claims and performs exactly the two writes of a warm adoption:
+ *   1. a conditional merge patch on a Ready Sandbox (metadata.resourceVersion as the precondition)
+ *      that makes the claim its controller owner, and
+ *   2. a merge patch of the claim's status with Ready=True and the Sandbox's name.
+ * Claim latency measured against it is the lowest this machine allows for the scenario's arrival
+ * pattern; each controller is reported as a ratio to it.
+ */
+import { BenchClient, Watch } from './client';
+import { WarmSetup } from './scenarios/burst';
+import { CORE, EXT, ScenarioContext } from './scenarios/common';
+
+export class FloorAdopter {
+  public conflicts = 0;
+  private readonly free: Array<{ name: string; rv: string }> = [];
+  private readonly seen = new Set<string>();
+  private watch?: Watch;
+
+  public constructor(private readonly client: BenchClient, private readonly ns: string) {}
+
+  /** The set-up for warm scenarios: `n` Ready Sandboxes, created and marked Ready by the harness. */
+  public readonly setup: WarmSetup = async (ctx: ScenarioContext, n: number) => {
+    const t0 = Date.now();
+    let next = 0;
+    const worker = async () => {
+      while (next < n) {
+        const name = `floor-${next++}`;
+        await this.client.call('POST', `${CORE}/namespaces/${this.ns}/sandboxes`, {
+          apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name, labels: { 'bench/floor': 'free' } },
+          spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+        });
+        const s = await this.client.call('PATCH', `${CORE}/namespaces/${this.ns}/sandboxes/${name}/status`, {
+          status: { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady', message: 'floor', lastTransitionTime: new Date().toISOString(), observedGeneration: 1 }] },
+        });
+        this.free.push({ name, rv: s.metadata.resourceVersion });
+      }
+    };
+    await Promise.all(Array.from({ length: 16 }, worker));
+    await this.start();
+    ctx.log(`floor: ${n} Ready Sandboxes in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    return (Date.now() - t0) / 1000;
+  };
+
+  public async start(): Promise<void> {
+    await this.client.warm(32);
+    this.watch = this.client.watch(`${EXT}/namespaces/${this.ns}/sandboxclaims`, (type, claim) => {
+      if (type !== 'ADDED' || this.seen.has(claim.metadata.uid)) return;
+      this.seen.add(claim.metadata.uid);
+      this.adopt(claim).catch((e) => process.stderr.write(`[floor] ${claim.metadata.name}: ${(e as Error).message}\n`));
+    });
+    await this.watch.ready;
+  }
+
+  public stop(): void {
+    this.watch?.close();
+  }
+
+  private async adopt(claim: any): Promise<void> {
+    for (;;) {
+      const sb = this.free.shift();
+      if (!sb) throw new Error('no free Sandbox left');
+      const res = await this.client.request('PATCH', `${CORE}/namespaces/${this.ns}/sandboxes/${sb.name}`, {
+        metadata: {
+          resourceVersion: sb.rv,
+          labels: { 'bench/floor': 'claimed' },
+          ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: claim.metadata.name, uid: claim.metadata.uid, controller: true, blockOwnerDeletion: true }],
+        },
+      });
+      if (res.status === 409) { this.conflicts++; continue; }
+      if (res.status >= 300) throw new Error(`adopt ${sb.name}: HTTP ${res.status}`);
+      await this.client.call('PATCH', `${EXT}/namespaces/${this.ns}/sandboxclaims/${claim.metadata.name}/status`, {
+        status: {
+          conditions: [{ type: 'Ready', status: 'True', reason: 'SandboxReady', message: 'floor', lastTransitionTime: new Date().toISOString(), observedGeneration: claim.metadata.generation ?? 1 }],
+          sandbox: { name: sb.name },
+        },
+      });
+      return;
+    }
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * npm run bench (for now: npx ts-node --transpile-only bench/run.ts [flags])
+ *
+ * Runs each scenario against our operator and the upstream Go controller, alternating, each run on
+ * a fresh local control plane (or, with --kubeconfig, a fresh namespace of a running cluster that is
+ * deleted and waited for afterwards), plus the floor for the warm scenarios. Writes
+ * bench/results/<id>.json, .md and .png (see report.ts); controller logs and profiles go to
+ * test-results/bench/<id>/.
+ *
+ * Flags: --scenarios burst,cold,refill,sustained  --size 300  --cold-size 100  --rates 45,100
+ *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
+ *        --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
+ *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --smoke
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Testing } from 'cdk8s';
+import * as yaml from 'yaml';
+import { SandboxCrds } from '../src/crds';
+import { credentialsFromKubeconfig } from '../tools/control-plane/api';
+import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
+import { Kube, waitFor } from '../tools/control-plane/kube';
+import { BenchClient } from './client';
+import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary } from './controllers';
+import { FloorAdopter } from './floor';
+import { BenchRun, environment, writeReport } from './report';
+import { burst } from './scenarios/burst';
+import { cold } from './scenarios/cold';
+import { ScenarioContext, ScenarioResult } from './scenarios/common';
+import { refill } from './scenarios/refill';
+import { sustained } from './scenarios/sustained';
+
+export interface Options {
+  scenarios: string[];
+  size: number;
+  coldSize: number;
+  rates: number[];
+  durationS: number;
+  headroomS: number;
+  podReadyDelays: number[];
+  controllers: Array<'ours' | 'upstream'>;
+  floor: boolean;
+  repeat: number;
+  nodes: number;
+  timeoutMs: number;
+  out: string;
+  kubeconfig?: string;
+  cpuProf: boolean;
+  smoke: boolean;
+  plot: boolean;
+}
+
+export function parseArgs(argv: string[]): Options {
+  const get = (name: string): string | undefined => {
+    const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
+    if (i < 0) return undefined;
+    return argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
+  };
+  const has = (name: string) => argv.includes(`--${name}`);
+  const list = (name: string, dflt: string) => (get(name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
+  const smoke = has('smoke');
+  const o: Options = {
+    scenarios: list('scenarios', smoke ? 'burst,cold' : 'burst,cold,refill,sustained'),
+    size: Number(get('size') ?? (smoke ? 5 : 300)),
+    coldSize: Number(get('cold-size') ?? (smoke ? 3 : 100)),
+    rates: list('rates', smoke ? '5' : '45,100').map(Number),
+    durationS: Number(get('duration') ?? (smoke ? 2 : 60)),
+    headroomS: Number(get('headroom') ?? 5),
+    podReadyDelays: list('pod-ready-delay-ms', smoke ? '0' : '0,500').map(Number),
+    controllers: list('controllers', 'ours,upstream') as Array<'ours' | 'upstream'>,
+    floor: !has('no-floor'),
+    repeat: Number(get('repeat') ?? 1),
+    nodes: Number(get('nodes') ?? 3),
+    timeoutMs: Number(get('timeout-s') ?? (smoke ? 60 : 180)) * 1000,
+    out: path.resolve(get('out') ?? path.join(ROOT, smoke ? 'test-results/bench-smoke' : 'bench/results')),
+    kubeconfig: get('kubeconfig'),
+    cpuProf: has('cpu-prof'),
+    smoke,
+    plot: !has('no-plot') && !smoke,
+  };
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const c of o.controllers) if (c !== 'ours' && c !== 'upstream') throw new Error(`unknown controller ${c}`);
+  return o;
+}
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+
+/** Our synthesized CRDs as one YAML file (applied before kube-controller-manager starts). */
+function writeCrds(): string {
+  const chart = Testing.chart();
+  new SandboxCrds(chart, 'crds');
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-crds-')), 'crds.yaml');
+  fs.writeFileSync(file, Testing.synth(chart).map((o) => yaml.stringify(o)).join('---\n'));
+  return file;
+}
+
+interface Job { scenario: string; rate?: number; controller: ControllerName; delay: number; repeat: number }
+
+export function plan(o: Options): Job[] {
+  const jobs: Job[] = [];
+  let flip = false;
+  for (let r = 0; r < o.repeat; r++) {
+    for (const delay of o.podReadyDelays) {
+      for (const s of o.scenarios) {
+        for (const rate of s === 'sustained' ? o.rates : [undefined]) {
+          // Alternate which controller goes first, so neither always runs on a cooler machine.
+          const order = flip ? [...o.controllers].reverse() : [...o.controllers];
+          flip = !flip;
+          const warm = s === 'burst' || s === 'sustained';
+          for (const controller of [...order, ...(warm && o.floor ? ['floor' as const] : [])]) jobs.push({ scenario: s, rate, controller, delay, repeat: r });
+        }
+      }
+    }
+  }
+  return jobs;
+}
+
+async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | undefined, runDir: string): Promise<BenchRun> {
+  let cp: ControlPlane | undefined;
+  let kubeconfig = o.kubeconfig;
+  const t0 = Date.now();
+  if (!kubeconfig) {
+    cp = await startControlPlane({ nodes: o.nodes, podReadyDelayMs: job.delay, benchmarkMode: true, manifests: [crds], log: () => undefined });
+    kubeconfig = cp.kubeconfig;
+  }
+  const controlPlaneStartSeconds = (Date.now() - t0) / 1000;
+  const client = new BenchClient(credentialsFromKubeconfig(kubeconfig), 128);
+  const kube = new Kube({ kubeconfig, binDir: cp?.binDir ?? path.dirname(upstreamBin ?? '') });
+  let ctrl: RunningController | undefined;
+  let floor: FloorAdopter | undefined;
+  const ns = await kube.createNamespace(`bench-${job.scenario}-${job.controller}`);
+  try {
+    if (job.controller === 'floor') {
+      floor = new FloorAdopter(new BenchClient(credentialsFromKubeconfig(kubeconfig), 128), ns);
+    } else {
+      ctrl = await startController(job.controller, {
+        kubeconfig, settings: DEFAULT_SETTINGS, logDir: path.join(runDir, 'logs'), upstreamBin,
+        nodeFlags: o.cpuProf && job.controller === 'ours' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : undefined,
+      });
+    }
+    const pids: Record<string, number> = {};
+    for (const p of cp?.processes ?? []) pids[p.name] = p.pid;
+    const ctx: ScenarioContext = { client, ns, pid: ctrl?.pid, controlPlanePids: pids, log, timeoutMs: o.timeoutMs };
+    const setup = floor?.setup;
+    let result: ScenarioResult;
+    switch (job.scenario) {
+      case 'burst': result = await burst(ctx, o.size, setup); break;
+      case 'cold': result = await cold(ctx, o.coldSize); break;
+      case 'refill': result = await refill(ctx, o.size); break;
+      default: result = await sustained(ctx, job.rate!, o.durationS, Math.ceil(job.rate! * o.headroomS), setup);
+    }
+    if (floor?.conflicts) result.notes.push(`floor: ${floor.conflicts} adoption conflicts retried`);
+    return {
+      ...result, controller: job.controller, podReadyDelayMs: job.delay, repeat: job.repeat,
+      command: ctrl?.command.map((a) => a.replace(kubeconfig!, '<kubeconfig>')), version: ctrl?.version,
+      controlPlaneStartSeconds: Math.round(controlPlaneStartSeconds * 10) / 10,
+    };
+  } finally {
+    floor?.stop();
+    await ctrl?.stop();
+    if (cp) {
+      await cp.stop();
+    } else {
+      // A shared cluster: delete the namespace and wait until it is gone, so nothing of this run
+      // is left for the next controller to see (both watch all namespaces).
+      await kube.deleteNamespace(ns);
+      await waitFor(async () => !(await kube.tryGetJson(['namespace', ns])), 300_000, `namespace ${ns} to be deleted`);
+    }
+    client.close();
+  }
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const o = parseArgs(argv);
+  const id = `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
+  // Controller logs and CPU profiles: kept for inspection, never committed.
+  const runDir = path.join(ROOT, 'test-results', 'bench', id);
+  fs.mkdirSync(runDir, { recursive: true });
+  ensureOperatorBundle();
+  const upstreamBin = o.controllers.includes('upstream') ? upstreamBinary() : undefined;
+  const crds = writeCrds();
+  const jobs = plan(o);
+  log(`${jobs.length} runs: ${jobs.map((j) => `${j.scenario}${j.rate ? `@${j.rate}/s` : ''}/${j.controller}/delay=${j.delay}`).join(', ')}`);
+  const runs: BenchRun[] = [];
+  const started = Date.now();
+  for (const job of jobs) {
+    const label = `${job.scenario}${job.rate ? `@${job.rate}/s` : ''} ${job.controller} delay=${job.delay}ms`;
+    log(`${label}: start`);
+    try {
+      const run = await runJob(o, job, crds, upstreamBin, runDir);
+      runs.push(run);
+      const c = run.claims;
+      log(`${label}: ${c ? `${c.ready}/${c.created} Ready, p50 ${c.latencyMs.p50} p99 ${c.latencyMs.p99} max ${c.latencyMs.max} ms, ${c.claimsPerSecond} claims/s` : `${run.refill!.sandboxes} Ready in ${run.refill!.seconds} s = ${run.refill!.sandboxesPerSecond}/s`}${run.notes.length ? ` (${run.notes.join('; ')})` : ''}`);
+    } catch (e) {
+      log(`${label}: FAILED: ${(e as Error).message}`);
+      runs.push({ scenario: job.scenario + (job.rate ? `-${job.rate}` : ''), controller: job.controller, podReadyDelayMs: job.delay, repeat: job.repeat, params: {}, notes: [], error: (e as Error).message } as any);
+    }
+  }
+  const settings = {
+    ...DEFAULT_SETTINGS,
+    sharedFlags: sharedFlags(DEFAULT_SETTINGS, '<kubeconfig>', 0, 0).filter((f) => !/bind-address/.test(f)),
+    upstreamOnly: ['--enable-webhook=false', '--manage-webhook-certs=false'],
+    controlPlane: o.kubeconfig ? 'a running cluster, a fresh namespace per run' : `a fresh control plane per run: startControlPlane({ nodes: ${o.nodes}, podReadyDelayMs, benchmarkMode: true, CRDs applied before kube-controller-manager }); API Priority and Fairness on (the harness and both controllers use the admin client certificate, so their requests are exempt)`,
+  };
+  const files = writeReport({ id, options: o, settings, environment: environment(upstreamBin), runs, totalSeconds: Math.round((Date.now() - started) / 1000) }, o.out, o.plot);
+  log(`wrote ${files.join(', ')}`);
+  return runs.some((r: any) => r.error || (r.claims && r.claims.ready < r.claims.created) || (r.refill && !r.refill.completed)) ? 1 : 0;
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then((code) => process.exit(code), (e) => {
+    log(`fatal: ${(e as Error).stack}`);
+    process.exit(2);
+  });
+}

@@ -1,0 +1,114 @@
+/** Shared pieces of the scenarios: manifests, the measured window, pool readiness. */
+import { BenchClient } from '../client';
+import { apiserverRequests, ClaimResult, diffRequests, now, ProcMonitor, procSample, RequestDiff, round, SandboxTracker } from '../measure';
+
+export const EXT = '/apis/extensions.agents.x-k8s.io/v1beta1';
+export const CORE = '/apis/agents.x-k8s.io/v1beta1';
+export const TEMPLATE = 'bench-template';
+export const POOL = 'bench-pool';
+
+export interface ScenarioContext {
+  readonly client: BenchClient;
+  readonly ns: string;
+  /** The controller process (undefined for the floor, which runs inside the harness). */
+  readonly pid?: number;
+  /** Control-plane component pids by name, for their CPU use. */
+  readonly controlPlanePids: Record<string, number>;
+  readonly log: (msg: string) => void;
+  readonly timeoutMs: number;
+}
+
+export interface PhaseMeasure {
+  wallSeconds: number;
+  requests: RequestDiff;
+  controller?: { cpuSeconds: number; cpuSecondsPer1000: number; peakRssMiB: number; vmHwmMiB: number };
+  controlPlaneCpuSeconds: Record<string, number>;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  params: Record<string, number | string>;
+  claims?: ClaimResult;
+  refill?: { sandboxes: number; seconds: number; sandboxesPerSecond: number; completed: boolean };
+  measure: PhaseMeasure;
+  notes: string[];
+}
+
+export function templateManifest(): any {
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: TEMPLATE },
+    spec: { podTemplate: { metadata: { labels: { app: 'bench' } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+  };
+}
+
+export function poolManifest(replicas: number): any {
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: POOL },
+    spec: { replicas, sandboxTemplateRef: { name: TEMPLATE } },
+  };
+}
+
+export function claimManifest(name: string): any {
+  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: POOL } } };
+}
+
+export async function createTemplateAndPool(ctx: ScenarioContext, replicas: number): Promise<void> {
+  await ctx.client.call('POST', `${EXT}/namespaces/${ctx.ns}/sandboxtemplates`, templateManifest());
+  await ctx.client.call('POST', `${EXT}/namespaces/${ctx.ns}/sandboxwarmpools`, poolManifest(replicas));
+}
+
+/** Waits (polling the watch-fed tracker) until the pool holds `n` Ready members; returns seconds waited, or undefined on timeout. */
+export async function waitPoolReady(sandboxes: SandboxTracker, n: number, timeoutMs: number, since = now()): Promise<number | undefined> {
+  const deadline = now() + timeoutMs;
+  while (sandboxes.readyPoolMembers(POOL) < n) {
+    if (now() > deadline) return undefined;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return (now() - since) / 1000;
+}
+
+/** Measures requests, controller CPU/RSS and control-plane CPU around `body`. */
+export async function measured<T>(ctx: ScenarioContext, per: number, body: () => Promise<T>): Promise<{ value: T; measure: PhaseMeasure }> {
+  const issued0 = new Map(ctx.client.issued);
+  const before = await apiserverRequests(ctx.client);
+  const mon = ctx.pid ? new ProcMonitor(ctx.pid) : undefined;
+  const cpu0 = ctx.pid ? procSample(ctx.pid).cpuSeconds : 0;
+  const cp0 = cpuOf(ctx.controlPlanePids);
+  const t0 = now();
+  const value = await body();
+  const wallSeconds = round((now() - t0) / 1000, 2);
+  const cpu1 = ctx.pid ? procSample(ctx.pid) : undefined;
+  const cp1 = cpuOf(ctx.controlPlanePids);
+  mon?.stop();
+  const after = await apiserverRequests(ctx.client);
+  // The harness's own requests in the window (claim POSTs, its watches, the two /metrics GETs).
+  const harness = new Map<string, number>();
+  for (const [k, v] of ctx.client.issued) harness.set(k, v - (issued0.get(k) ?? 0));
+  harness.set('GET metrics', 1);
+  const controlPlaneCpuSeconds: Record<string, number> = {};
+  for (const k of Object.keys(cp1)) controlPlaneCpuSeconds[k] = round(cp1[k] - (cp0[k] ?? 0), 2);
+  const measure: PhaseMeasure = { wallSeconds, requests: diffRequests(before, after, harness, per), controlPlaneCpuSeconds };
+  if (cpu1) {
+    const cpu = cpu1.cpuSeconds - cpu0;
+    mon!.sample();
+    measure.controller = {
+      cpuSeconds: round(cpu, 2),
+      cpuSecondsPer1000: round((cpu / Math.max(1, per)) * 1000, 2),
+      peakRssMiB: round(mon!.peakRssKiB / 1024),
+      vmHwmMiB: round(cpu1.hwmKiB / 1024),
+    };
+  }
+  return { value, measure };
+}
+
+function cpuOf(pids: Record<string, number>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(pids)) {
+    try { out[name] = procSample(pid).cpuSeconds; } catch { /* exited */ }
+  }
+  return out;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The harness's own smoke test (for .ci/run): a handful of claims against both controllers and the
+# floor on fresh local control planes, no timing asserts. Passes when every run brought every claim
+# to Ready and the result files were written. Prints `bench smoke: N passed, M failed` last and
+# writes test-results/bench-smoke.json {passed, failed}.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="test-results/bench-smoke/$(date +%Y%m%d-%H%M%S)"
+mkdir -p "$OUT"
+npx ts-node --transpile-only bench/run.ts --smoke --out "$OUT" "$@"
+rc=$?
+node - "$OUT" "$rc" <<'JS'
+const fs = require('fs');
+const path = require('path');
+const [out, rc] = process.argv.slice(2);
+let passed = 0, failed = 0;
+const check = (ok, what) => { if (ok) passed++; else { failed++; console.error(`FAIL: ${what}`); } };
+const jsons = fs.readdirSync(out).filter((f) => f.endsWith('.json'));
+check(jsons.length === 1, `one results JSON in ${out} (found ${jsons.length})`);
+check(fs.readdirSync(out).some((f) => f.endsWith('.md')), `a Markdown table in ${out}`);
+if (jsons.length) {
+  const report = JSON.parse(fs.readFileSync(path.join(out, jsons[0]), 'utf8'));
+  for (const c of ['ours', 'upstream', 'floor']) check(report.runs.some((r) => r.controller === c), `a run against ${c}`);
+  for (const r of report.runs) {
+    const what = `${r.scenario}/${r.controller}`;
+    if (r.error) check(false, `${what}: ${r.error}`);
+    else if (r.claims) check(r.claims.created > 0 && r.claims.ready === r.claims.created, `${what}: ${r.claims.ready}/${r.claims.created} claims Ready`);
+    else if (r.refill) check(r.refill.completed, `${what}: refill completed`);
+  }
+}
+check(rc === '0', `bench/run.ts exit code 0 (was ${rc})`);
+fs.mkdirSync('test-results', { recursive: true });
+fs.writeFileSync('test-results/bench-smoke.json', JSON.stringify({ passed, failed }) + '\n');
+console.log(`bench smoke: ${passed} passed, ${failed} failed`);
+process.exit(failed ? 1 : 0);
+JS
