@@ -51,6 +51,12 @@ export class ClaimReconciler implements Reconciler {
   public readonly adoptionRecords = new AdoptionRecords();
   /** Members being adopted by some claim of this process (UID → since), kept out of every selection. */
   public readonly claiming = new Map<string, number>();
+  /**
+   * Annotations this process wrote that the cache may not show yet, by claim UID. A pass running on
+   * the version from before the annotation patch would otherwise write them again, and turn a real
+   * claim-first-ready-at into `unknown` (the claim looks Ready-before-this-pass then).
+   */
+  private readonly annotated = new Map<string, Record<string, string>>();
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly acquire: AcquireContext;
@@ -79,6 +85,7 @@ export class ClaimReconciler implements Reconciler {
     if (!uid) return;
     this.firstObserved.delete(uid);
     this.adoptionRecords.forget(uid);
+    this.annotated.delete(uid);
   }
 
   /** The cache now shows `sandbox`: settle adoption bookkeeping about it. */
@@ -181,8 +188,13 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** Once the status is persisted: the first-Ready latencies and the observability annotations. */
-  private async afterStatus(claim: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaim['status']): Promise<void> {
+  private async afterStatus(cached: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaim['status']): Promise<void> {
     const now = this.now();
+    const uid = cached.metadata.uid ?? '';
+    const mine = this.annotated.get(uid);
+    const current = cached.metadata.annotations ?? {};
+    if (mine && Object.entries(mine).every(([k, v]) => current[k] === v)) this.annotated.delete(uid);
+    const claim: SandboxClaim = mine ? { ...cached, metadata: { ...cached.metadata, annotations: { ...current, ...mine } } } : cached;
     const wasReady = findCondition(claim.status?.conditions, ConditionType.READY)?.status === 'True';
     const isReady = findCondition(status?.conditions, ConditionType.READY)?.status === 'True';
     const firstObservedAtMs = this.firstObserved.get(claim.metadata.uid ?? '') ?? now;
@@ -194,6 +206,8 @@ export class ClaimReconciler implements Reconciler {
     try {
       // No resourceVersion: it only adds annotations nobody else writes.
       await this.opts.client.patch(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER });
+      const added = (patch.metadata as { annotations: Record<string, string> }).annotations;
+      this.annotated.set(uid, { ...this.annotated.get(uid), ...added });
     } catch (error) {
       if (!(error instanceof ApiError && error.notFound)) throw error;
     }
