@@ -1,0 +1,74 @@
+/**
+ * The extension controllers' event-to-key mapping and event filters (controller.ts files). The
+ * reconcilers themselves are exercised against the real API server in
+ * test/integration/operator/extensions.test.ts.
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { NameHash } from '../../../../src/api/name-hash';
+import { claimRelevantChange, memberBecameUsable, readAllowedLabelDomains, waitingClaimKeys } from '../../../src/controllers/claim/controller';
+import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX } from '../../../src/controllers/extension-informers';
+import { templateKeyOfPolicy } from '../../../src/controllers/template/controller';
+import { poolKeysOfSandbox, poolRelevantChange } from '../../../src/controllers/warm-pool/controller';
+import { FakeStore } from '../sandbox/fake-kube';
+
+const ref = (kind: string, name: string, apiVersion = 'extensions.agents.x-k8s.io/v1beta1') => ({ apiVersion, kind, name, uid: `${name}-uid`, controller: true });
+const sandbox = (over: { owner?: any; labels?: Record<string, string>; status?: any } = {}): any => ({
+  metadata: { name: 'sb', namespace: 'ns', labels: over.labels, ownerReferences: over.owner ? [over.owner] : undefined, resourceVersion: '1' },
+  spec: { podTemplate: { spec: { containers: [] } } },
+  status: over.status,
+});
+const ready = { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady', message: '', lastTransitionTime: 't' }], podIPs: ['127.64.0.1'] };
+
+test('a NetworkPolicy event wakes the template its name derives from, whoever owns it', () => {
+  expect(templateKeyOfPolicy({ metadata: { name: 'tpl-network-policy', namespace: 'ns' }, spec: {} } as any)).toBe('ns/tpl');
+  expect(templateKeyOfPolicy({ metadata: { name: 'other', namespace: 'ns' }, spec: {} } as any)).toBeUndefined();
+  expect(templateKeyOfPolicy({ metadata: { name: '-network-policy', namespace: 'ns' }, spec: {} } as any)).toBeUndefined();
+});
+
+describe('poolKeysOfSandbox', () => {
+  const pools = new FakeStore<any>({ [POOLS_BY_HASH_INDEX]: (p) => [`${p.metadata.namespace}/${NameHash.of(p.metadata.name)}`] })
+    .put({ metadata: { name: 'pool', namespace: 'ns' }, spec: { sandboxTemplateRef: { name: 't' } } });
+  test.each([
+    ['controlled by a pool: that pool', sandbox({ owner: ref('SandboxWarmPool', 'p1') }), ['ns/p1']],
+    ['controlled by a claim: none (not a member any more)', sandbox({ owner: ref('SandboxClaim', 'c') }), []],
+    ['an orphan with a membership label: the pool it names', sandbox({ labels: { 'agents.x-k8s.io/warm-pool-sandbox': NameHash.of('pool') } }), ['ns/pool']],
+    ['an orphan without one: none', sandbox(), []],
+  ])('%s', (_n, sb, keys) => expect(poolKeysOfSandbox(sb, pools)).toEqual(keys));
+});
+
+test('pool passes wake on membership, readiness and deletion changes, not on pod IP updates', () => {
+  const base = sandbox({ owner: ref('SandboxWarmPool', 'p') });
+  expect(poolRelevantChange(base, { ...base, status: { podIPs: ['127.64.0.1'] } })).toBe(false);
+  expect(poolRelevantChange(base, { ...base, status: ready })).toBe(true);
+  expect(poolRelevantChange(base, sandbox({ owner: ref('SandboxClaim', 'c') }))).toBe(true);
+});
+
+test('claim passes wake on Ready, pod IPs and ownership; waiting claims wake when a member gets an IP or Ready', () => {
+  const base = sandbox({ owner: ref('SandboxClaim', 'c') });
+  expect(claimRelevantChange(base, { ...base, status: ready })).toBe(true);
+  expect(claimRelevantChange(base, { ...base, metadata: { ...base.metadata, annotations: { a: 'b' } } })).toBe(false);
+  expect(memberBecameUsable(base, { ...base, status: { podIPs: ['127.64.0.1'] } })).toBe(true);
+  expect(memberBecameUsable({ ...base, status: ready }, { ...base, status: ready })).toBe(false);
+});
+
+test('waiting claims: those of the pool with no Sandbox and not being deleted', () => {
+  const claims = new FakeStore<any>({ [CLAIMS_BY_POOL_INDEX]: (c) => [`${c.metadata.namespace}/${c.spec.warmPoolRef.name}`] }).put(
+    { metadata: { name: 'a', namespace: 'ns' }, spec: { warmPoolRef: { name: 'p' } } },
+    { metadata: { name: 'b', namespace: 'ns' }, spec: { warmPoolRef: { name: 'p' } }, status: { sandbox: { name: 'x' } } },
+    { metadata: { name: 'c', namespace: 'ns', deletionTimestamp: 't' }, spec: { warmPoolRef: { name: 'p' } } },
+    { metadata: { name: 'd', namespace: 'ns' }, spec: { warmPoolRef: { name: 'q' } } },
+  );
+  expect(waitingClaimKeys(claims, 'ns', 'p')).toEqual(['ns/a']);
+});
+
+test('allowed label domains: comma or newline separated, absent or empty file means the default', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'domains-'));
+  const file = path.join(dir, 'allowed-label-domains');
+  expect(readAllowedLabelDomains(file)).toBeUndefined();
+  fs.writeFileSync(file, 'a.example.com, b.example.com\nc.example.com\n');
+  expect(readAllowedLabelDomains(file)).toEqual(['a.example.com', 'b.example.com', 'c.example.com']);
+  fs.writeFileSync(file, ' \n');
+  expect(readAllowedLabelDomains(file)).toBeUndefined();
+});
