@@ -153,28 +153,50 @@ export function percentiles(ms: number[]): string {
 /**
  * Creates claims (at most `concurrency` requests at a time) with one namespace-wide claim watch
  * open, and resolves once every one was seen Ready=True: per claim, client create → Ready latency.
+ * A watch the API server closes under load is reopened; claims that turned Ready meanwhile are
+ * picked up from a list (their latency then includes the reconnect).
  */
 export async function createClaimsAndWaitReady(ext: ExtensionsApi, manifests: any[], concurrency: number, timeoutMs: number): Promise<Map<string, number>> {
   const startedAt = new Map<string, number>();
   const latency = new Map<string, number>();
   const wanted = new Set(manifests.map((m) => m.metadata.name));
-  await ext.api.watch(ext.path('sandboxclaims'), (ev) => {
-    const name = ev.object?.metadata?.name;
-    if (wanted.has(name) && !latency.has(name) && claimReady(ev.object)) latency.set(name, Date.now() - (startedAt.get(name) ?? Date.now()));
-    return latency.size === wanted.size ? true : undefined;
-  }, {
-    timeoutMs,
-    onReady: async () => {
-      let next = 0;
-      const worker = async () => {
-        while (next < manifests.length) {
-          const m = manifests[next++];
-          startedAt.set(m.metadata.name, Date.now());
-          await ext.create('sandboxclaims', m);
-        }
-      };
-      await Promise.all(Array.from({ length: concurrency }, worker));
-    },
-  });
+  const seen = (c: any) => {
+    const name = c?.metadata?.name;
+    if (wanted.has(name) && !latency.has(name) && startedAt.has(name) && claimReady(c)) latency.set(name, Date.now() - startedAt.get(name)!);
+  };
+  let creating: Promise<unknown> | undefined;
+  const create = async () => {
+    let next = 0;
+    const worker = async () => {
+      while (next < manifests.length) {
+        const m = manifests[next++];
+        startedAt.set(m.metadata.name, Date.now());
+        await ext.create('sandboxclaims', m);
+      }
+    };
+    await Promise.all(Array.from({ length: concurrency }, worker));
+  };
+  const deadline = Date.now() + timeoutMs;
+  while (latency.size < wanted.size) {
+    try {
+      await ext.api.watch(ext.path('sandboxclaims'), (ev) => {
+        seen(ev.object);
+        return latency.size === wanted.size ? true : undefined;
+      }, {
+        timeoutMs: Math.max(1, deadline - Date.now()),
+        onReady: async () => {
+          creating ??= create();
+          // Anything that turned Ready while no watch was open.
+          for (const c of await ext.list('sandboxclaims')) seen(c);
+          if (latency.size === wanted.size) throw new Error('done');
+        },
+      });
+    } catch (e) {
+      const msg = (e as Error).message;
+      if (msg === 'done') break;
+      if (!msg.includes('server closed the stream') || Date.now() >= deadline) throw e;
+    }
+  }
+  await creating;
   return latency;
 }

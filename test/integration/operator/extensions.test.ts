@@ -6,7 +6,8 @@
  */
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import {
-  ExtensionsApi, claimManifest, claimReady, controllerOf, poolManifest, templateManifest,
+  ExtensionsApi, apiserverRequests, claimManifest, claimReady, controllerOf, createClaimsAndWaitReady, percentiles, poolManifest,
+  templateManifest, writesPer,
 } from './extensions-api';
 import { condition, isReady } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
@@ -31,8 +32,15 @@ afterAll(async () => {
   const code = await op?.stop();
   // eslint-disable-next-line no-console
   console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
-  if (ns) await kube.deleteNamespace(ns);
-});
+  if (ns) {
+    // Hundreds of Sandboxes: delete them before the namespace, so no other test's operator (they
+    // watch every namespace) finds Sandboxes whose Pods it may no longer create in a terminating one.
+    for (const plural of ['sandboxclaims', 'sandboxwarmpools'] as const) await api.call('DELETE', ext.path(plural));
+    await api.call('DELETE', ext.sandboxesPath);
+    await waitFor(async () => (await ext.sandboxes()).length === 0, 120_000, 'every Sandbox of the test namespace to be gone');
+    await kube.deleteNamespace(ns);
+  }
+}, 200_000);
 
 describe('SandboxTemplate', () => {
   test('NetworkPolicy: secure default created and owned, replaced on a template change, removed when Unmanaged', async () => {
@@ -187,4 +195,100 @@ describe('SandboxClaim', () => {
     expect(await ext.get('sandboxclaims', 'life-retain')).toBeDefined();
     await waitFor(async () => (await ext.events('SandboxClaim', 'life-retain')).some((e) => e.reason === 'ClaimExpired'), 30_000, 'a ClaimExpired event');
   });
+});
+
+/** Every claim Ready and bound to exactly one Sandbox it controls, no Sandbox bound twice; returns the warm/cold split. */
+async function checkClaimsBound(names: string[]): Promise<{ warm: number; cold: number }> {
+  const claims = new Map((await ext.list('sandboxclaims')).map((c) => [c.metadata.name, c]));
+  const sandboxes = await ext.sandboxes();
+  const owned = new Map<string, any[]>();
+  for (const s of sandboxes) {
+    const ref = controllerOf(s);
+    if (ref?.kind === 'SandboxClaim') owned.set(ref.uid, [...(owned.get(ref.uid) ?? []), s]);
+  }
+  const bound = new Set<string>();
+  let warm = 0;
+  for (const name of names) {
+    const c = claims.get(name);
+    expect(claimReady(c)).toBe(true);
+    const mine = owned.get(c.metadata.uid) ?? [];
+    expect(mine.map((s) => s.metadata.name)).toEqual([c.status.sandbox.name]);
+    expect(bound.has(c.status.sandbox.name)).toBe(false);
+    bound.add(c.status.sandbox.name);
+    if (mine[0].metadata.labels['agents.x-k8s.io/launch-type'] === 'warm') warm++;
+  }
+  return { warm, cold: names.length - warm };
+}
+
+describe('load', () => {
+  const log = (msg: string) => console.log(msg); // eslint-disable-line no-console
+
+  test('warm-claim latency and API writes per warm claim: 100 claims, 4 at a time, against a pool of 100', async () => {
+    await ext.create('sandboxtemplates', templateManifest('steady'));
+    await ext.create('sandboxwarmpools', poolManifest('steady', 'steady', 100));
+    await ext.waitPoolReady('steady', 100, 120_000);
+    await new Promise((r) => setTimeout(r, 1_000));
+    const before = await apiserverRequests(api);
+    const names = Array.from({ length: 100 }, (_, i) => `steady-${i}`);
+    const latency = await createClaimsAndWaitReady(ext, names.map((n) => claimManifest(n, 'steady')), 4, 120_000);
+    await ext.waitPoolReady('steady', 100, 120_000);
+    // Let the annotation patches and the Sandbox controller's follow-ups land before counting.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const after = await apiserverRequests(api);
+    const split = await checkClaimsBound(names);
+    log(`warm claims (4 in flight), client create -> Ready=True on a watch: ${percentiles([...latency.values()])}; ${split.warm} warm / ${split.cold} cold`);
+    // The operator's own share: its first sighting of the claim to the pass that persisted Ready.
+    const claims = (await ext.list('sandboxclaims')).filter((c) => names.includes(c.metadata.name));
+    const inOperator = claims.map((c) => Date.parse(c.metadata.annotations['agents.x-k8s.io/claim-first-ready-at'])
+      - Date.parse(c.metadata.annotations['agents.x-k8s.io/controller-first-observed-at']));
+    log(`same claims, controller-first-observed-at -> claim-first-ready-at: ${percentiles(inOperator)}`);
+    expect(claims.every((c) => c.metadata.annotations['agents.x-k8s.io/claim-first-ready-at'] !== 'unknown')).toBe(true);
+    log(`API writes per warm claim, per verb and resource (claim path + the pool's refill of its member), from apiserver_request_total: ${JSON.stringify(writesPer(before, after, 100))}`);
+    expect(split.warm).toBe(100);
+  }, 300_000);
+
+  test('200 concurrent claims against a pool of 100: every claim Ready, at least 100 warm, no Sandbox bound twice', async () => {
+    await ext.create('sandboxtemplates', templateManifest('burst'));
+    await ext.create('sandboxwarmpools', poolManifest('burst', 'burst', 100));
+    await ext.waitPoolReady('burst', 100, 120_000);
+    const names = Array.from({ length: 200 }, (_, i) => `burst-${i}`);
+    const started = Date.now();
+    const latency = await createClaimsAndWaitReady(ext, names.map((n) => claimManifest(n, 'burst')), 50, 180_000);
+    log(`200 claims all Ready ${Date.now() - started} ms after the first create`);
+    const split = await checkClaimsBound(names);
+    const sandboxes = new Map((await ext.sandboxes()).map((s) => [s.metadata.name, s]));
+    const claims = await ext.list('sandboxclaims');
+    const byType = { warm: [] as number[], cold: [] as number[] };
+    for (const c of claims.filter((x) => names.includes(x.metadata.name))) {
+      byType[sandboxes.get(c.status.sandbox.name)?.metadata.labels['agents.x-k8s.io/launch-type'] === 'warm' ? 'warm' : 'cold'].push(latency.get(c.metadata.name)!);
+    }
+    log(`burst: ${split.warm} warm (${percentiles(byType.warm)}), ${split.cold} cold (${byType.cold.length ? percentiles(byType.cold) : 'none'})`);
+    // Members refilled during the burst may be adopted too, so warm can exceed the pool's 100.
+    expect(split.warm).toBeGreaterThanOrEqual(100);
+    expect(split.warm + split.cold).toBe(200);
+    await ext.waitPoolReady('burst', 100, 120_000);
+    expect(op.errors()).toEqual([]);
+  }, 400_000);
+
+  test('SIGKILL in the middle of a burst of 100 claims against a pool of 50: a restart converges, nothing bound twice', async () => {
+    await ext.create('sandboxtemplates', templateManifest('crash'));
+    await ext.create('sandboxwarmpools', poolManifest('crash', 'crash', 50));
+    await ext.waitPoolReady('crash', 50, 120_000);
+    const names = Array.from({ length: 100 }, (_, i) => `crash-${i}`);
+    const started = Date.now();
+    const creating = Promise.all(names.map((n) => ext.create('sandboxclaims', claimManifest(n, 'crash'))));
+    await waitFor(async () => (await ext.list('sandboxclaims')).filter((c) => names.includes(c.metadata.name) && claimReady(c)).length >= 10, 60_000, 'the first 10 Ready claims');
+    await op.kill();
+    await creating;
+    const readyAtKill = (await ext.list('sandboxclaims')).filter((c) => names.includes(c.metadata.name) && claimReady(c)).length;
+    log(`SIGKILL after ${Date.now() - started} ms with ${readyAtKill}/100 claims Ready`);
+    op = await OperatorProcess.start({ kubeconfig: kube.kubeconfig, args: OPERATOR_ARGS });
+    await waitFor(async () => (await ext.list('sandboxclaims')).filter((c) => names.includes(c.metadata.name) && claimReady(c)).length === 100,
+      180_000, 'all 100 claims Ready after the restart');
+    log(`burst of 100 claims (with a SIGKILL and restart) all Ready after ${Date.now() - started} ms`);
+    const split = await checkClaimsBound(names);
+    log(`after the restart: ${split.warm} warm / ${split.cold} cold`);
+    await ext.waitPoolReady('crash', 50, 120_000);
+    expect(op.errors()).toEqual([]);
+  }, 400_000);
 });
