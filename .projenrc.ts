@@ -48,7 +48,12 @@ project.tasks.addEnvironment('JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION', '2
 
 // Lint the non-jsii TypeScript too: examples, the synth job, the control-plane tools. Each of those
 // folders has a tsconfig.json extending test/tsconfig.json, which ESLint's project service picks up.
-const devDirs = ['examples', 'tools', 'hack'];
+const devDirs = ['examples', 'tools', 'hack', 'operator'];
+// operator/package.json only marks the folder ESM; its dependencies are the root package's.
+project.eslint?.addOverride({
+  files: ['operator/**/*.ts'],
+  rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.'] }] },
+});
 for (const dir of devDirs) {
   project.eslint?.addLintPattern(dir);
   project.eslint?.allowDevDeps(`${dir}/**`);

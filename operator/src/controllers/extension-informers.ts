@@ -7,10 +7,10 @@
  * Sandboxes are the Sandbox controller's informer (unfiltered, full objects); the indexes are added
  * to it. NetworkPolicies get their own unfiltered informer: no other controller reads them.
  */
-import type { ControllerContext } from '../runtime/context';
-import type { SharedInformer } from '../runtime/informer';
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
+import type { ControllerContext } from '../runtime/context';
+import type { SharedInformer } from '../runtime/informer';
 import type { SandboxClaim } from './claim/types';
 import { controllerRefOf } from './template/meta';
 import { EXTENSION_RESOURCES, type NetworkPolicy, type Sandbox, type SandboxTemplate } from './template/types';

@@ -2,9 +2,9 @@
  * Helpers over the raw API for the extension-controller integration tests: SandboxTemplates,
  * SandboxWarmPools, SandboxClaims and the Sandboxes they make, read straight from the API server.
  */
+import { condition, isReady } from './sandbox-api';
 import { ApiClient } from '../../../tools/control-plane/api';
 import { waitFor } from '../../../tools/control-plane/kube';
-import { condition, isReady } from './sandbox-api';
 
 const GROUP = '/apis/extensions.agents.x-k8s.io/v1beta1';
 
@@ -156,7 +156,12 @@ export function percentiles(ms: number[]): string {
  * A watch the API server closes under load is reopened; claims that turned Ready meanwhile are
  * picked up from a list (their latency then includes the reconnect).
  */
-export async function createClaimsAndWaitReady(ext: ExtensionsApi, manifests: any[], concurrency: number, timeoutMs: number): Promise<Map<string, number>> {
+export async function createClaimsAndWaitReady(
+  ext: ExtensionsApi,
+  manifests: any[],
+  concurrency: number,
+  timeoutMs: number,
+): Promise<Map<string, number>> {
   const startedAt = new Map<string, number>();
   const latency = new Map<string, number>();
   const wanted = new Set(manifests.map((m) => m.metadata.name));

@@ -3,19 +3,19 @@
  * conditional write, select.ts/adopt.ts), else a cold create (cold.ts). I/O only; every decision
  * is in the pure modules.
  */
-import { ApiError, type KubeClient, type Store } from '../../runtime/types';
-import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { NameHash } from '../../../../src/api/name-hash';
+import { ApiError, type KubeClient, type Store } from '../../runtime/types';
 import { POOL_LABEL_INDEX } from '../extension-informers';
-import { templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
-import type { SandboxWarmPool } from '../warm-pool/types';
 import { adoptionPatch } from './adopt';
 import { coldSandbox } from './cold';
 import { validateAdditionalPodMetadata } from './metadata';
-import { claimPath, needsColdStart, selectCandidate } from './select';
 import type { Binding } from './recover';
+import { claimPath, needsColdStart, selectCandidate } from './select';
 import { ClaimEvents, type ClaimEvent, type ClaimProblem, type SandboxClaim } from './types';
+import { ClaimReadyReason } from '../../../../src/api/conditions';
+import { templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
+import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
+import type { SandboxWarmPool } from '../warm-pool/types';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Pool or template missing: their events bring the claim back; this is only a safety net (upstream's minute). */

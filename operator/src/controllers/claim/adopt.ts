@@ -9,14 +9,14 @@
  * takes the next candidate; a crash after the write leaves a Sandbox that says whose it is, and
  * recover.ts reads that back.
  */
+import { claimPodMetadata } from './metadata';
+import { ok, type Outcome, type SandboxClaim } from './types';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { controllerRefTo } from '../template/meta';
 import { applyMergePatch, mapPatch } from '../template/merge-patch';
+import { controllerRefTo } from '../template/meta';
 import { LaunchType, type MergePatch, type PodMetadata, type Sandbox, type SandboxTemplate } from '../template/types';
-import { claimPodMetadata } from './metadata';
-import { ok, type Outcome, type SandboxClaim } from './types';
 
 /** Labels that mark a Sandbox as an unclaimed pool member; adoption removes them. */
 export const POOL_ONLY_LABELS: readonly string[] = [

@@ -3,6 +3,8 @@
  * pool's template and named after the claim, with the claim's env and volume claim templates
  * merged in as far as the template's policies allow. Each refusal carries upstream's reason.
  */
+import { claimPodMetadata, validateAdditionalPodMetadata } from './metadata';
+import { fail, ok, type ClaimEnvVar, type Outcome, type SandboxClaim } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';
@@ -13,8 +15,6 @@ import { controllerRefTo } from '../template/meta';
 import { applySecureDefaults } from '../template/secure-defaults';
 import { LaunchType, type Container, type PodSpec, type Sandbox, type SandboxTemplate, type VolumeClaimTemplate } from '../template/types';
 import type { SandboxWarmPool } from '../warm-pool/types';
-import { claimPodMetadata, validateAdditionalPodMetadata } from './metadata';
-import { fail, ok, type ClaimEnvVar, type Outcome, type SandboxClaim } from './types';
 
 const reconcilerError = <T>(message: string) => fail<T>(ClaimReadyReason.RECONCILER_ERROR, `Error seen: ${message}`);
 
@@ -86,7 +86,10 @@ function checkVctNames(side: string, vcts: readonly VolumeClaimTemplate[]): stri
  * default) refuses any claim VCT; Allowed appends new names only; Overrides replaces same-named
  * entries in place and appends the rest. Errors are VolumeClaimTemplatesError.
  */
-export function mergeVolumeClaimTemplates(template: SandboxTemplate, claimVcts: readonly VolumeClaimTemplate[] | undefined): Outcome<VolumeClaimTemplate[] | undefined> {
+export function mergeVolumeClaimTemplates(
+  template: SandboxTemplate,
+  claimVcts: readonly VolumeClaimTemplate[] | undefined,
+): Outcome<VolumeClaimTemplate[] | undefined> {
   const error = (message: string) => fail<VolumeClaimTemplate[] | undefined>(ClaimReadyReason.VOLUME_CLAIM_TEMPLATES_ERROR, message);
   const base = template.spec.volumeClaimTemplates;
   const baseProblem = checkVctNames('the template\'s', base ?? []);

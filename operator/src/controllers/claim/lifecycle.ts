@@ -3,11 +3,11 @@
  * then happens, decided from the claim, its Sandbox and the time. The wiring arms a timer at
  * `atMs` (no polling) and performs the plan.
  */
+import { ClaimEvents, type ClaimEvent, type SandboxClaim } from './types';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
 import { ClaimShutdownPolicy } from '../../../../src/api/enums';
 import { findCondition, isControlledBy, isDeleting, timeMs } from '../template/meta';
 import type { Sandbox } from '../template/types';
-import { ClaimEvents, type ClaimEvent, type SandboxClaim } from './types';
 
 export interface ClaimExpiry {
   readonly expired: boolean;

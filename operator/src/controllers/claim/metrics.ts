@@ -6,10 +6,10 @@
  * - `agent_sandbox_claim_creation_total`, on every warm adoption and cold create.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { isReady } from '../warm-pool/classify';
-import type { Sandbox } from '../template/types';
 import type { SandboxClaim } from './types';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import type { Sandbox } from '../template/types';
+import { isReady } from '../warm-pool/classify';
 
 /** Upstream's claim-latency buckets, in milliseconds. */
 export const CLAIM_LATENCY_BUCKETS_MS = [100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000, 10000, 30000, 60000, 120000, 240000];
@@ -33,8 +33,10 @@ export class ClaimMetrics {
     this.controller = new Histogram({ name: 'agent_sandbox_claim_controller_startup_latency_ms', help: 'Claim startup latency from the controller\'s first observation to Ready, in milliseconds', labelNames, buckets, registers });
     this.client = new Histogram({ name: 'agent_sandbox_client_claim_startup_latency_ms', help: 'Claim startup latency from the client\'s request to Ready, in milliseconds', labelNames, buckets, registers });
     this.creations = new Counter({
-      name: 'agent_sandbox_claim_creation_total', help: 'Sandboxes obtained for claims, by launch type (warm adoption or cold create)',
-      labelNames: ['namespace', 'sandbox_template', 'launch_type', 'warmpool_name', 'pod_condition', 'created_by'], registers,
+      name: 'agent_sandbox_claim_creation_total',
+      help: 'Sandboxes obtained for claims, by launch type (warm adoption or cold create)',
+      labelNames: ['namespace', 'sandbox_template', 'launch_type', 'warmpool_name', 'pod_condition', 'created_by'],
+      registers,
     });
   }
 

@@ -7,9 +7,9 @@
  * (off the Ready path) and only when something is missing; a warm claim is then the Sandbox write,
  * the status write and at most this one (none with --disable-claim-observability-annotations).
  */
+import type { SandboxClaim } from './types';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import type { MergePatch } from '../template/types';
-import type { SandboxClaim } from './types';
 
 /** Go's time.RFC3339Nano: UTC, fractional seconds without trailing zeros. */
 export function rfc3339Nano(ms: number): string {

@@ -4,14 +4,9 @@
  * (acquire.ts), write the status if it changed, then (off the Ready path) the observability
  * annotations. A warm claim costs the adoption write, the status write and one annotation patch.
  */
-import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
 import { SandboxAnnotations } from '../../../../src/api/labels';
+import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { OWNER_UID_INDEX } from '../extension-informers';
-import { findCondition } from '../template/meta';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
-import type { SandboxWarmPool } from '../warm-pool/types';
 import { CLAIM_FIELD_MANAGER, acquireSandbox, type AcquireContext } from './acquire';
 import { claimExpiry, expiryPlan, type ClaimExpiry } from './lifecycle';
 import type { ClaimMetrics } from './metrics';
@@ -19,6 +14,11 @@ import { observabilityPatch } from './observability';
 import { AdoptionRecords, recoverBinding } from './recover';
 import { claimStatus } from './status';
 import type { ClaimEvent, ClaimProblem, SandboxClaim } from './types';
+import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
+import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { findCondition } from '../template/meta';
+import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
+import type { SandboxWarmPool } from '../warm-pool/types';
 
 /** Our adoption is not in the cache yet: its watch event normally wakes the claim first. */
 const PENDING_ADOPTION_RECHECK_MS = 1_000;
@@ -111,7 +111,8 @@ export class ClaimReconciler implements Reconciler {
     if (binding.kind === 'pending') return { requeueAfterMs: PENDING_ADOPTION_RECHECK_MS };
     if (binding.kind === 'multiple') {
       // An adoption raced a lagging cache; give the extras back to garbage collection.
-      await Promise.all(binding.release.map((s) => this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
+      await Promise.all(binding.release.map((s) =>
+        this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
       this.log.warn({ claim: key, kept: binding.keep.metadata.name, released: binding.release.map((s) => s.metadata.name) }, 'claim owned several Sandboxes; released the extras');
       sandbox = binding.keep;
     } else if (binding.kind === 'bound') {
@@ -157,7 +158,8 @@ export class ClaimReconciler implements Reconciler {
     for (const event of plan.events) this.emit(claim, event);
     const ns = claim.metadata.namespace;
     if (plan.deleteClaim) {
-      await this.deleteQuietly(EXTENSION_RESOURCES.claims, ns, claim.metadata.name, { uid: plan.deleteClaim.uid, propagationPolicy: plan.deleteClaim.propagationPolicy });
+      const { uid, propagationPolicy } = plan.deleteClaim;
+      await this.deleteQuietly(EXTENSION_RESOURCES.claims, ns, claim.metadata.name, { uid, propagationPolicy });
       this.log.info({ claim: `${ns}/${claim.metadata.name}`, propagation: plan.deleteClaim.propagationPolicy }, 'claim expired and deleted');
     }
     if (plan.deleteSandbox) {
@@ -171,7 +173,11 @@ export class ClaimReconciler implements Reconciler {
   private async writeStatus(claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean)
     : Promise<SandboxClaim['status'] | 'gone' | 'conflict'> {
     const decision = claimStatus({
-      claim, sandbox, problem, expired, now: this.now(),
+      claim,
+      sandbox,
+      problem,
+      expired,
+      now: this.now(),
       // A problem reported before any Sandbox exists must not erase a binding the cache will show shortly.
       keepBinding: sandbox === undefined && problem?.reason === ClaimReadyReason.SANDBOX_CREATE_PENDING,
     });

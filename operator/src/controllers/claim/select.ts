@@ -4,6 +4,7 @@
  * cache itself, so it holds no ghosts (deleted or already-claimed keys) and is complete after a
  * restart without being rebuilt from create events.
  */
+import type { ClaimProblem, SandboxClaim } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
@@ -13,7 +14,6 @@ import type { BlueprintFingerprint } from '../template/blueprint';
 import { controllerRefOf, isDeleting, refIsKind, timeMs } from '../template/meta';
 import type { Sandbox } from '../template/types';
 import { isReady, staleCheck } from '../warm-pool/classify';
-import type { ClaimProblem, SandboxClaim } from './types';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
 export const WARM_CANDIDATE_GRACE_MS = 2000;
@@ -86,8 +86,7 @@ function spreadPick(tier: readonly Aged[]): Sandbox {
       continue;
     }
     const entry = nodes.get(node);
-    if (!entry) nodes.set(node, { count: 1, oldest: c });
-    else {
+    if (!entry) {nodes.set(node, { count: 1, oldest: c });} else {
       entry.count++;
       if (older(c, entry.oldest)) entry.oldest = c;
     }

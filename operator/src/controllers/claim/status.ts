@@ -4,11 +4,11 @@
  * only when it changed, as one merge patch on the status subresource with a resourceVersion
  * precondition.
  */
+import type { ClaimProblem, ClaimStatus, SandboxClaim } from './types';
 import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { canonicalJson } from '../template/blueprint';
 import { findCondition, rfc3339 } from '../template/meta';
 import type { Condition, MergePatch, Sandbox } from '../template/types';
-import type { ClaimProblem, ClaimStatus, SandboxClaim } from './types';
 
 export const CLAIM_EXPIRED_MESSAGE = 'Claim expired. Sandbox cleanup initiated.';
 export const SANDBOX_EXPIRED_MESSAGE = 'Underlying Sandbox resource has expired independently of the Claim.';

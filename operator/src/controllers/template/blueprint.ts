@@ -15,9 +15,9 @@
  *   Unmanaged (which changes the Pod's DNS settings) is a real change; upstream hashes the raw
  *   blueprint and misses it.
  */
-import { NameHash } from '../../../../src/api/name-hash';
 import { applySecureDefaults } from './secure-defaults';
 import type { Sandbox, SandboxBlueprint, SandboxTemplate } from './types';
+import { NameHash } from '../../../../src/api/name-hash';
 
 /**
  * A value with object keys sorted and `undefined`, `null`, `[]` and `{}` dropped (Kubernetes treats

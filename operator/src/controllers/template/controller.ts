@@ -1,10 +1,10 @@
 /**
  * Wiring of the SandboxTemplate controller: templates and NetworkPolicies in, one key per template.
  */
+import { DEFAULT_SYSTEM_NAMESPACE, NETWORK_POLICY_NAME_SUFFIX } from '../../../../src/api/labels';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import { podNamespace } from '../../runtime/kubeconfig';
-import { DEFAULT_SYSTEM_NAMESPACE, NETWORK_POLICY_NAME_SUFFIX } from '../../../../src/api/labels';
 import { extensionInformers } from '../extension-informers';
 import { TemplateReconciler } from './reconcile';
 import type { NetworkPolicy } from './types';

@@ -2,11 +2,11 @@
  * The template controller's one decision: what to do about `<template>-network-policy`, given the
  * template and the policy in the cache (upstream-behavior.md §4).
  */
-import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import { canonicalJson } from './blueprint';
 import { desiredNetworkPolicy, type NetworkPolicyOptions } from './desired';
 import { isControlledBy, isDeleting } from './meta';
 import type { NetworkPolicy, SandboxTemplate } from './types';
+import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 
 export type NetworkPolicyAction =
   /** Create `object`. */

@@ -3,6 +3,9 @@
  * NetworkPolicy and the template-ref-hash label on the template itself. Pure; decide.ts compares
  * these with what exists.
  */
+import { controllerRefTo } from './meta';
+import { usesDefaultNetworkPolicy } from './secure-defaults';
+import type { MergePatch, NetworkPolicy, SandboxTemplate } from './types';
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -13,9 +16,6 @@ import {
   sandboxTemplateSelector,
   type NetworkPolicySpecJson,
 } from '../../../../src/api/network-policy-defaults';
-import { controllerRefTo } from './meta';
-import { usesDefaultNetworkPolicy } from './secure-defaults';
-import type { MergePatch, NetworkPolicy, SandboxTemplate } from './types';
 
 export interface NetworkPolicyOptions {
   /**

@@ -3,9 +3,9 @@
  * decisions. Ownership is always decided by the controller ownerReference's UID: names can be
  * reused after a delete, UIDs cannot.
  */
-import type { KubeObject, OwnerReference } from '../../runtime/types';
-import { apiVersionOf, type KindNames } from '../../../../src/api/groups';
 import type { Condition } from './types';
+import { apiVersionOf, type KindNames } from '../../../../src/api/groups';
+import type { KubeObject, OwnerReference } from '../../runtime/types';
 
 /** The controller ownerReference of `obj`, if any. */
 export function controllerRefOf(obj: KubeObject): OwnerReference | undefined {

@@ -2,12 +2,12 @@
  * The thin I/O half of the SandboxTemplate controller: the template-ref-hash label on the template
  * and its `<template>-network-policy`, as decided by desired.ts/decide.ts from the caches.
  */
-import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { networkPolicyAction } from './decide';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { EXTENSION_RESOURCES, type NetworkPolicy, type SandboxTemplate } from './types';
+import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 
 export const TEMPLATE_FIELD_MANAGER = 'sandboxtemplate-controller';
 

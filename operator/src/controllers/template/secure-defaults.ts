@@ -4,9 +4,9 @@
  * a pool member, so a defaulted member is not mistaken for a stale one. Bare Sandboxes never get
  * them: their author wrote the whole Pod.
  */
+import type { PodSpec, SandboxTemplate } from './types';
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
-import type { PodSpec, SandboxTemplate } from './types';
 
 /** Whether the operator writes the secure-default NetworkPolicy for this template (Managed, no custom rules). */
 export function usesDefaultNetworkPolicy(template: SandboxTemplate): boolean {

@@ -6,9 +6,9 @@
  * They sit in the template folder because the template is the root of the other two: a pool and a
  * claim both build Sandboxes from a template's blueprint.
  */
-import type { KubeObject, ObjectMeta, ResourceType } from '../../runtime/types';
-import type { NetworkPolicyEgressRuleJson, NetworkPolicyIngressRuleJson, NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import { API_VERSION_NAME, KINDS } from '../../../../src/api/groups';
+import type { NetworkPolicyEgressRuleJson, NetworkPolicyIngressRuleJson, NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
+import type { KubeObject, ObjectMeta, ResourceType } from '../../runtime/types';
 
 /** metav1.Condition. */
 export interface Condition {

@@ -2,6 +2,7 @@
  * Who is in a warm pool, and in what state (upstream-behavior.md §3.3 steps 3-4, §3.5). The
  * result decides what the pool counts, creates and deletes; see plan.ts.
  */
+import type { PoolFlags, SandboxWarmPool } from './types';
 import { ConditionType } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -9,7 +10,6 @@ import { NameHash } from '../../../../src/api/name-hash';
 import { sandboxMatches, templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
 import { controllerRefOf, findCondition, isControlledBy, isDeleting, timeMs } from '../template/meta';
 import { LaunchType, type Sandbox, type SandboxTemplate } from '../template/types';
-import type { PoolFlags, SandboxWarmPool } from './types';
 
 export interface PoolMembers {
   /**
@@ -127,9 +127,16 @@ export function classifyMembers(
   pendingDeletes: ReadonlySet<string> = new Set(),
 ): PoolMembers {
   const out = {
-    active: [] as Sandbox[], ready: [] as Sandbox[], terminating: [] as Sandbox[], stale: [] as Sandbox[],
-    staleKept: [] as Sandbox[], stuck: [] as Sandbox[], unschedulableHeld: [] as Sandbox[],
-    orphansToAdopt: [] as Sandbox[], orphansToDelete: [] as Sandbox[], needsLaunchTypeLabel: [] as Sandbox[],
+    active: [] as Sandbox[],
+    ready: [] as Sandbox[],
+    terminating: [] as Sandbox[],
+    stale: [] as Sandbox[],
+    staleKept: [] as Sandbox[],
+    stuck: [] as Sandbox[],
+    unschedulableHeld: [] as Sandbox[],
+    orphansToAdopt: [] as Sandbox[],
+    orphansToDelete: [] as Sandbox[],
+    needsLaunchTypeLabel: [] as Sandbox[],
   };
   let nextStuckCheckAtMs: number | undefined;
   const label = NameHash.of(pool.metadata.name);

@@ -2,18 +2,18 @@
  * Wiring of the SandboxWarmPool controller: which pool each Sandbox, template and pool event
  * wakes, and the Sandbox events that settle a pool's expectations.
  */
+import { WarmPoolReconciler } from './reconcile';
+import type { PoolFlags, SandboxWarmPool } from './types';
+import { ConditionType } from '../../../../src/api/conditions';
+import { KINDS } from '../../../../src/api/groups';
+import { SandboxLabels } from '../../../../src/api/labels';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
 import { keyOf, type Store } from '../../runtime/types';
-import { ConditionType } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
 import { controllerRefOf, findCondition, refIsKind } from '../template/meta';
 import type { Sandbox } from '../template/types';
-import { WarmPoolReconciler } from './reconcile';
-import type { PoolFlags, SandboxWarmPool } from './types';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {

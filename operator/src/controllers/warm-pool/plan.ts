@@ -5,14 +5,14 @@
  * before the call, with the uid and resourceVersion preconditions given here), creates in the
  * given waves (each recorded first), then the status patch if changed.
  */
-import { formatGoDuration } from '../../../../src/api/controller-flags';
-import { timeMs } from '../template/meta';
-import type { Sandbox, SandboxTemplate } from '../template/types';
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
 import { isReady, type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
 import { PoolEventReason, desiredReplicas, type PoolFlags, type PoolStatus, type SandboxWarmPool } from './types';
+import { formatGoDuration } from '../../../../src/api/controller-flags';
+import { timeMs } from '../template/meta';
+import type { Sandbox, SandboxTemplate } from '../template/types';
 
 /** What a pool remembers between passes (in memory; losing it on restart only resets pacing). */
 export interface PoolState {

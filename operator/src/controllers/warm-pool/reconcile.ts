@@ -4,17 +4,17 @@
  * that the plan needs. Writes in order: adoptions and label fixes, deletes, creates (slow-start
  * waves), then the status if it changed.
  */
-import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { NameHash } from '../../../../src/api/name-hash';
+import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { POOL_LABEL_INDEX, UID_INDEX } from '../extension-informers';
-import { controllerRefOf } from '../template/meta';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
 import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, orphanAdoptionPatch } from './desired';
 import { PoolExpectations } from './expectations';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import type { PoolFlags, SandboxWarmPool } from './types';
+import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { controllerRefOf } from '../template/meta';
+import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
 
@@ -151,7 +151,8 @@ export class WarmPoolReconciler implements Reconciler {
     // Recorded first: the delete's watch event can arrive before the response.
     expectations.expectDelete(d.uid, this.now());
     try {
-      await this.opts.client.delete(EXTENSION_RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, { uid: d.uid, resourceVersion: d.resourceVersion });
+      const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion };
+      await this.opts.client.delete(EXTENSION_RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
       this.log.debug({ sandbox: `${namespace}/${d.sandbox.metadata.name}`, cause: d.cause }, 'pool member deleted');
       return true;
     } catch (error) {

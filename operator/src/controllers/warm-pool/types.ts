@@ -3,8 +3,8 @@
  * defaults come from src/api/controller-flags.ts, the table the install bundle renders from, so
  * the decisions and the Deployment args cannot disagree.
  */
-import type { KubeObject, ObjectMeta } from '../../runtime/types';
 import { controllerFlag, type ControllerFlagValues } from '../../../../src/api/controller-flags';
+import type { KubeObject, ObjectMeta } from '../../runtime/types';
 
 export interface PoolStatus {
   replicas?: number;

@@ -1,10 +1,10 @@
 import * as fc from 'fast-check';
+import { TEMPLATE, claim, member, ownerRef, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels, isReservedLabelKey } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { POOL_ONLY_LABELS, adoptionPatch } from '../../../src/controllers/claim/adopt';
 import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import type { Sandbox } from '../../../src/controllers/template/types';
-import { TEMPLATE, claim, member, ownerRef, template } from './fixtures';
 
 const CLAIM_REF = { ...ownerRef('SandboxClaim', 'my-claim', 'claim-uid'), blockOwnerDeletion: true };
 

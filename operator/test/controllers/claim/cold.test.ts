@@ -1,10 +1,10 @@
 import * as fc from 'fast-check';
+import { NS, claim, ownerRef, pool, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { coldSandbox, injectEnv, mergeVolumeClaimTemplates } from '../../../src/controllers/claim/cold';
 import type { ClaimEnvVar } from '../../../src/controllers/claim/types';
 import type { PodSpec, SandboxTemplateSpec, VolumeClaimTemplate } from '../../../src/controllers/template/types';
-import { NS, claim, ownerRef, pool, template } from './fixtures';
 
 const SPEC: PodSpec = {
   containers: [
@@ -13,7 +13,8 @@ const SPEC: PodSpec = {
   ],
   initContainers: [{ name: 'setup', image: 'busybox' }],
 };
-const withPolicy = (policy?: string, spec: PodSpec = SPEC) => template({ podTemplate: { spec }, ...(policy ? { envVarsInjectionPolicy: policy } : {}) });
+const withPolicy = (policy?: string, spec: PodSpec = SPEC) =>
+  template({ podTemplate: { spec }, ...(policy ? { envVarsInjectionPolicy: policy } : {}) });
 const envOf = (spec: PodSpec, container: string) => [...spec.containers, ...(spec.initContainers ?? [])].find((c) => c.name === container)!.env;
 
 describe('injectEnv', () => {
@@ -62,8 +63,7 @@ describe('injectEnv', () => {
     const before = structuredClone(base);
     const result = injectEnv(base, env, withPolicy(policy, base));
     expect(base).toEqual(before);
-    if (reason) expect(result).toMatchObject({ ok: false, problem: { reason } });
-    else {
+    if (reason) {expect(result).toMatchObject({ ok: false, problem: { reason } });} else {
       expect(result.ok).toBe(true);
       if (result.ok) check?.(result.value);
     }
@@ -87,7 +87,10 @@ describe('injectEnv', () => {
         const mine = clean.filter((e) => (e.containerName ?? 'main') === c);
         const out = envOf(result.value, c) ?? [];
         expect(new Set(out.map((e) => e.name)).size).toBe(out.length);
-        for (const e of mine) expect(out.find((o) => o.name === e.name)).toEqual({ name: e.name, value: mine.filter((x) => x.name === e.name).at(-1)!.value });
+        for (const e of mine) {
+          const last = mine.filter((x) => x.name === e.name).at(-1)!;
+          expect(out.find((o) => o.name === e.name)).toEqual({ name: e.name, value: last.value });
+        }
         for (const original of envOf(SPEC, c) ?? []) if (!mine.some((e) => e.name === original.name)) expect(out).toContainEqual(original);
       }
     }));

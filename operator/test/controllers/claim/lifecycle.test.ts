@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { NOW, claim, condition, iso, member, ownerRef, ready } from './fixtures';
 import { claimExpiry, expiryPlan } from '../../../src/controllers/claim/lifecycle';
 import type { ClaimLifecycle, SandboxClaim } from '../../../src/controllers/claim/types';
 import type { Sandbox } from '../../../src/controllers/template/types';
-import { NOW, claim, condition, iso, member, ownerRef, ready } from './fixtures';
 
 const finishedAt = (ms: number) => condition('Finished', 'True', 'PodSucceeded', iso(ms));
 const withLifecycle = (lifecycle: ClaimLifecycle | undefined, status?: SandboxClaim['status']) => claim(lifecycle ? { lifecycle } : {}, {}, status);

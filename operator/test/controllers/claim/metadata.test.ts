@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { claim } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { claimPodMetadata, validateAdditionalPodMetadata } from '../../../src/controllers/claim/metadata';
-import { claim } from './fixtures';
 
 describe('validateAdditionalPodMetadata', () => {
   interface Case {

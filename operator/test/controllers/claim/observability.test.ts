@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
+import { NOW, claim } from './fixtures';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { FIRST_READY_UNKNOWN, observabilityPatch, rfc3339Nano } from '../../../src/controllers/claim/observability';
-import { NOW, claim } from './fixtures';
 
 describe('rfc3339Nano', () => {
   test.each<[number, string]>([
@@ -50,12 +50,15 @@ describe('observabilityPatch', () => {
 
   test('never overwrites an annotation that is set (fast-check)', () => {
     const keys = [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT, SandboxAnnotations.CLAIM_FIRST_READY_AT, SandboxAnnotations.TRACE_CONTEXT];
-    fc.assert(fc.property(fc.subarray(keys), fc.boolean(), fc.boolean(), fc.option(fc.string({ minLength: 1 }), { nil: undefined }), (present, wasReady, isReady, trace) => {
+    const trace = fc.option(fc.string({ minLength: 1 }), { nil: undefined });
+    fc.assert(fc.property(fc.subarray(keys), fc.boolean(), fc.boolean(), trace, (present, wasReady, isReady, traceContext) => {
       const c = claim({}, { annotations: Object.fromEntries(present.map((k) => [k, 'set'])) });
-      const patch = observabilityPatch({ ...base, claim: c, wasReady, isReady, traceContext: trace });
+      const patch = observabilityPatch({ ...base, claim: c, wasReady, isReady, traceContext });
       const written = Object.keys((patch?.metadata as { annotations?: object } | undefined)?.annotations ?? {});
       for (const k of written) expect(present).not.toContain(k);
-      if (!present.includes(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT)) expect(written).toContain(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT);
+      if (!present.includes(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT)) {
+        expect(written).toContain(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT);
+      }
     }));
   });
 });

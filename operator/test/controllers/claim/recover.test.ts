@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { NOW, claim, iso, member, notReady, ownerRef, ready, sandbox } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { ADOPTION_RECORD_TTL_MS, AdoptionRecords, recoverBinding } from '../../../src/controllers/claim/recover';
 import type { Sandbox } from '../../../src/controllers/template/types';
-import { NOW, claim, iso, member, notReady, ownerRef, ready, sandbox } from './fixtures';
 
 const ofClaim = (name: string, uid = 'claim-uid', o: Parameters<typeof member>[0] = {}): Sandbox => {
   const m = member({ name, ...o });
@@ -71,20 +71,19 @@ describe('recoverBinding', () => {
         const base = member({ name: `${s.named}`, conditions: s.ready ? [ready()] : [notReady()] });
         const uid = `s${i}`;
         const owners = {
-          me: [ownerRef('SandboxClaim', 'my-claim', 'claim-uid')],
+          'me': [ownerRef('SandboxClaim', 'my-claim', 'claim-uid')],
           'other-claim': [ownerRef('SandboxClaim', 'other', 'other-uid')],
-          pool: base.metadata.ownerReferences!,
-          none: [],
-          previous: [ownerRef('SandboxClaim', 'my-claim', 'old-uid')],
+          'pool': base.metadata.ownerReferences!,
+          'none': [],
+          'previous': [ownerRef('SandboxClaim', 'my-claim', 'old-uid')],
         }[s.owner];
         return { ...base, metadata: { ...base.metadata, uid, ownerReferences: owners, creationTimestamp: iso(NOW - i) } };
       });
       const result = recoverBinding(claim({}, {}, statusName ? { sandbox: { name: statusName } } : undefined), sandboxes);
       const mine = sandboxes.filter((_, i) => specs[i].owner === 'me');
-      if (result.kind === 'bound') expect(mine).toEqual([result.sandbox]);
-      else if (result.kind === 'multiple') {
+      if (result.kind === 'bound') {expect(mine).toEqual([result.sandbox]);} else if (result.kind === 'multiple') {
         expect([result.keep, ...result.release].sort((a, b) => a.metadata.uid!.localeCompare(b.metadata.uid!))).toEqual(mine);
-      } else expect(mine).toEqual([]);
+      } else {expect(mine).toEqual([]);}
     }));
   });
 });

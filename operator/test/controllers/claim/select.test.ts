@@ -1,11 +1,11 @@
 import * as fc from 'fast-check';
+import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { claimPath, isAdoptable, needsColdStart, selectCandidate, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
 import { templateFingerprint } from '../../../src/controllers/template/blueprint';
 import type { Sandbox } from '../../../src/controllers/template/types';
 import { isReady } from '../../../src/controllers/warm-pool/classify';
-import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };
@@ -69,15 +69,26 @@ describe('selectCandidate', () => {
   });
 
   const arb = fc.array(fc.record({
-    ready: fc.boolean(), ip: fc.boolean(), stale: fc.boolean(), owner: fc.constantFrom('pool', 'pool', 'claim', 'old-pool') as fc.Arbitrary<'pool' | 'claim' | 'old-pool'>,
-    node: fc.constantFrom('n1', 'n2', 'n3', ''), age: fc.integer({ min: 0, max: 100_000 }), excluded: fc.boolean(), deleting: fc.boolean(),
+    ready: fc.boolean(),
+    ip: fc.boolean(),
+    stale: fc.boolean(),
+    owner: fc.constantFrom('pool', 'pool', 'claim', 'old-pool') as fc.Arbitrary<'pool' | 'claim' | 'old-pool'>,
+    node: fc.constantFrom('n1', 'n2', 'n3', ''),
+    age: fc.integer({ min: 0, max: 100_000 }),
+    excluded: fc.boolean(),
+    deleting: fc.boolean(),
   }), { maxLength: 15 });
 
   test('the pick is adoptable, reachable, allowed, and as good as any other (fast-check)', () => {
     fc.assert(fc.property(arb, fc.constantFrom(undefined, 'OnReplenish', 'Recreate'), (specs, strategy) => {
       const candidates = specs.map((s, i) => warm(`m${i}`, {
-        conditions: s.ready ? undefined : [notReady()], podIPs: s.ip ? ['10.0.0.1'] : undefined, template: s.stale ? NEW_IMAGE : TEMPLATE,
-        owner: s.owner, nodeName: s.node || undefined, age: s.age, deleting: s.deleting,
+        conditions: s.ready ? undefined : [notReady()],
+        podIPs: s.ip ? ['10.0.0.1'] : undefined,
+        template: s.stale ? NEW_IMAGE : TEMPLATE,
+        owner: s.owner,
+        nodeName: s.node || undefined,
+        age: s.age,
+        deleting: s.deleting,
       }));
       const exclude = new Set(candidates.filter((_, i) => specs[i].excluded).map((s) => s.metadata.uid!));
       const result = selectCandidate(candidates, strategy, { ...CTX, exclude });
@@ -131,7 +142,9 @@ describe('claimPath', () => {
       fc.integer({ min: 1, max: 5 }).map((count) => ({ kind: 'network-pending', count }) as Selection),
       fc.constant({ kind: 'none', reason: 'empty' } as Selection),
     );
-    fc.assert(fc.property(arbSelection, fc.boolean(), fc.integer({ min: 0, max: 5000 }), fc.integer({ min: 0, max: 3 }), (selection, env, age, conflicts) => {
+    const arbAge = fc.integer({ min: 0, max: 5000 });
+    const arbConflicts = fc.integer({ min: 0, max: 3 });
+    fc.assert(fc.property(arbSelection, fc.boolean(), arbAge, arbConflicts, (selection, env, age, conflicts) => {
       const c = claim(env ? { env: [{ name: 'A', value: '1' }] } : {}, { creationTimestamp: iso(NOW - age) });
       const path = claimPath(c, selection, NOW, { conflicts });
       if (env) return expect(path.kind).toBe('cold');

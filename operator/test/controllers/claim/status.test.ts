@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { NOW, claim, condition, member, notReady, ready } from './fixtures';
 import { CLAIM_EXPIRED_MESSAGE, SANDBOX_EXPIRED_MESSAGE, claimStatus, type StatusInput } from '../../../src/controllers/claim/status';
 import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import type { Condition, Sandbox } from '../../../src/controllers/template/types';
-import { NOW, claim, condition, member, notReady, ready } from './fixtures';
 
 const NOW_TEXT = '2026-09-01T12:00:00Z';
 const bound = (conditions: Condition[], podIPs = ['10.0.0.7']): Sandbox => member({ name: 'py-pool-x', conditions, podIPs });
@@ -106,8 +106,8 @@ describe('claimStatus: Finished, binding, writes', () => {
         expect(again.changed).toBe(false);
         expect(again.patch).toBeUndefined();
       }
-      const ready = first.status.conditions!.find((c) => c.type === 'Ready')!;
-      expect(ready.observedGeneration).toBe(3);
+      const readyCondition = first.status.conditions!.find((c) => c.type === 'Ready')!;
+      expect(readyCondition.observedGeneration).toBe(3);
     }));
   });
 });

@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { sandbox, template } from './fixtures';
 import { canonicalJson, podTemplateHash, sandboxMatches, templateFingerprint } from '../../../src/controllers/template/blueprint';
 import { applyMergePatch, mapPatch } from '../../../src/controllers/template/merge-patch';
 import { applySecureDefaults } from '../../../src/controllers/template/secure-defaults';
-import { sandbox, template } from './fixtures';
 
 const json = fc.jsonValue({ maxDepth: 3 });
 
@@ -110,7 +110,8 @@ describe('merge patches', () => {
   test('mapPatch: applying it yields the desired map; undefined iff equal (fast-check)', () => {
     fc.assert(fc.property(fc.option(map, { nil: undefined }), map, (current, desired) => {
       const patch = mapPatch(current, desired);
-      expect(patch === undefined).toBe(canonicalJson(current ?? {}) === canonicalJson(desired) && Object.keys(current ?? {}).length === Object.keys(desired).length);
+      const same = canonicalJson(current ?? {}) === canonicalJson(desired) && Object.keys(current ?? {}).length === Object.keys(desired).length;
+      expect(patch === undefined).toBe(same);
       expect(applyMergePatch(current ?? {}, patch ?? {})).toEqual(desired);
     }));
   });

@@ -1,6 +1,6 @@
 /** Builders of the objects the extension-controller tests feed to the pure decisions. */
-import type { OwnerReference } from '../../../src/runtime/types';
 import type { Condition, Sandbox, SandboxTemplate, SandboxTemplateSpec } from '../../../src/controllers/template/types';
+import type { OwnerReference } from '../../../src/runtime/types';
 
 export const NS = 'team-a';
 export const NOW = Date.parse('2026-09-01T12:00:00Z');

@@ -1,12 +1,12 @@
 import * as fc from 'fast-check';
+import { NS, ownerRef, template } from './fixtures';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { defaultSandboxNetworkPolicySpec, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
 import { networkPolicyAction, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
 import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import type { NetworkPolicy, SandboxTemplate } from '../../../src/controllers/template/types';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
-import { defaultSandboxNetworkPolicySpec, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
-import { NS, ownerRef, template } from './fixtures';
 
 const CUSTOM = {
   ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 8080 }] }],
@@ -147,10 +147,14 @@ describe('networkPolicyAction', () => {
 
   const peer = fc.record({ podSelector: fc.constant({ matchLabels: { app: 'x' } }) }, { requiredKeys: [] });
   const port = fc.record({ protocol: fc.constantFrom('TCP', 'UDP'), port: fc.integer({ min: 1, max: 65535 }) });
-  const rules = fc.option(fc.array(fc.record({ from: fc.array(peer, { maxLength: 2 }), ports: fc.array(port, { maxLength: 2 }) }), { maxLength: 3 }), { nil: undefined });
+  const rule = fc.record({ from: fc.array(peer, { maxLength: 2 }), ports: fc.array(port, { maxLength: 2 }) });
+  const rules = fc.option(fc.array(rule, { maxLength: 3 }), { nil: undefined });
   const arbTemplate = fc.record({
     management: fc.constantFrom(undefined, 'Managed', 'Unmanaged'),
-    policy: fc.option(fc.record({ ingress: rules, egress: rules.map((r) => r?.map(({ from, ports }) => ({ to: from, ports }))) }), { nil: undefined }),
+    policy: fc.option(
+      fc.record({ ingress: rules, egress: rules.map((r) => r?.map(({ from, ports }) => ({ to: from, ports }))) }),
+      { nil: undefined },
+    ),
   }).map(({ management, policy }) => template({
     ...(management ? { networkPolicyManagement: management } : {}),
     ...(policy ? { networkPolicy: JSON.parse(JSON.stringify(policy)) } : {}),

@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { template } from './fixtures';
+import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
 import { applySecureDefaults } from '../../../src/controllers/template/secure-defaults';
 import type { PodSpec, SandboxTemplateSpec } from '../../../src/controllers/template/types';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
-import { template } from './fixtures';
 
 const base: PodSpec = { containers: [{ name: 'main', image: 'python:3.12' }] };
 const PUBLIC_DNS = { dnsPolicy: 'None', dnsConfig: { nameservers: [...PUBLIC_DNS_NAMESERVERS] } };
@@ -39,7 +39,10 @@ describe('applySecureDefaults', () => {
     containers: fc.constant([{ name: 'main' }]),
     automountServiceAccountToken: fc.option(fc.boolean(), { nil: undefined }),
     dnsPolicy: fc.option(fc.constantFrom('', 'ClusterFirst', 'Default', 'None'), { nil: undefined }),
-    dnsConfig: fc.option(fc.record({ nameservers: fc.array(fc.ipV4(), { maxLength: 2 }), searches: fc.array(fc.domain(), { maxLength: 2 }) }, { requiredKeys: [] }), { nil: undefined }),
+    dnsConfig: fc.option(
+      fc.record({ nameservers: fc.array(fc.ipV4(), { maxLength: 2 }), searches: fc.array(fc.domain(), { maxLength: 2 }) }, { requiredKeys: [] }),
+      { nil: undefined },
+    ),
     hostname: fc.option(fc.string(), { nil: undefined }),
   }, { requiredKeys: ['containers'] });
   const arbTemplateSpec = fc.record({

@@ -1,9 +1,9 @@
 import * as fc from 'fast-check';
-import { classifyMembers, isStale, notReadySinceMs, staleCheck, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
+import { FLAGS, GRACE, NOW, NameHash, SandboxLabels, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
 import { templateFingerprint } from '../../../src/controllers/template/blueprint';
 import type { Sandbox } from '../../../src/controllers/template/types';
+import { classifyMembers, isStale, notReadySinceMs, staleCheck, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
 import type { SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
-import { FLAGS, GRACE, NOW, NameHash, SandboxLabels, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const GROUPS = ['active', 'ready', 'terminating', 'stale', 'staleKept', 'stuck', 'unschedulableHeld', 'orphansToAdopt', 'orphansToDelete', 'needsLaunchTypeLabel'] as const;
@@ -106,7 +106,8 @@ describe('classifyMembers', () => {
 
   test('staleCheck agrees with isStale for members built from templates (fast-check)', () => {
     const templates = [TEMPLATE, NEW_IMAGE, template({ service: true }), template({ networkPolicyManagement: 'Unmanaged' })];
-    fc.assert(fc.property(fc.integer({ min: 0, max: 3 }), fc.array(fc.record({ t: fc.integer({ min: 0, max: 3 }), orphan: fc.boolean() }), { maxLength: 10 }), (current, specs) => {
+    const arbSpecs = fc.array(fc.record({ t: fc.integer({ min: 0, max: 3 }), orphan: fc.boolean() }), { maxLength: 10 });
+    fc.assert(fc.property(fc.integer({ min: 0, max: 3 }), arbSpecs, (current, specs) => {
       const fp = templateFingerprint(templates[current]);
       const check = staleCheck('python', fp);
       for (const s of specs) {

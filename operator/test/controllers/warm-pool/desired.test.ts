@@ -1,4 +1,5 @@
 import * as fc from 'fast-check';
+import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
@@ -7,7 +8,6 @@ import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { buildPoolSandbox, launchTypeLabelPatch, orphanAdoptionPatch, poolSelector } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
-import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { ownerRef } from '../template/fixtures';
 
 describe('buildPoolSandbox', () => {

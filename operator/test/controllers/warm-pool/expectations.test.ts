@@ -99,8 +99,7 @@ describe('PoolExpectations', () => {
       const tokens: number[] = [];
       let outstanding = 0;
       for (const o of ops) {
-        if (o.op === 'tick') now += o.ms;
-        else if (o.op === 'create') {
+        if (o.op === 'tick') {now += o.ms;} else if (o.op === 'create') {
           tokens.push(...e.expectCreates(o.n, now));
           outstanding += o.n;
           lastRecord = now;

@@ -1,9 +1,9 @@
 import * as fc from 'fast-check';
+import { FLAGS, GRACE, NOW, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
+import type { Sandbox, SandboxTemplate } from '../../../src/controllers/template/types';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolPlanInput, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { poolFlags, type PoolFlags, type SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
-import type { Sandbox, SandboxTemplate } from '../../../src/controllers/template/types';
-import { FLAGS, GRACE, NOW, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 
@@ -78,7 +78,8 @@ describe('planPool', () => {
     const recreate = pool({ updateStrategy: { type: 'Recreate' } });
     const old = member({ name: 'old', template: NEW_IMAGE, pool: recreate });
     expect(names(plan({ pool: recreate, sandboxes: [...readyMembers(2, { pool: recreate }), old] }))).toEqual(['stale:old']);
-    expect(names(plan({ sandboxes: [...readyMembers(2), { ...old, metadata: { ...old.metadata, ownerReferences: member().metadata.ownerReferences } }] }))).toEqual([]);
+    const owned = { ...old, metadata: { ...old.metadata, ownerReferences: member().metadata.ownerReferences } };
+    expect(names(plan({ sandboxes: [...readyMembers(2), owned] }))).toEqual([]);
   });
 
   test('scale-down: not Ready first, then stale, then newest; never below replicas', () => {
@@ -144,8 +145,14 @@ describe('planPool', () => {
   test('an expiring expectation brings the pool back', () => {
     const p = pool();
     const input: PoolPlanInput = {
-      pool: p, template: TEMPLATE, members: classifyMembers(p, TEMPLATE, readyMembers(2), NOW, FLAGS),
-      pendingCreates: 1, expectationsExpireAtMs: NOW + 4000, state: INITIAL_POOL_STATE, flags: FLAGS, now: NOW,
+      pool: p,
+      template: TEMPLATE,
+      members: classifyMembers(p, TEMPLATE, readyMembers(2), NOW, FLAGS),
+      pendingCreates: 1,
+      expectationsExpireAtMs: NOW + 4000,
+      state: INITIAL_POOL_STATE,
+      flags: FLAGS,
+      now: NOW,
     };
     expect(planPool(input).requeueAfterMs).toBe(4000);
   });

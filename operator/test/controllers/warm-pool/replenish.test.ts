@@ -28,7 +28,9 @@ describe('replenishHold', () => {
   });
 
   test('holding ends no later than one delay after the pool first fell short (fast-check)', () => {
-    const arb = fc.array(fc.record({ gap: fc.integer({ min: 0, max: 1500 }), active: fc.integer({ min: 0, max: 6 }), desired: fc.integer({ min: 0, max: 6 }) }), { maxLength: 50 });
+    const count = fc.integer({ min: 0, max: 6 });
+    const arbStep = fc.record({ gap: fc.integer({ min: 0, max: 1500 }), active: count, desired: count });
+    const arb = fc.array(arbStep, { maxLength: 50 });
     fc.assert(fc.property(arb, fc.integer({ min: 1, max: 5000 }), (steps, delay) => {
       let state: ReplenishHold = NO_HOLD;
       let now = 0;

@@ -4,13 +4,13 @@
  * earlier creates are unobserved" and "a lost event cannot wedge the pool".
  */
 import * as fc from 'fast-check';
+import { NOW, TEMPLATE, member, pool } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
+import type { Sandbox } from '../../../src/controllers/template/types';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { PoolExpectations } from '../../../src/controllers/warm-pool/expectations';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
-import type { Sandbox } from '../../../src/controllers/template/types';
-import { NOW, TEMPLATE, member, pool } from './fixtures';
 
 const TIMEOUT = 10_000;
 
@@ -43,8 +43,15 @@ function runWorld(opts: {
   const p = pool({ replicas: opts.desired });
   const flags = poolFlags({ 'sandbox-warm-pool-max-batch-size': opts.batch });
   const world: World = {
-    now: NOW, server: new Map(), cache: new Map(), queue: [], seq: 0, lastEventAt: NOW,
-    state: INITIAL_POOL_STATE, expectations: new PoolExpectations(TIMEOUT), created: 0,
+    now: NOW,
+    server: new Map(),
+    cache: new Map(),
+    queue: [],
+    seq: 0,
+    lastEventAt: NOW,
+    state: INITIAL_POOL_STATE,
+    expectations: new PoolExpectations(TIMEOUT),
+    created: 0,
   };
   let n = 0;
   const pick = <T>(list: T[], fallback: T): T => (list.length === 0 ? fallback : list[n++ % list.length]);
@@ -71,8 +78,13 @@ function runWorld(opts: {
     const pendingDeletes = world.expectations.pendingDeletes(world.now, seen);
     const classified = classifyMembers(p, TEMPLATE, [...world.cache.values()], world.now, flags, pendingDeletes);
     const plan = planPool({
-      pool: p, template: TEMPLATE, members: classified, pendingCreates: world.expectations.pendingCreates(world.now, seen),
-      state: world.state, flags, now: world.now,
+      pool: p,
+      template: TEMPLATE,
+      members: classified,
+      pendingCreates: world.expectations.pendingCreates(world.now, seen),
+      state: world.state,
+      flags,
+      now: world.now,
     });
     plans.push(plan);
     world.state = plan.state;
