@@ -4,11 +4,11 @@
  * scheduled Pods Ready with a loopback pod IP, so a warm member is Ready about a second after its
  * create. Timing is logged, never asserted.
  */
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import {
   ExtensionsApi, apiserverRequests, claimManifest, claimReady, controllerOf, createClaimsAndWaitReady, percentiles, poolManifest,
   templateManifest, writesPer,
 } from './extensions-api';
+import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { condition, isReady } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
