@@ -22,6 +22,8 @@ export interface Watch {
 export class BenchClient {
   /** Requests issued by the harness itself, by `VERB resource`, so they can be taken out of the apiserver totals. */
   public readonly issued = new Map<string, number>();
+  /** Watches that had to be resumed (ended by the server, or failed). */
+  public watchRestarts = 0;
   private readonly agent: https.Agent;
 
   public constructor(private readonly creds: ApiCredentials, maxSockets = 64) {
@@ -62,41 +64,66 @@ export class BenchClient {
   }
 
   /**
-   * A watch that streams every event to `onEvent` until close(). Its own socket (not from the
-   * keep-alive pool), so it never holds up a request. Starts at `resourceVersion` when given.
+   * A list-then-watch that streams every event to `onEvent` until close(), like an informer
+   * without a cache: items already present arrive as ADDED, a watch that ends (the apiserver drops
+   * watchers that fall behind) resumes from the last resourceVersion, and a 410 Gone re-lists.
+   * Its own socket per stream, so it never holds up a request.
    */
-  public watch(path: string, onEvent: (type: string, obj: any) => void, onEnd?: (err?: Error) => void, resourceVersion?: string): Watch {
-    this.count('WATCH', path);
-    const sep = path.includes('?') ? '&' : '?';
-    const rv = resourceVersion ? `&resourceVersion=${resourceVersion}` : '';
-    const url = new URL(`${path}${sep}watch=true&allowWatchBookmarks=true&timeoutSeconds=3600${rv}`, this.creds.server);
+  public watch(path: string, onEvent: (type: string, obj: any) => void): Watch {
+    let rv: string | undefined;
+    let closed = false;
+    let req: ReturnType<typeof https.get> | undefined;
     let resolveReady!: () => void;
     let rejectReady!: (e: Error) => void;
     const ready = new Promise<void>((res, rej) => { resolveReady = res; rejectReady = rej; });
-    let closed = false;
-    const req = https.get(url, { ca: this.creds.ca, cert: this.creds.cert, key: this.creds.key, agent: false, headers: { accept: 'application/json' } }, (res) => {
-      if ((res.statusCode ?? 0) >= 300) {
-        rejectReady(new Error(`watch ${path} -> HTTP ${res.statusCode}`));
-        return;
+    const self = this;
+    const restart = (why: string) => {
+      if (closed) return;
+      self.watchRestarts++;
+      process.stderr.write(`[bench] watch ${path}: ${why}; resuming\n`);
+      setTimeout(() => { connect().catch((e) => restart(e.message)); }, 50);
+    };
+    async function connect(): Promise<void> {
+      if (rv === undefined) {
+        const list = await self.call('GET', path);
+        for (const item of list.items ?? []) onEvent('ADDED', item);
+        rv = list.metadata.resourceVersion;
       }
-      resolveReady();
-      let buffered = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffered += chunk;
-        let nl: number;
-        while ((nl = buffered.indexOf('\n')) >= 0) {
-          const line = buffered.slice(0, nl).trim();
-          buffered = buffered.slice(nl + 1);
-          if (!line) continue;
-          const ev = JSON.parse(line);
-          if (ev.type !== 'BOOKMARK') onEvent(ev.type, ev.object);
+      self.count('WATCH', path);
+      const sep = path.includes('?') ? '&' : '?';
+      const url = new URL(`${path}${sep}watch=true&allowWatchBookmarks=true&timeoutSeconds=3600&resourceVersion=${rv}`, self.creds.server);
+      req = https.get(url, { ca: self.creds.ca, cert: self.creds.cert, key: self.creds.key, agent: false, headers: { accept: 'application/json' } }, (res) => {
+        if ((res.statusCode ?? 0) >= 300) {
+          rejectReady(new Error(`watch ${path} -> HTTP ${res.statusCode}`));
+          res.resume();
+          return;
         }
+        resolveReady();
+        let buffered = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffered += chunk;
+          let nl: number;
+          while ((nl = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (!line) continue;
+            const ev = JSON.parse(line);
+            if (ev.type === 'ERROR') {
+              if (ev.object?.code === 410) rv = undefined;
+              continue;
+            }
+            if (ev.object?.metadata?.resourceVersion) rv = ev.object.metadata.resourceVersion;
+            if (ev.type !== 'BOOKMARK') onEvent(ev.type, ev.object);
+          }
+        });
+        res.on('end', () => restart('the stream ended'));
+        res.on('error', (e) => restart(e.message));
       });
-      res.on('end', () => { if (!closed) onEnd?.(new Error(`watch ${path} ended`)); });
-    });
-    req.on('error', (e) => { rejectReady(e); if (!closed) onEnd?.(e); });
-    return { ready, close: () => { closed = true; req.destroy(); } };
+      req.on('error', (e) => restart(e.message));
+    }
+    connect().catch((e) => rejectReady(e));
+    return { ready, close: () => { closed = true; req?.destroy(); } };
   }
 
   /**
@@ -112,7 +139,7 @@ export class BenchClient {
     this.agent.destroy();
   }
 
-  private count(method: string, path: string): void {
+  public count(method: string, path: string): void {
     const key = `${method} ${resourceOf(path)}`;
     this.issued.set(key, (this.issued.get(key) ?? 0) + 1);
   }

@@ -21,7 +21,7 @@ export class FloorAdopter {
   public constructor(private readonly client: BenchClient, private readonly ns: string) {}
 
   /** The set-up for warm scenarios: `n` Ready Sandboxes, created and marked Ready by the harness. */
-  public readonly setup: WarmSetup = async (ctx: ScenarioContext, n: number) => {
+  public readonly setup: WarmSetup = async (ctx: ScenarioContext, _pool: number, n: number) => {
     const t0 = Date.now();
     let next = 0;
     const worker = async () => {

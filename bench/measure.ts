@@ -33,7 +33,7 @@ export class ClaimTracker {
         this.readyAt.set(name, now());
         this.wake();
       }
-    }, (err) => { if (err) process.stderr.write(`[bench] claim watch ended: ${err.message}\n`); });
+    });
     await this.watch.ready;
   }
 
@@ -88,7 +88,7 @@ export class ClaimTracker {
       createAckMs: stats(ack),
       firstCreateToLastReadyMs: round(spanMs),
       claimsPerSecond: spanMs > 0 ? round((this.readyAt.size / spanMs) * 1000) : 0,
-      latenciesMs: lat.map(round),
+      latenciesMs: lat.map((x) => round(x)),
     };
   }
 

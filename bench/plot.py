@@ -21,7 +21,9 @@ for ax, (delay, scenario) in zip(axes.flat, panels):
     for r in runs:
         if r["podReadyDelayMs"] != delay or r["scenario"] != scenario:
             continue
-        lat = sorted(r["claims"]["latenciesMs"])
+        lat = sorted(x for x in r["claims"]["latenciesMs"] if x is not None)
+        if len(lat) < len(r["claims"]["latenciesMs"]):
+            continue  # an early results file lost raw latencies past index ~300 (fixed); no honest CDF
         n = len(lat)
         label = f'{r["controller"]} p50 {r["claims"]["latencyMs"]["p50"]:.0f} / p99 {r["claims"]["latencyMs"]["p99"]:.0f} ms'
         ax.step([max(x, 0.1) for x in lat], [(i + 1) / n for i in range(n)], where="post",

@@ -12,6 +12,7 @@ export interface BenchRun extends ScenarioResult {
   command?: string[];
   version?: string;
   controlPlaneStartSeconds?: number;
+  loadAverage1m?: { atStart: number; atEnd: number };
   error?: string;
 }
 

@@ -9,7 +9,7 @@
  *
  * Flags: --scenarios burst,cold,refill,sustained  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
- *        --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
+ *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
  *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --smoke
  */
 import * as fs from 'fs';
@@ -80,6 +80,11 @@ export function parseArgs(argv: string[]): Options {
     plot: !has('no-plot') && !smoke,
   };
   for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  // `--controllers floor` (or `ours,floor`): the floor is listed like a controller.
+  if ((o.controllers as string[]).includes('floor')) {
+    o.controllers = o.controllers.filter((c) => (c as string) !== 'floor');
+    o.floor = true;
+  }
   for (const c of o.controllers) if (c !== 'ours' && c !== 'upstream') throw new Error(`unknown controller ${c}`);
   return o;
 }
@@ -125,10 +130,19 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
     kubeconfig = cp.kubeconfig;
   }
   const controlPlaneStartSeconds = (Date.now() - t0) / 1000;
+  // Other work on the machine shows up here (2 cores are shared with everything else running).
+  const load0 = Math.round(os.loadavg()[0] * 100) / 100;
   const client = new BenchClient(credentialsFromKubeconfig(kubeconfig), 128);
   const kube = new Kube({ kubeconfig, binDir: cp?.binDir ?? path.dirname(upstreamBin ?? '') });
   let ctrl: RunningController | undefined;
   let floor: FloorAdopter | undefined;
+  // Ctrl-C / SIGTERM: stop what this run started (by pid), then exit.
+  const onSignal = () => {
+    log('interrupted: stopping the controller and the control plane');
+    void Promise.resolve(ctrl?.stop()).then(() => cp?.stop()).finally(() => process.exit(130));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   const ns = await kube.createNamespace(`bench-${job.scenario}-${job.controller}`);
   try {
     if (job.controller === 'floor') {
@@ -151,12 +165,15 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
       default: result = await sustained(ctx, job.rate!, o.durationS, Math.ceil(job.rate! * o.headroomS), setup);
     }
     if (floor?.conflicts) result.notes.push(`floor: ${floor.conflicts} adoption conflicts retried`);
+    if (client.watchRestarts) result.notes.push(`the harness's watches were resumed ${client.watchRestarts} time(s) (ended by the apiserver)`);
     return {
-      ...result, controller: job.controller, podReadyDelayMs: job.delay, repeat: job.repeat,
+      ...result, controller: job.controller, loadAverage1m: { atStart: load0, atEnd: Math.round(os.loadavg()[0] * 100) / 100 }, podReadyDelayMs: job.delay, repeat: job.repeat,
       command: ctrl?.command.map((a) => a.replace(kubeconfig!, '<kubeconfig>')), version: ctrl?.version,
       controlPlaneStartSeconds: Math.round(controlPlaneStartSeconds * 10) / 10,
     };
   } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
     floor?.stop();
     await ctrl?.stop();
     if (cp) {

@@ -3,8 +3,11 @@ import { ClaimTracker, SandboxTracker } from '../measure';
 import { claimManifest, createTemplateAndPool, measured, ScenarioContext, ScenarioResult, sleep, waitPoolReady } from './common';
 
 export interface WarmSetup {
-  /** Makes `n` Ready pool members exist (the floor creates them itself). */
-  (ctx: ScenarioContext, n: number): Promise<number | undefined>;
+  /**
+   * Makes `n` Ready pool members exist. The floor has no pool controller to refill, so it creates
+   * `total` (every claim the scenario will make) Ready Sandboxes up front instead.
+   */
+  (ctx: ScenarioContext, n: number, total: number): Promise<number | undefined>;
 }
 
 /** The default set-up: template + pool of `n`, wait until all members are Ready. */
@@ -20,7 +23,7 @@ export const poolSetup: WarmSetup = async (ctx, n) => {
 };
 
 export async function burst(ctx: ScenarioContext, size: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
-  const setupSeconds = await setup(ctx, size);
+  const setupSeconds = await setup(ctx, size, size);
   if (setupSeconds === undefined) throw new Error(`burst: the pool of ${size} did not become Ready within ${ctx.timeoutMs} ms`);
   await sleep(2000); // let status writes of the fill settle so the window holds the burst only
   const claims = new ClaimTracker(ctx.client, ctx.ns);

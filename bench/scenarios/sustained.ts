@@ -23,10 +23,10 @@ export function poissonSchedule(rate: number, durationS: number, seed = 42): num
 }
 
 export async function sustained(ctx: ScenarioContext, rate: number, durationS: number, poolSize: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
-  const setupSeconds = await setup(ctx, poolSize);
+  const schedule = poissonSchedule(rate, durationS);
+  const setupSeconds = await setup(ctx, poolSize, schedule.length);
   if (setupSeconds === undefined) throw new Error(`sustained: the pool of ${poolSize} did not become Ready within ${ctx.timeoutMs} ms`);
   await sleep(2000);
-  const schedule = poissonSchedule(rate, durationS);
   const claims = new ClaimTracker(ctx.client, ctx.ns);
   await claims.start();
   await ctx.client.warm(64);
