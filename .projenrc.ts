@@ -64,8 +64,8 @@ const tsNode = 'ts-node --transpile-only';
 
 // jsii type-checks src/ and jest what tests import; this checks the rest (CLI entry points included).
 const typecheck = project.addTask('typecheck', {
-  description: 'Type-check examples, build-tools, tools and hack',
-  exec: ['examples', 'build-tools', 'tools', 'hack'].map((dir) => `tsc --noEmit -p ${dir}/tsconfig.json`).join(' && '),
+  description: 'Type-check examples, build-tools, tools, hack and bench',
+  exec: ['examples', 'build-tools', 'tools', 'hack', 'bench'].map((dir) => `tsc --noEmit -p ${dir}/tsconfig.json`).join(' && '),
 });
 project.testTask.prependSpawn(typecheck);
 
@@ -136,6 +136,18 @@ const bindings = project.addTask('test:bindings', {
 project.packageTask.reset();
 project.packageTask.spawn(project.tasks.tryFind('package:js')!);
 
+// The benchmark: ours vs the upstream Go controller vs a two-write floor (see README, Benchmarks).
+project.addTask('bench', {
+  description: 'Side-by-side benchmark on fresh local control planes; results to bench/results/',
+  exec: `${tsNode} bench/run.ts`,
+  receiveArgs: true,
+});
+// Its smoke mode keeps the harness from rotting: a few claims per controller, no timing asserts.
+const benchSmoke = project.addTask('bench:smoke', {
+  description: 'A few claims against each controller through the benchmark harness',
+  exec: 'bench/smoke.sh',
+});
+
 // Everything, in the order a change should be checked: compile (jsii + docs), unit tests and lint,
 // integration tests on the real control plane, then the other-language bindings.
 const all = project.addTask('test:all', { description: 'The whole test suite (what CI runs)' });
@@ -145,5 +157,6 @@ all.spawn(project.testTask);
 all.spawn(operatorTests);
 all.spawn(integration);
 all.spawn(bindings);
+all.spawn(benchSmoke);
 
 project.synth();
