@@ -106,7 +106,8 @@ export class ClaimReconciler implements Reconciler {
     const pool = this.opts.pools.get(namespace, claim.spec.warmPoolRef.name);
     const template = pool ? this.opts.templates.get(namespace, pool.spec.sandboxTemplateRef.name) : undefined;
 
-    const binding = recoverBinding(claim, this.related(claim), this.adoptionRecords.get(uid, now));
+    const record = this.adoptionRecords.get(uid, now);
+    const binding = recoverBinding(claim, this.related(claim, record?.sandboxName), record);
     let sandbox: Sandbox | undefined;
     if (binding.kind === 'pending') return { requeueAfterMs: PENDING_ADOPTION_RECHECK_MS };
     if (binding.kind === 'multiple') {
@@ -220,12 +221,17 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** Sandboxes that may be the claim's: controlled by its UID, named by its status, or named like it. */
-  private related(claim: SandboxClaim): Sandbox[] {
+  /**
+   * The Sandboxes recoverBinding needs: those the claim controls, those its status and name point
+   * at, and the one this process just adopted for it (the cache may still show it as the pool's;
+   * without it the claim would look unbound and adopt a second member).
+   */
+  private related(claim: SandboxClaim, adoptedName?: string): Sandbox[] {
     const { sandboxes } = this.opts;
     const ns = claim.metadata.namespace;
     const out = new Map<string, Sandbox>();
     for (const s of sandboxes.byIndex(OWNER_UID_INDEX, claim.metadata.uid ?? '')) out.set(s.metadata.name, s);
-    for (const n of [claim.status?.sandbox?.name, claim.metadata.name]) {
+    for (const n of [claim.status?.sandbox?.name, claim.metadata.name, adoptedName]) {
       const s = n ? sandboxes.get(ns, n) : undefined;
       if (s) out.set(s.metadata.name, s);
     }
