@@ -9,16 +9,10 @@
 import { API_VERSION_NAME, KINDS } from '../../../../src/api/groups';
 import type { NetworkPolicyEgressRuleJson, NetworkPolicyIngressRuleJson, NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import type { KubeObject, ObjectMeta, ResourceType } from '../../runtime/types';
+import type { Condition } from '../sandbox/types';
 
-/** metav1.Condition. */
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-  observedGeneration?: number;
-}
+/** metav1.Condition: one definition, the Sandbox controller's. */
+export type { Condition };
 
 export interface EnvVar {
   name: string;
