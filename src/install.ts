@@ -48,6 +48,14 @@ export interface ControllerOptions {
   readonly sandboxWarmPoolConcurrentWorkers?: number;
   /** `--sandbox-template-concurrent-workers`, > 0. @default 1 */
   readonly sandboxTemplateConcurrentWorkers?: number;
+  /**
+   * `--sandbox-progress-status-window` (ours, not upstream's): how long a Sandbox's not-yet-Ready
+   * progress status may wait to be written. A Sandbox whose Pod is Ready within the window gets one
+   * status write instead of three; readiness, errors and suspension are always written at once.
+   * `Duration.seconds(0)` writes every change at once.
+   * @default Duration.seconds(1)
+   */
+  readonly sandboxProgressStatusWindow?: Duration;
   /** `--sandbox-warm-pool-max-batch-size`: most creates or deletes per pool pass, > 0. @default 300 */
   readonly sandboxWarmPoolMaxBatchSize?: number;
   /**

@@ -71,6 +71,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'sandbox-claim-concurrent-workers', type: 'int', default: 50, description: 'SandboxClaim reconcile parallelism.', validate: workers },
   { flag: 'sandbox-warm-pool-concurrent-workers', type: 'int', default: 1, description: 'SandboxWarmPool reconcile parallelism.', validate: workers },
   { flag: 'sandbox-template-concurrent-workers', type: 'int', default: 1, description: 'SandboxTemplate reconcile parallelism.', validate: workers },
+  { flag: 'sandbox-progress-status-window', type: 'duration', default: 1000, description: 'How long a not-yet-Ready Sandbox status (DependenciesNotReady) may wait to be written, so a Sandbox Ready within it costs one status write; 0s writes every change at once. Ours only.', validate: atLeastZero },
   { flag: 'sandbox-warm-pool-max-batch-size', type: 'int', default: 300, description: 'Most Sandbox creates or deletes in one pool pass.', validate: positive('use a batch of at least 1') },
   { flag: 'sandbox-warm-pool-replenish-delay', type: 'duration', default: 0, description: 'Wait before replacing claimed pool members; 0s replenishes at once.', validate: atLeastZero },
   { flag: 'sandbox-warm-pool-max-refill-rate', type: 'float', default: 0, description: 'Most Sandboxes created per second per pool; 0 means unpaced.', validate: refillRate },

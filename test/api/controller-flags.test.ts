@@ -26,6 +26,7 @@ describe('the controller flag table', () => {
       'sandbox-claim-concurrent-workers': ['int', 50],
       'sandbox-warm-pool-concurrent-workers': ['int', 1],
       'sandbox-template-concurrent-workers': ['int', 1],
+      'sandbox-progress-status-window': ['duration', 1000],
       'sandbox-warm-pool-max-batch-size': ['int', 300],
       'sandbox-warm-pool-replenish-delay': ['duration', 0],
       'sandbox-warm-pool-max-refill-rate': ['float', 0],

@@ -4,7 +4,7 @@
  */
 import { controllerOf, sandboxOwnerName } from './desired';
 import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
-import { RESOURCES, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+import { RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
@@ -67,6 +67,7 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
     services,
     pvcs,
     clusterDomain: ctx.flags.string('cluster-domain'),
+    progressStatusWindowMs: ctx.flags.number('sandbox-progress-status-window'),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandbox' }),
   });
@@ -74,5 +75,12 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
 
   const ownerKeys = (obj: KubeObject) => childOwnerKeys(obj, (nsHash) => sandboxes.byIndex(NAME_HASH_INDEX, nsHash));
   controller.watch(sandboxes).watch(pods, ownerKeys).watch(services, ownerKeys).watch(pvcs, ownerKeys);
+  const seen = <T extends KubeObject>(kind: ChildKind) => {
+    const handler = (obj: T) => reconciler.seen(kind, obj);
+    return { onAdd: handler, onUpdate: (_old: T, obj: T) => handler(obj), onDelete: handler };
+  };
+  pods.addHandlers(seen<Pod>('pod'));
+  services.addHandlers(seen<Service>('service'));
+  pvcs.addHandlers(seen<PersistentVolumeClaim>('pvc'));
   return controller;
 }

@@ -5,7 +5,8 @@
  */
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { pvcNameOf } from './desired';
-import { statusPatch, type Problem } from './status';
+import { isProgressOnly, statusPatch, type Problem } from './status';
+import { UnseenCreates } from './unseen';
 import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
 import { SandboxReadyReason } from '../../../../src/api/conditions';
 import { SandboxAnnotations } from '../../../../src/api/labels';
@@ -28,6 +29,11 @@ export interface SandboxReconcilerOptions {
   readonly pvcs: Store<PersistentVolumeClaim>;
   /** For `status.serviceFQDN` (`--cluster-domain`). */
   readonly clusterDomain: string;
+  /**
+   * `--sandbox-progress-status-window`: how long a not-yet-Ready progress status may wait before
+   * it is written (see isProgressOnly); 0 writes every change at once.
+   */
+  readonly progressStatusWindowMs?: number;
   readonly now?: () => number;
   readonly log?: Logger;
 }
@@ -62,6 +68,9 @@ export class SandboxReconciler implements Reconciler {
   public readonly name = 'sandbox';
   private readonly now: () => number;
   private readonly log: Logger;
+  private readonly unseen = new UnseenCreates();
+  /** Sandbox key -> when a progress status was first held back; the window runs from there. */
+  private readonly progressHeldSince = new Map<string, number>();
 
   public constructor(private readonly opts: SandboxReconcilerOptions) {
     this.now = opts.now ?? Date.now;
@@ -72,7 +81,10 @@ export class SandboxReconciler implements Reconciler {
     const { namespace, name } = splitKey(key);
     const sandbox = this.opts.sandboxes.get(namespace, name);
     // No finalizers: a deleted Sandbox's children go by garbage collection.
-    if (!sandbox || sandbox.metadata.deletionTimestamp) return;
+    if (!sandbox || sandbox.metadata.deletionTimestamp) {
+      this.progressHeldSince.delete(key);
+      return;
+    }
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
@@ -101,6 +113,11 @@ export class SandboxReconciler implements Reconciler {
       ({ status, writeStatus } = statusAfterFailure(observed, plan, problem));
     }
     if (plan.event) this.opts.client.event(sandbox, 'Warning', plan.event.reason, 'Reconciling', plan.event.note);
+    if (writeStatus && outcome.kind === 'done') {
+      const holdMs = this.progressHoldMs(key, sandbox.status, status);
+      if (holdMs > 0) return { requeueAfterMs: Math.min(holdMs, plan.requeueAfterMs ?? holdMs) };
+    }
+    this.progressHeldSince.delete(key);
     if (writeStatus && !(await this.writeStatus(sandbox, status))) return;
 
     if (problem?.reason === SandboxReadyReason.RECONCILER_ERROR) {
@@ -112,26 +129,46 @@ export class SandboxReconciler implements Reconciler {
     return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
   }
 
-  /** Everything decide needs, from the caches only. */
+  /** An informer showed a child object: forget any memory of having created it. */
+  public seen(kind: ChildKind, object: KubeObject): void {
+    this.unseen.seen(kind, object);
+  }
+
+  /**
+   * How much longer a progress-only status may wait, starting the window on first sight; 0 means
+   * write now (no window, not progress-only, or the window has run out).
+   */
+  private progressHoldMs(key: string, current: Sandbox['status'], next: NonNullable<Sandbox['status']>): number {
+    const windowMs = this.opts.progressStatusWindowMs ?? 0;
+    if (windowMs <= 0 || !isProgressOnly(current, next)) return 0;
+    const now = this.now();
+    const since = this.progressHeldSince.get(key) ?? now;
+    this.progressHeldSince.set(key, since);
+    return Math.max(0, since + windowMs - now);
+  }
+
+  /** Everything decide needs, from the caches and the creates they have not shown yet. */
   private observe(sandbox: Sandbox): Observed {
     const { namespace = '', name, uid = '' } = sandbox.metadata;
+    const nowMs = this.now();
     const pods = new Map<string, Pod>();
     for (const pod of this.opts.pods.byIndex(CONTROLLER_UID_INDEX, uid)) pods.set(pod.metadata.name, pod);
     for (const podName of [sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME], name]) {
-      const pod = podName === undefined ? undefined : this.opts.pods.get(namespace, podName);
+      const pod = podName === undefined ? undefined : this.unseen.resolve('pod', namespace, podName, this.opts.pods.get(namespace, podName), nowMs);
       if (pod) pods.set(pod.metadata.name, pod);
     }
     const pvcs = new Map<string, PersistentVolumeClaim>();
     for (const vct of sandbox.spec.volumeClaimTemplates ?? []) {
-      const pvc = this.opts.pvcs.get(namespace, pvcNameOf(vct, sandbox));
+      const pvcName = pvcNameOf(vct, sandbox);
+      const pvc = this.unseen.resolve('pvc', namespace, pvcName, this.opts.pvcs.get(namespace, pvcName), nowMs);
       if (pvc) pvcs.set(pvc.metadata.name, pvc);
     }
     return {
       sandbox,
       pods: [...pods.values()],
-      service: this.opts.services.get(namespace, name),
+      service: this.unseen.resolve('service', namespace, name, this.opts.services.get(namespace, name), nowMs),
       pvcs,
-      nowMs: this.now(),
+      nowMs,
       clusterDomain: this.opts.clusterDomain,
     };
   }
@@ -161,15 +198,19 @@ export class SandboxReconciler implements Reconciler {
     const write = { fieldManager: FIELD_MANAGER };
     try {
       switch (action.op) {
-        case 'create':
-          created.push({ kind: action.kind, object: await client.create(RESOURCE_OF[action.kind], ns, action.object, write) });
+        case 'create': {
+          const object = await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
+          this.unseen.created(action.kind, object, this.now());
+          created.push({ kind: action.kind, object });
           break;
+        }
         case 'patch':
           await client.patch(RESOURCE_OF[action.kind], ns, action.name, 'merge', action.patch, write);
           break;
         case 'delete':
           // The uid precondition never deletes a namesake created after our cache saw the object.
           await client.delete(RESOURCE_OF[action.kind], ns, action.name, { uid: action.uid });
+          this.unseen.deleted(action.kind, ns, action.name);
           break;
         case 'patch-sandbox':
           await client.patch(RESOURCES.sandboxes, ns, sandbox.metadata.name, 'merge', action.patch, write);
@@ -193,7 +234,10 @@ export class SandboxReconciler implements Reconciler {
     }
     if (error.notFound) {
       // A delete of something already gone did its job; a vanished Sandbox ends the pass.
-      if (action.op === 'delete') return { kind: 'done' };
+      if (action.op === 'delete') {
+        this.unseen.deleted(action.kind, sandbox.metadata.namespace, action.name);
+        return { kind: 'done' };
+      }
       if (sandboxWrite) return action.op === 'delete-sandbox' ? { kind: 'done' } : { kind: 'gone' };
       return { kind: 'race', detail: `${what}: ${error.message}` };
     }

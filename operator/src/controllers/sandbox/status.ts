@@ -137,6 +137,22 @@ export function podIPsOf(pod: Pod): string[] {
   return ips.length > 0 ? ips : pod.status?.podIP ? [pod.status.podIP] : [];
 }
 
+/**
+ * Whether `next` only reports progress towards Ready: Ready=False/DependenciesNotReady, not
+ * suspended, not finished, and the stored status was not Ready either (no status yet, or already
+ * DependenciesNotReady). Such a status may wait a moment to be written: a Pod that is Ready a few
+ * hundred milliseconds later then costs one status write instead of three (Pending, scheduled,
+ * Ready). Readiness gained or lost, errors, suspension and terminal phases are never held.
+ */
+export function isProgressOnly(current: SandboxStatus | undefined, next: SandboxStatus): boolean {
+  const notReadyYet = (c: Condition | undefined) => c?.status === 'False' && c.reason === SandboxReadyReason.DEPENDENCIES_NOT_READY;
+  if (!notReadyYet(findCondition(next.conditions, ConditionType.READY))) return false;
+  if (findCondition(next.conditions, ConditionType.FINISHED)) return false;
+  if (findCondition(next.conditions, ConditionType.SUSPENDED)?.reason !== SandboxSuspendedReason.NOT_SUSPENDED) return false;
+  const before = findCondition(current?.conditions, ConditionType.READY);
+  return before === undefined || notReadyYet(before);
+}
+
 const STATUS_FIELDS = ['conditions', 'service', 'serviceFQDN', 'selector', 'podIPs', 'nodeName'] as const;
 
 /**

@@ -16,10 +16,36 @@ export function poolSelector(pool: SandboxWarmPool): string {
   return `${SandboxLabels.WARM_POOL_SANDBOX}=${NameHash.of(pool.metadata.name)}`;
 }
 
+/** The alphabet and length of the API server's generateName suffixes (k8s.io/apimachinery rand). */
+const SUFFIX_ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+const SUFFIX_LENGTH = 5;
+/** generateName keeps at most 58 characters of the prefix, so a name never exceeds 63. */
+const MAX_PREFIX_LENGTH = 63 - SUFFIX_LENGTH;
+
 /**
- * A new member of `pool`, built from `template`, for a create call. `generateName` lets the API
- * server pick a unique name, so concurrent creates never collide; the controller ownerRef makes the
- * pool delete its members when it goes.
+ * A member name as the API server's generateName would pick it (`<pool>-` cut to 58 characters,
+ * then 5 random characters), chosen here instead so the member can be created with its
+ * `pod-name` annotation already set: the Sandbox controller then has no annotation to write, one
+ * write saved per member. A collision is a 409 AlreadyExists, and the caller picks again.
+ */
+export function memberName(pool: SandboxWarmPool, random: () => number = Math.random): string {
+  let suffix = '';
+  for (let i = 0; i < SUFFIX_LENGTH; i++) suffix += SUFFIX_ALPHABET[Math.floor(random() * SUFFIX_ALPHABET.length)];
+  return `${pool.metadata.name}-`.slice(0, MAX_PREFIX_LENGTH) + suffix;
+}
+
+/** `member` under `name`, with the `pod-name` annotation naming the Pod the Sandbox controller will create. */
+export function withMemberName(member: Sandbox, name: string): Sandbox {
+  return {
+    ...member,
+    metadata: { ...member.metadata, name, annotations: { ...member.metadata.annotations, [SandboxAnnotations.POD_NAME]: name } },
+  };
+}
+
+/**
+ * A new member of `pool`, built from `template`, for a create call, still without a name (see
+ * {@link memberName} and {@link withMemberName}); the controller ownerRef makes the pool delete its
+ * members when it goes.
  *
  * Labels: pool membership and template-ref hashes (membership, NetworkPolicy, adoptability), our
  * blueprint hash (staleness, see template/blueprint.ts), the deprecated pod-template hash,
@@ -45,9 +71,8 @@ export function buildPoolSandbox(pool: SandboxWarmPool, template: SandboxTemplat
     apiVersion: apiVersionOf(KINDS.sandbox),
     kind: KINDS.sandbox.kind,
     metadata: {
-      // Empty: the API server names the member from generateName.
+      // Empty until withMemberName names it.
       name: '',
-      generateName: `${pool.metadata.name}-`,
       namespace: pool.metadata.namespace,
       labels: { ...poolLabels, [SandboxLabels.LAUNCH_TYPE]: LaunchType.WARM, [SandboxLabels.CREATED_BY]: CREATED_BY_CONTROLLER },
       annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: template.metadata.name },

@@ -8,7 +8,7 @@ import { NameHash } from '../../../../src/api/name-hash';
 import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { POOL_LABEL_INDEX, UID_INDEX } from '../extension-informers';
 import { classifyMembers } from './classify';
-import { buildPoolSandbox, launchTypeLabelPatch, orphanAdoptionPatch } from './desired';
+import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
 import { PoolExpectations } from './expectations';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import type { PoolFlags, SandboxWarmPool } from './types';
@@ -17,6 +17,9 @@ import { controllerRefOf } from '../template/meta';
 import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
+
+/** Names are drawn from 27^5 suffixes; a third collision in a row means something else is wrong. */
+const MAX_NAME_ATTEMPTS = 3;
 
 /** What a pool remembers between passes, in memory; dropped with the pool (by UID). */
 interface PoolMemory {
@@ -115,7 +118,7 @@ export class WarmPoolReconciler implements Reconciler {
       const body = buildPoolSandbox(pool, template, flags);
       for (const wave of plan.createWaves) {
         const tokens = expectations.expectCreates(wave, this.now());
-        const results = await Promise.all(tokens.map((token) => this.createMember(expectations, token, body, namespace)));
+        const results = await Promise.all(tokens.map((token) => this.createMember(expectations, token, pool, body)));
         if (results.includes(false)) {
           // Slow start: a systematic failure (quota, webhook) costs one wave, not the whole deficit.
           this.log.warn({ pool: key }, 'a member create failed; the rest of this pass is skipped');
@@ -165,17 +168,23 @@ export class WarmPoolReconciler implements Reconciler {
     }
   }
 
-  private async createMember(expectations: PoolExpectations, token: number, body: Sandbox, namespace: string): Promise<boolean> {
-    try {
-      const created = await this.opts.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, namespace, body, { fieldManager: POOL_FIELD_MANAGER });
-      expectations.createSucceeded(token, created.metadata.uid ?? '', this.now());
-      return true;
-    } catch (error) {
-      // A 4xx means the object was not created; anything else (timeout, 5xx) may have created it.
-      const definite = error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500;
-      expectations.createFailed(token, definite, this.now());
-      this.log.error({ namespace, err: error }, 'pool member create failed');
-      return false;
+  private async createMember(expectations: PoolExpectations, token: number, pool: SandboxWarmPool, body: Sandbox): Promise<boolean> {
+    const namespace = pool.metadata.namespace;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const member = withMemberName(body, memberName(pool));
+        const created = await this.opts.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER });
+        expectations.createSucceeded(token, created.metadata.uid ?? '', this.now());
+        return true;
+      } catch (error) {
+        // A name collision created nothing: pick another name (as generateName callers do).
+        if (error instanceof ApiError && error.alreadyExists && attempt < MAX_NAME_ATTEMPTS) continue;
+        // A 4xx means the object was not created; anything else (timeout, 5xx) may have created it.
+        const definite = error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500;
+        expectations.createFailed(token, definite, this.now());
+        this.log.error({ namespace, err: error }, 'pool member create failed');
+        return false;
+      }
     }
   }
 }

@@ -9,7 +9,7 @@ import type { KubeObject } from '../../../src/runtime/types';
 const KEY = 'team-a/my-sandbox';
 const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerOf(o)?.uid ? [controllerOf(o)!.uid] : []) };
 
-function setup(sb: Sandbox | undefined, children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {}) {
+function setup(sb: Sandbox | undefined, children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {}, extra: { progressStatusWindowMs?: number; now?: () => number } = {}) {
   const client = new FakeClient();
   const stores = {
     sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
@@ -17,7 +17,7 @@ function setup(sb: Sandbox | undefined, children: { pods?: Pod[]; services?: Ser
     services: new FakeStore<Service>(byUid).put(...(children.services ?? [])),
     pvcs: new FakeStore<PersistentVolumeClaim>(byUid).put(...(children.pvcs ?? [])),
   };
-  const reconciler = new SandboxReconciler({ client, ...stores, clusterDomain: 'cluster.local', now: () => NOW });
+  const reconciler = new SandboxReconciler({ client, ...stores, clusterDomain: 'cluster.local', now: () => NOW, ...extra });
   return { client, stores, reconciler };
 }
 
@@ -189,5 +189,86 @@ describe('SandboxReconciler', () => {
     client.failOnce({ verb: 'patch', resource: 'sandboxes', error: apiError(404, 'NotFound') });
     await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
     expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
+  });
+
+  describe('creates the caches have not shown yet', () => {
+    test('a Sandbox event before the child events: no second create, no AlreadyExists round trip', async () => {
+      const { client, stores, reconciler } = setup(sandbox({ spec: { service: true } }));
+      await reconciler.reconcile(KEY);
+      expect(client.writes).toEqual(['create pods my-sandbox', 'create services my-sandbox', 'patch sandboxes my-sandbox']);
+      // The annotation patch wakes the Sandbox again; the Pod and Service events have not arrived.
+      stores.sandboxes.put(created);
+      client.calls.length = 0;
+      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+      // Only the status, from the objects the creates returned.
+      expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+      expect(client.calls.filter((c) => c.verb === 'get')).toEqual([]);
+    });
+
+    test('an informer event for the child ends the memory: the cache is the truth again', async () => {
+      const { client, stores, reconciler } = setup(sandbox());
+      await reconciler.reconcile(KEY);
+      stores.sandboxes.put(created);
+      // The Pod was added and deleted again before any pass ran: it must be created once more.
+      reconciler.seen('pod', pod());
+      client.calls.length = 0;
+      await reconciler.reconcile(KEY);
+      expect(client.writes).toEqual(['create pods my-sandbox']);
+    });
+
+    test('the memory expires: a lost watch event cannot hide a missing Pod for long', async () => {
+      let now = NOW;
+      const { client, stores, reconciler } = setup(sandbox(), {}, { now: () => now });
+      await reconciler.reconcile(KEY);
+      stores.sandboxes.put(created);
+      now += 31_000;
+      client.calls.length = 0;
+      await reconciler.reconcile(KEY);
+      expect(client.writes).toEqual(['create pods my-sandbox']);
+    });
+  });
+
+  describe('progress status window', () => {
+    const pending = () => pod({ phase: 'Pending', ready: false, ips: [], scheduled: null });
+
+    test('a progress-only status waits for the window, then is written once', async () => {
+      let now = NOW;
+      const { client, stores, reconciler } = setup(created, { pods: [pending()] }, { progressStatusWindowMs: 1000, now: () => now });
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 1000 });
+      now += 400;
+      stores.pods.put(pod({ phase: 'Pending', ready: false, ips: [] }));
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 600 });
+      expect(client.calls).toEqual([]);
+      now += 600;
+      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+      expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+      expect(condition(statusBody(client).conditions, 'PodScheduled')).toMatchObject({ status: 'True' });
+    });
+
+    test('a Pod Ready within the window: one status write, at once', async () => {
+      let now = NOW;
+      const { client, stores, reconciler } = setup(created, { pods: [pending()] }, { progressStatusWindowMs: 1000, now: () => now });
+      await reconciler.reconcile(KEY);
+      now += 50;
+      stores.pods.put(pod());
+      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+      expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+      expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ status: 'True', reason: 'DependenciesReady' });
+    });
+
+    test('losing readiness is never held', async () => {
+      const ready = setup(created, { pods: [pod()] });
+      await ready.reconciler.reconcile(KEY);
+      const wasReady = { ...created, status: statusBody(ready.client) };
+      const { client, reconciler } = setup(wasReady, { pods: [pod({ ready: false })] }, { progressStatusWindowMs: 1000 });
+      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+      expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'DependenciesNotReady' });
+    });
+
+    test('errors are never held', async () => {
+      const { client, reconciler } = setup(created, { pods: [pod({ owner: null, labels: {} })] }, { progressStatusWindowMs: 1000 });
+      await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
+      expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'ReconcilerError' });
+    });
   });
 });

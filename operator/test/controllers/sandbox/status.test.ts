@@ -1,5 +1,5 @@
 import { removeCondition, setCondition, toMetaTime } from '../../../src/controllers/sandbox/conditions';
-import { statusNeedsWrite, statusPatch } from '../../../src/controllers/sandbox/status';
+import { isProgressOnly, statusNeedsWrite, statusPatch } from '../../../src/controllers/sandbox/status';
 import type { Condition } from '../../../src/controllers/sandbox/types';
 
 const T0 = Date.parse('2026-09-01T10:00:00.750Z');
@@ -49,5 +49,25 @@ describe('status writes', () => {
   test('merge patch: changed fields, null for vanished ones, nothing for unchanged', () => {
     expect(statusPatch({ selector: 's', podIPs: ['a'], nodeName: 'n', conditions: readyWith('True') }, { selector: 's', conditions: readyWith('False') }))
       .toEqual({ status: { conditions: readyWith('False'), podIPs: null, nodeName: null } });
+  });
+});
+
+describe('isProgressOnly', () => {
+  const cond = (type: string, status: Condition['status'], reason: string): Condition =>
+    ({ type, status, reason, message: '', lastTransitionTime: toMetaTime(T0) });
+  const notSuspended = cond('Suspended', 'False', 'NotSuspended');
+  const progress = { conditions: [notSuspended, cond('Ready', 'False', 'DependenciesNotReady')] };
+
+  test.each([
+    ['a first status that is not Ready yet', undefined, progress, true],
+    ['more progress while not Ready', progress, progress, true],
+    ['Ready gained', progress, { conditions: [notSuspended, cond('Ready', 'True', 'DependenciesReady')] }, false],
+    ['Ready lost', { conditions: [notSuspended, cond('Ready', 'True', 'DependenciesReady')] }, progress, false],
+    ['an error cleared', { conditions: [notSuspended, cond('Ready', 'False', 'ReconcilerError')] }, progress, false],
+    ['an error', undefined, { conditions: [notSuspended, cond('Ready', 'False', 'ReconcilerError')] }, false],
+    ['suspending', undefined, { conditions: [cond('Suspended', 'False', 'PodTerminating'), cond('Ready', 'False', 'DependenciesNotReady')] }, false],
+    ['finished', undefined, { conditions: [...progress.conditions, cond('Finished', 'True', 'PodSucceeded')] }, false],
+  ])('%s: %s', (_name, current, next, expected) => {
+    expect(isProgressOnly(current, next)).toBe(expected);
   });
 });

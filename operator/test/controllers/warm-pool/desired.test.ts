@@ -6,15 +6,36 @@ import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defau
 import { sandboxMatches, templateFingerprint } from '../../../src/controllers/template/blueprint';
 import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
-import { buildPoolSandbox, launchTypeLabelPatch, orphanAdoptionPatch, poolSelector } from '../../../src/controllers/warm-pool/desired';
+import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, poolSelector, withMemberName } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
 import { ownerRef } from '../template/fixtures';
+
+describe('memberName', () => {
+  test('the pool name, a dash and 5 characters from the API server\'s generateName alphabet', () => {
+    fc.assert(fc.property(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (r) => {
+      expect(memberName(pool(), () => r)).toMatch(/^py-pool-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    }));
+  });
+
+  test('a long pool name is cut to 58 characters before the suffix, as generateName does', () => {
+    const name = memberName(pool({}, { name: 'p'.repeat(70) }));
+    expect(name).toHaveLength(63);
+    expect(name.slice(0, 58)).toBe('p'.repeat(58));
+  });
+
+  test('withMemberName sets the name and the pod-name annotation, keeping the rest', () => {
+    const named = withMemberName(buildPoolSandbox(pool(), TEMPLATE, FLAGS), 'py-pool-abcde');
+    expect(named.metadata.name).toBe('py-pool-abcde');
+    expect(named.metadata.annotations).toEqual({ [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'python', [SandboxAnnotations.POD_NAME]: 'py-pool-abcde' });
+  });
+});
 
 describe('buildPoolSandbox', () => {
   const built = buildPoolSandbox(pool(), TEMPLATE, FLAGS);
 
-  test('generateName, namespace and a controller ref to the pool', () => {
-    expect(built.metadata).toMatchObject({ name: '', generateName: 'py-pool-', namespace: NS });
+  test('no name yet, namespace and a controller ref to the pool', () => {
+    expect(built.metadata).toMatchObject({ name: '', namespace: NS });
+    expect(built.metadata.generateName).toBeUndefined();
     expect(built.metadata.ownerReferences).toEqual([{ ...ownerRef('SandboxWarmPool', 'py-pool', 'pool-uid'), blockOwnerDeletion: true }]);
     expect(built.apiVersion).toBe('agents.x-k8s.io/v1beta1');
     expect(built.kind).toBe('Sandbox');
