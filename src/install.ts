@@ -40,6 +40,13 @@ export interface ControllerOptions {
   readonly kubeApiQps?: number;
   /** `--kube-api-burst`, > 0; ignored while `kubeApiQps` is negative. @default 10 */
   readonly kubeApiBurst?: number;
+  /**
+   * `--kube-api-max-in-flight` (ours, not upstream's): most API requests in flight at once; the rest
+   * wait in the operator, the writes a waiting claim needs first, pool refill and Events last, so a
+   * refill burst cannot queue ahead of claims in the API server. 0 sends everything at once.
+   * @default 32
+   */
+  readonly kubeApiMaxInFlight?: number;
   /** `--sandbox-concurrent-workers`, > 0. @default 100 */
   readonly sandboxConcurrentWorkers?: number;
   /** `--sandbox-claim-concurrent-workers`, > 0. @default 50 */

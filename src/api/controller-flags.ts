@@ -67,6 +67,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'cluster-domain', type: 'string', default: 'cluster.local', description: 'Cluster DNS domain used in status.serviceFQDN.', validate: checkDns1123Subdomain },
   { flag: 'kube-api-qps', type: 'float', default: -1, description: 'Client-side QPS limit towards the API server; negative disables client-side throttling.' },
   { flag: 'kube-api-burst', type: 'int', default: 10, description: 'Client-side burst towards the API server (ignored while QPS is negative).', validate: positive('use a burst of at least 1') },
+  { flag: 'kube-api-max-in-flight', type: 'int', default: 32, description: 'Most API requests (watches excluded) in flight at once; the rest wait in the operator, claim writes first, pool refill and Events last. 0 sends everything at once. Ours only.', validate: (value: number) => (Number.isInteger(value) && value >= 0 ? undefined : `must be 0 (no bound) or a positive whole number (it is ${value})`) },
   { flag: 'sandbox-concurrent-workers', type: 'int', default: 100, description: 'Sandbox reconcile parallelism.', validate: workers },
   { flag: 'sandbox-claim-concurrent-workers', type: 'int', default: 50, description: 'SandboxClaim reconcile parallelism.', validate: workers },
   { flag: 'sandbox-warm-pool-concurrent-workers', type: 'int', default: 1, description: 'SandboxWarmPool reconcile parallelism.', validate: workers },

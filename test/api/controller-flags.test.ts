@@ -22,6 +22,7 @@ describe('the controller flag table', () => {
       'cluster-domain': ['string', 'cluster.local'],
       'kube-api-qps': ['float', -1],
       'kube-api-burst': ['int', 10],
+      'kube-api-max-in-flight': ['int', 32],
       'sandbox-concurrent-workers': ['int', 100],
       'sandbox-claim-concurrent-workers': ['int', 50],
       'sandbox-warm-pool-concurrent-workers': ['int', 1],

@@ -57,6 +57,7 @@ export async function runController(args: readonly string[]): Promise<number> {
     qps: flags.number('kube-api-qps'),
     burst: flags.number('kube-api-burst'),
     maxSockets: totalWorkers(flags) + EXTRA_SOCKETS,
+    maxInFlight: flags.number('kube-api-max-in-flight'),
     userAgent: userAgent(build),
     eventSource: { controller: 'agent-sandbox-controller', instance: identity },
     metrics: metrics.client,

@@ -14,9 +14,10 @@ import {
 import { ClusterConnection } from './kubeconfig';
 import { Logger, SILENT_LOGGER } from './log';
 import { formatMicroTime } from './micro-time';
+import { DEFAULT_MAX_IN_FLIGHT, PriorityGate } from './priority-gate';
 import { TokenBucket } from './rate-limit';
 import {
-  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, ResourceType, WatchEvent, WatchHandle, WriteOptions,
+  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, RequestPriority, ResourceType, WatchEvent, WatchHandle, WriteOptions,
 } from './types';
 import { WatchStreamParser } from './watch-stream';
 
@@ -35,6 +36,11 @@ export interface KubeClientOptions {
   readonly burst?: number;
   /** Most concurrent non-watch requests (sockets); size it from the total worker count. */
   readonly maxSockets?: number;
+  /**
+   * Most non-watch requests in flight at once (`--kube-api-max-in-flight`); the rest wait here, by
+   * priority (priority-gate.ts). 0 turns the bound off. @default DEFAULT_MAX_IN_FLIGHT
+   */
+  readonly maxInFlight?: number;
   /** Fail a request whose socket has been silent this long. */
   readonly requestTimeoutMs?: number;
   readonly userAgent?: string;
@@ -54,6 +60,7 @@ const TOKEN_RELOAD_MS = 60_000;
 const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
 
 interface Request {
+  readonly priority?: RequestPriority;
   readonly method: string;
   readonly path: string;
   readonly verb: string;
@@ -67,6 +74,7 @@ export class HttpKubeClient implements KubeClient {
   private readonly agent: http.Agent;
   private readonly watchAgent: http.Agent;
   private readonly bucket?: TokenBucket;
+  private readonly gate?: PriorityGate;
   private readonly requestTimeoutMs: number;
   private readonly log: Logger;
   private readonly clock: Clock;
@@ -84,6 +92,8 @@ export class HttpKubeClient implements KubeClient {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     const qps = options.qps ?? -1;
     if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), this.clock);
+    const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    if (maxInFlight > 0) this.gate = new PriorityGate(maxInFlight);
     const maxSockets = Math.max(4, options.maxSockets ?? 32);
     const tls: https.AgentOptions = {
       ca: c.ca, cert: c.cert, key: c.key, servername: c.tlsServerName, rejectUnauthorized: !c.insecureSkipTlsVerify,
@@ -109,13 +119,13 @@ export class HttpKubeClient implements KubeClient {
   public async create<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: object, options?: WriteOptions): Promise<T> {
     requireNamespace(type, namespace, 'create');
     const path = withQuery(resourcePath(type, namespace, options?.subresource ? nameOf(body) : undefined, options?.subresource), writeQuery(options));
-    return this.request<T>({ method: 'POST', verb: 'POST', path, body });
+    return this.request<T>({ method: 'POST', verb: 'POST', path, body, priority: options?.priority });
   }
 
   public async update<T extends KubeObject>(type: ResourceType, namespace: string | undefined, body: KubeObject, options?: WriteOptions): Promise<T> {
     requireNamespace(type, namespace, 'update');
     const path = withQuery(resourcePath(type, namespace, nameOf(body), options?.subresource), writeQuery(options));
-    return this.request<T>({ method: 'PUT', verb: 'PUT', path, body });
+    return this.request<T>({ method: 'PUT', verb: 'PUT', path, body, priority: options?.priority });
   }
 
   public async patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType,
@@ -125,12 +135,12 @@ export class HttpKubeClient implements KubeClient {
     if (!contentType) throw new Error(`unknown patch type "${patchType}"; use merge, json, strategic or apply`);
     const path = withQuery(resourcePath(type, namespace, name, options?.subresource), writeQuery(options, patchType));
     // JSON is YAML, so an apply patch is sent as JSON under the apply-patch+yaml type.
-    return this.request<T>({ method: 'PATCH', verb: 'PATCH', path, body, contentType });
+    return this.request<T>({ method: 'PATCH', verb: 'PATCH', path, body, contentType, priority: options?.priority });
   }
 
   public async delete(type: ResourceType, namespace: string | undefined, name: string, options?: DeleteOptions): Promise<void> {
     requireNamespace(type, namespace, 'delete');
-    await this.request({ method: 'DELETE', verb: 'DELETE', path: resourcePath(type, namespace, name), body: deleteBody(options) });
+    await this.request({ method: 'DELETE', verb: 'DELETE', path: resourcePath(type, namespace, name), body: deleteBody(options), priority: options?.priority });
   }
 
   public watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined,
@@ -179,7 +189,7 @@ export class HttpKubeClient implements KubeClient {
       },
     };
     this.pendingEvents++;
-    this.create(EVENTS, namespace, body)
+    this.create(EVENTS, namespace, body, { priority: 'background' })
       .catch((err) => this.log.debug({ err, reason, object: regarding.metadata.name }, 'could not write an Event'))
       .finally(() => this.pendingEvents--);
   }
@@ -195,7 +205,7 @@ export class HttpKubeClient implements KubeClient {
       await this.throttle();
       const started = this.clock.now();
       try {
-        const { status, text, retryAfter } = await this.send(req);
+        const { status, text, retryAfter } = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.send(req)) : await this.send(req);
         this.metrics.request?.(req.verb, String(status), this.clock.now() - started);
         if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
         const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);

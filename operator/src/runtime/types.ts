@@ -51,7 +51,16 @@ export interface ResourceType {
 /** How a PATCH body is interpreted. */
 export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
 
+/**
+ * How urgent a request is, for the client's waiting line when its in-flight bound is reached
+ * (priority-gate.ts): `claim` for the writes a waiting claim needs, `background` for pool refill and
+ * Events, `normal` for the rest.
+ */
+export type RequestPriority = 'claim' | 'normal' | 'background';
+
 export interface WriteOptions {
+  /** Place in the client's waiting line. @default 'normal' */
+  priority?: RequestPriority;
   /** Field manager recorded by the API server. */
   fieldManager?: string;
   /** Server-side apply: take ownership of conflicting fields. */
@@ -61,6 +70,8 @@ export interface WriteOptions {
 }
 
 export interface DeleteOptions {
+  /** Place in the client's waiting line. @default 'normal' */
+  priority?: RequestPriority;
   /** Only delete this exact object (guards against deleting a re-created namesake). */
   uid?: string;
   /** Only delete when the object still has this resourceVersion. */

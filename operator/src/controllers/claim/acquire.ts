@@ -40,7 +40,7 @@ export interface AcquireContext {
   readonly claiming: Map<string, number>;
   readonly allowedLabelDomains?: readonly string[];
   readonly emit: (claim: SandboxClaim, event: ClaimEvent) => void;
-  /** Called right after a successful adoption write, before the cache shows it. */
+  /** Called right after a successful adoption write or cold create, before the cache shows it. */
   readonly adopted: (claim: SandboxClaim, sandbox: Sandbox) => void;
   readonly now: () => number;
 }
@@ -106,7 +106,9 @@ export async function acquireSandbox(
   const desired = coldSandbox(claim, pool, template, { allowedLabelDomains: ctx.allowedLabelDomains });
   if (!desired.ok) return { kind: 'problem', problem: desired.problem };
   try {
-    const created = await ctx.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, ns, desired.value, { fieldManager: CLAIM_FIELD_MANAGER });
+    const created = await ctx.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, ns, desired.value, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    // Recorded like an adoption: until the cache shows it, later passes wait instead of creating again.
+    ctx.adopted(claim, created);
     ctx.emit(claim, ClaimEvents.provisioned(created.metadata.name));
     return { kind: 'sandbox', sandbox: created, launchType: 'cold' };
   } catch (error) {
@@ -131,7 +133,7 @@ async function adopt(ctx: AcquireContext, claim: SandboxClaim, candidate: Sandbo
   ctx.claiming.set(uid, ctx.now());
   try {
     const adopted = await ctx.client.patch<Sandbox>(EXTENSION_RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
-      'merge', write.value.patch, { fieldManager: CLAIM_FIELD_MANAGER });
+      'merge', write.value.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     ctx.adopted(claim, adopted);
     ctx.emit(claim, ClaimEvents.adopted(adopted.metadata.name));
     return { kind: 'sandbox', sandbox: adopted, launchType: 'warm' };

@@ -15,6 +15,7 @@ import { AdoptionRecords, recoverBinding } from './recover';
 import { claimStatus } from './status';
 import type { ClaimEvent, ClaimProblem, SandboxClaim } from './types';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
+import { AheadOfCache } from '../../runtime/ahead-of-cache';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { findCondition } from '../template/meta';
 import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
@@ -57,6 +58,12 @@ export class ClaimReconciler implements Reconciler {
    * claim-first-ready-at into `unknown` (the claim looks Ready-before-this-pass then).
    */
   private readonly annotated = new Map<string, Record<string, string>>();
+  /**
+   * Our status and annotation writes the cache has not shown yet (by claim key). Sandbox events
+   * often wake the claim before its own watch event arrives; deciding on the written object
+   * instead of the stale one saves a repeated write or a 409 on the status's resourceVersion.
+   */
+  private readonly written = new AheadOfCache<SandboxClaim>();
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly acquire: AcquireContext;
@@ -96,9 +103,13 @@ export class ClaimReconciler implements Reconciler {
 
   public async reconcile(key: string): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
-    const claim = this.opts.claims.get(namespace, name);
+    const cached = this.opts.claims.get(namespace, name);
     // No finalizer: a deleted claim's Sandbox goes by garbage collection.
-    if (!claim || claim.metadata.deletionTimestamp) return;
+    if (!cached || cached.metadata.deletionTimestamp) {
+      this.written.forget(key);
+      return;
+    }
+    const claim = this.written.current(key, cached);
     const uid = claim.metadata.uid ?? '';
     const now = this.now();
     this.noteObserved(claim);
@@ -124,7 +135,7 @@ export class ClaimReconciler implements Reconciler {
     }
 
     const expiry = claimExpiry(claim, sandbox, now);
-    if (expiry.expired) return this.expire(claim, sandbox, expiry);
+    if (expiry.expired) return this.expire(key, cached, claim, sandbox, expiry);
 
     let problem: ClaimProblem | undefined;
     let requeueAfterMs = expiry.requeueAfterMs;
@@ -142,18 +153,18 @@ export class ClaimReconciler implements Reconciler {
       }
     }
 
-    const written = await this.writeStatus(claim, sandbox, problem, false);
+    const written = await this.writeStatus(key, cached, claim, sandbox, problem, false);
     if (written === 'gone') return;
     if (written === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
-    await this.afterStatus(claim, sandbox, written);
+    await this.afterStatus(key, cached, claim, sandbox, written);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs: Math.max(1, requeueAfterMs) };
   }
 
   /** An expired claim: mark it (once), then apply the shutdown policy; every step is idempotent. */
-  private async expire(claim: SandboxClaim, sandbox: Sandbox | undefined, expiry: ClaimExpiry): Promise<ReconcileResult | void> {
+  private async expire(key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, expiry: ClaimExpiry): Promise<ReconcileResult | void> {
     const plan = expiryPlan(claim, sandbox, expiry);
     const problem = plan.skippedMessage ? { reason: ClaimReadyReason.CLAIM_EXPIRED, message: plan.skippedMessage } : undefined;
-    const written = await this.writeStatus(claim, sandbox, problem, true);
+    const written = await this.writeStatus(key, cached, claim, sandbox, problem, true);
     if (written === 'gone') return;
     if (written === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
     for (const event of plan.events) this.emit(claim, event);
@@ -171,7 +182,7 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** The claim's status write, when it changed: the status it now has, or why it could not be written. */
-  private async writeStatus(claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean)
+  private async writeStatus(key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean)
     : Promise<SandboxClaim['status'] | 'gone' | 'conflict'> {
     const decision = claimStatus({
       claim,
@@ -184,8 +195,9 @@ export class ClaimReconciler implements Reconciler {
     });
     if (!decision.changed || !decision.patch) return decision.status;
     try {
-      await this.opts.client.patch(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
-        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status' });
+      const result = await this.opts.client.patch<SandboxClaim>(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: 'claim' });
+      this.written.wrote(key, cached, result);
       return decision.status;
     } catch (error) {
       if (error instanceof ApiError && error.notFound) return 'gone';
@@ -195,13 +207,15 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** Once the status is persisted: the first-Ready latencies and the observability annotations. */
-  private async afterStatus(cached: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaim['status']): Promise<void> {
+  private async afterStatus(key: string, cached: SandboxClaim, seen: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaim['status']): Promise<void> {
     const now = this.now();
-    const uid = cached.metadata.uid ?? '';
+    const uid = seen.metadata.uid ?? '';
     const mine = this.annotated.get(uid);
-    const current = cached.metadata.annotations ?? {};
-    if (mine && Object.entries(mine).every(([k, v]) => current[k] === v)) this.annotated.delete(uid);
-    const claim: SandboxClaim = mine ? { ...cached, metadata: { ...cached.metadata, annotations: { ...current, ...mine } } } : cached;
+    // Settled only when the cache itself shows them, not our written copy of the claim.
+    const inCache = cached.metadata.annotations ?? {};
+    if (mine && Object.entries(mine).every(([k, v]) => inCache[k] === v)) this.annotated.delete(uid);
+    const current = seen.metadata.annotations ?? {};
+    const claim: SandboxClaim = mine ? { ...seen, metadata: { ...seen.metadata, annotations: { ...current, ...mine } } } : seen;
     const wasReady = findCondition(claim.status?.conditions, ConditionType.READY)?.status === 'True';
     const isReady = findCondition(status?.conditions, ConditionType.READY)?.status === 'True';
     const firstObservedAtMs = this.firstObserved.get(claim.metadata.uid ?? '') ?? now;
@@ -211,8 +225,10 @@ export class ClaimReconciler implements Reconciler {
     const patch = observabilityPatch({ claim, firstObservedAtMs, wasReady, isReady, now, disabled: this.opts.disableAnnotations });
     if (!patch) return;
     try {
-      // No resourceVersion: it only adds annotations nobody else writes.
-      await this.opts.client.patch(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER });
+      // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
+      // waits behind other claims' writes.
+      const result = await this.opts.client.patch<SandboxClaim>(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
+      this.written.wrote(key, cached, result);
       const added = (patch.metadata as { annotations: Record<string, string> }).annotations;
       this.annotated.set(uid, { ...this.annotated.get(uid), ...added });
     } catch (error) {

@@ -68,10 +68,11 @@ export function recoverBinding(claim: SandboxClaim, sandboxes: readonly Sandbox[
     return { kind: 'multiple', keep, release: owned.filter((s) => s !== keep) };
   }
 
-  // Our own adoption, not in the cache yet: the member still shows its pool as controller.
+  // Our own adoption or cold create, not in the cache yet: the member still shows its pool as
+  // controller, or the new Sandbox is not there at all (a deleted one drops the record).
   if (record) {
     const adopted = inNs.find((s) => s.metadata.uid === record.sandboxUid);
-    if (adopted && refIsKind(controllerRefOf(adopted), KINDS.warmPool)) return { kind: 'pending', sandboxName: record.sandboxName };
+    if (!adopted || refIsKind(controllerRefOf(adopted), KINDS.warmPool)) return { kind: 'pending', sandboxName: record.sandboxName };
   }
   // status.sandbox names a Sandbox we do not own (any more): clear it. It is not trusted as a
   // lock: a hand-edited status would wedge the claim. The record above covers our own writes; and

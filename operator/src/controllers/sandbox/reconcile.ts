@@ -4,15 +4,20 @@
  * remembered between passes, so a restarted operator converges from the API objects alone.
  */
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
-import { pvcNameOf } from './desired';
+import { controllerOf, pvcNameOf } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
 import { UnseenCreates } from './unseen';
 import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
-import { SandboxReadyReason } from '../../../../src/api/conditions';
+import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
+import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
+import { AheadOfCache } from '../../runtime/ahead-of-cache';
+import { applyMergePatch } from '../template/merge-patch';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
-import { ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import {
+  ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
+} from '../../runtime/types';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';
@@ -71,6 +76,8 @@ export class SandboxReconciler implements Reconciler {
   private readonly unseen = new UnseenCreates();
   /** Sandbox key -> when a progress status was first held back; the window runs from there. */
   private readonly progressHeldSince = new Map<string, number>();
+  /** Our writes to the Sandbox the cache has not shown yet: decided on, so they are not made twice. */
+  private readonly written = new AheadOfCache<Sandbox>();
 
   public constructor(private readonly opts: SandboxReconcilerOptions) {
     this.now = opts.now ?? Date.now;
@@ -79,12 +86,14 @@ export class SandboxReconciler implements Reconciler {
 
   public async reconcile(key: string): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
-    const sandbox = this.opts.sandboxes.get(namespace, name);
+    const cached = this.opts.sandboxes.get(namespace, name);
     // No finalizers: a deleted Sandbox's children go by garbage collection.
-    if (!sandbox || sandbox.metadata.deletionTimestamp) {
+    if (!cached || cached.metadata.deletionTimestamp) {
       this.progressHeldSince.delete(key);
+      this.written.forget(key);
       return;
     }
+    const sandbox = this.written.current(key, cached);
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
@@ -101,6 +110,12 @@ export class SandboxReconciler implements Reconciler {
       if (outcome.kind === 'exists') outcome = { kind: 'race', detail: `${outcome.child} ${outcome.object.metadata.name} still conflicts` };
     }
     if (outcome.kind === 'gone') return;
+    // Our own metadata writes (the pod-name annotation) count as seen from now on.
+    let after = sandbox;
+    if (outcome.kind === 'done') {
+      for (const a of plan.actions) if (a.op === 'patch-sandbox') after = applyMergePatch(after, a.patch);
+      if (after !== sandbox) this.written.wrote(key, cached, after);
+    }
     if (outcome.kind === 'race') {
       this.log.debug({ sandbox: key, detail: outcome.detail }, 'cache race, retrying');
       return { requeueAfterMs: RACE_RETRY_MS };
@@ -118,7 +133,13 @@ export class SandboxReconciler implements Reconciler {
       if (holdMs > 0) return { requeueAfterMs: Math.min(holdMs, plan.requeueAfterMs ?? holdMs) };
     }
     this.progressHeldSince.delete(key);
-    if (writeStatus && !(await this.writeStatus(sandbox, status))) return;
+    if (writeStatus) {
+      const result = await this.writeStatus(sandbox, status);
+      if (!result) return;
+      // The response's resourceVersion tells when the cache has caught up with this write.
+      const version = result.metadata?.resourceVersion ?? after.metadata.resourceVersion;
+      this.written.wrote(key, cached, { ...after, metadata: { ...after.metadata, resourceVersion: version }, status });
+    }
 
     if (problem?.reason === SandboxReadyReason.RECONCILER_ERROR) {
       // Backoff, not a hot loop: the work queue's per-key exponential limiter paces the retries.
@@ -195,7 +216,7 @@ export class SandboxReconciler implements Reconciler {
   private async run(sandbox: Sandbox, action: Action, created: Array<{ kind: ChildKind; object: KubeObject }>): Promise<Outcome> {
     const { client } = this.opts;
     const ns = sandbox.metadata.namespace;
-    const write = { fieldManager: FIELD_MANAGER };
+    const write = { fieldManager: FIELD_MANAGER, priority: priorityOf(sandbox) };
     try {
       switch (action.op) {
         case 'create': {
@@ -267,17 +288,27 @@ export class SandboxReconciler implements Reconciler {
     }
   }
 
-  /** Merge patch on /status, without a resourceVersion: this controller is its only writer. */
-  private async writeStatus(sandbox: Sandbox, status: NonNullable<Sandbox['status']>): Promise<boolean> {
+  /** Merge patch on /status, without a resourceVersion: this controller is its only writer. Undefined when the Sandbox is gone. */
+  private async writeStatus(sandbox: Sandbox, status: NonNullable<Sandbox['status']>): Promise<Partial<Sandbox> | undefined> {
     try {
-      await this.opts.client.patch(RESOURCES.sandboxes, sandbox.metadata.namespace, sandbox.metadata.name, 'merge',
-        statusPatch(sandbox.status, status), { fieldManager: FIELD_MANAGER, subresource: 'status' });
-      return true;
+      return await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, sandbox.metadata.namespace, sandbox.metadata.name, 'merge',
+        statusPatch(sandbox.status, status), { fieldManager: FIELD_MANAGER, subresource: 'status', priority: priorityOf(sandbox) });
     } catch (error) {
-      if (error instanceof ApiError && error.notFound) return false;
+      if (error instanceof ApiError && error.notFound) return undefined;
       throw error;
     }
   }
+}
+
+/**
+ * Whose wait a write to this Sandbox's objects ends: a claim's (a claimed Sandbox not Ready yet, a
+ * cold start) goes first, a warm-pool member's (refill nobody waits for) last.
+ */
+export function priorityOf(sandbox: Sandbox): RequestPriority {
+  const owner = controllerOf(sandbox);
+  if (owner?.kind === KINDS.warmPool.kind) return 'background';
+  const ready = sandbox.status?.conditions?.find((c) => c.type === ConditionType.READY)?.status === 'True';
+  return owner?.kind === KINDS.claim.kind && !ready ? 'claim' : 'normal';
 }
 
 function isPodStep(action: Action): boolean {

@@ -96,7 +96,8 @@ export class WarmPoolReconciler implements Reconciler {
       now,
     });
     memory.state = plan.state;
-    const write = { fieldManager: POOL_FIELD_MANAGER };
+    // Refill is background work: a claim waiting for its write goes first (runtime/priority-gate.ts).
+    const write = { fieldManager: POOL_FIELD_MANAGER, priority: 'background' } as const;
     const { client } = this.opts;
 
     // Adoption and label fixes are conditional on the cached resourceVersion: a claim that took the
@@ -154,7 +155,7 @@ export class WarmPoolReconciler implements Reconciler {
     // Recorded first: the delete's watch event can arrive before the response.
     expectations.expectDelete(d.uid, this.now());
     try {
-      const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion };
+      const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion, priority: 'background' } as const;
       await this.opts.client.delete(EXTENSION_RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
       this.log.debug({ sandbox: `${namespace}/${d.sandbox.metadata.name}`, cause: d.cause }, 'pool member deleted');
       return true;
@@ -173,7 +174,7 @@ export class WarmPoolReconciler implements Reconciler {
     for (let attempt = 1; ; attempt++) {
       try {
         const member = withMemberName(body, memberName(pool));
-        const created = await this.opts.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER });
+        const created = await this.opts.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
         expectations.createSucceeded(token, created.metadata.uid ?? '', this.now());
         return true;
       } catch (error) {

@@ -42,7 +42,10 @@ describe('recoverBinding', () => {
   test('our adoption, not in the cache yet: wait rather than adopt another', () => {
     const m = member({ name: 'py-pool-a' });
     expect(recoverBinding(claim(), [m], { sandboxName: 'py-pool-a', sandboxUid: 'py-pool-a-uid' })).toEqual({ kind: 'pending', sandboxName: 'py-pool-a' });
-    expect(recoverBinding(claim(), [], { sandboxName: 'py-pool-a', sandboxUid: 'py-pool-a-uid' })).toEqual({ kind: 'unbound', clearStatus: false });
+  });
+
+  test('our cold create, not in the cache yet: wait rather than create it again', () => {
+    expect(recoverBinding(claim(), [], { sandboxName: 'c', sandboxUid: 'new-uid' })).toEqual({ kind: 'pending', sandboxName: 'c' });
   });
 
   test('a status naming a Sandbox we do not own is cleared', () => {

@@ -2,7 +2,7 @@ import { FakeClient, FakeStore, apiError } from './fake-kube';
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { controllerOf } from '../../../src/controllers/sandbox/desired';
-import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
+import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler, priorityOf } from '../../../src/controllers/sandbox/reconcile';
 import type { PersistentVolumeClaim, Pod, Sandbox, Service } from '../../../src/controllers/sandbox/types';
 import type { KubeObject } from '../../../src/runtime/types';
 
@@ -32,7 +32,7 @@ describe('SandboxReconciler', () => {
     const { client, reconciler } = setup(sandbox());
     await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
     expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
-    expect(client.calls[0].options).toEqual({ fieldManager: 'sandbox-controller' });
+    expect(client.calls[0].options).toEqual({ fieldManager: 'sandbox-controller', priority: 'normal' });
     expect(client.calls[1].body).toEqual({ metadata: { annotations: { 'agents.x-k8s.io/pod-name': 'my-sandbox' } } });
   });
 
@@ -270,5 +270,39 @@ describe('SandboxReconciler', () => {
       await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
       expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'ReconcilerError' });
     });
+  });
+
+  test('a second pass before the cache shows our status write does not write it again', async () => {
+    const { client, stores, reconciler } = setup(created, { pods: [pod()] });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+    // A Pod event wakes the Sandbox again; its cached status is still the old one.
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+    // Once the cache moves on (another writer, a new resourceVersion), it is the truth again.
+    stores.sandboxes.put({ ...created, metadata: { ...created.metadata, resourceVersion: '99' } });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes my-sandbox/status', 'patch sandboxes my-sandbox/status']);
+  });
+
+  test('a second pass before the cache shows our pod-name annotation does not patch it again', async () => {
+    const { client, stores, reconciler } = setup(sandbox());
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
+    stores.pods.put(pod());
+    client.calls.length = 0;
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+  });
+
+  test('write priority: a claim waiting on a cold Sandbox first, warm-pool refill last', () => {
+    const owned = (kind: string, ready: boolean) => sandbox({
+      ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind, name: 'o', uid: 'o-uid', controller: true }],
+      ...(ready ? { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady', message: '', lastTransitionTime: '2026-09-01T12:00:00Z' }] } : {}),
+    } as never);
+    expect(priorityOf(owned('SandboxClaim', false))).toBe('claim');
+    expect(priorityOf(owned('SandboxClaim', true))).toBe('normal');
+    expect(priorityOf(owned('SandboxWarmPool', false))).toBe('background');
+    expect(priorityOf(sandbox())).toBe('normal');
   });
 });
