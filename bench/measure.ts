@@ -20,6 +20,10 @@ export class ClaimTracker {
   public readonly ackAt = new Map<string, number>();
   public readonly readyAt = new Map<string, number>();
   public readonly failed = new Map<string, string>();
+  /** Wall-clock create times, to line up with the controller's own timestamps. */
+  private readonly wallCreatedAt = new Map<string, number>();
+  /** The controller's observability annotations (wall clock, ms), when it writes them. */
+  private readonly controllerTimes = new Map<string, { observedAt: number; readyAt: number }>();
   private watch?: Watch;
   private waiters: Array<() => void> = [];
 
@@ -28,7 +32,9 @@ export class ClaimTracker {
   public async start(): Promise<void> {
     this.watch = this.client.watch(`/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${this.ns}/sandboxclaims`, (type, obj) => {
       const name = obj?.metadata?.name;
-      if (type === 'DELETED' || !name || this.readyAt.has(name)) return;
+      if (type === 'DELETED' || !name) return;
+      this.noteControllerTimes(name, obj);
+      if (this.readyAt.has(name)) return;
       if (readyCondition(obj)) {
         this.readyAt.set(name, now());
         this.wake();
@@ -41,6 +47,7 @@ export class ClaimTracker {
   public async create(manifest: any): Promise<void> {
     const name = manifest.metadata.name;
     this.createdAt.set(name, now());
+    this.wallCreatedAt.set(name, Date.now());
     try {
       await this.client.call('POST', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${this.ns}/sandboxclaims`, manifest);
       this.ackAt.set(name, now());
@@ -76,6 +83,15 @@ export class ClaimTracker {
       const a = this.ackAt.get(name);
       if (a !== undefined) ack.push(a - t0);
     }
+    // Split by the controller's own annotations (both controllers write them): from the create call
+    // to the controller's first sight of the claim (API server and watch delivery), then inside it.
+    const toController: number[] = [];
+    const inController: number[] = [];
+    for (const [name, times] of this.controllerTimes) {
+      const created = this.wallCreatedAt.get(name);
+      if (created !== undefined) toController.push(times.observedAt - created);
+      inController.push(times.readyAt - times.observedAt);
+    }
     const first = Math.min(...this.createdAt.values());
     const last = Math.max(...this.readyAt.values());
     const spanMs = this.readyAt.size ? last - first : 0;
@@ -86,6 +102,7 @@ export class ClaimTracker {
       failures: [...this.failed.values()].slice(0, 5),
       latencyMs: stats(lat),
       createAckMs: stats(ack),
+      ...(inController.length > 0 ? { createToControllerMs: stats(toController), inControllerMs: stats(inController) } : {}),
       firstCreateToLastReadyMs: round(spanMs),
       claimsPerSecond: spanMs > 0 ? round((this.readyAt.size / spanMs) * 1000) : 0,
       latenciesMs: lat.map((x) => round(x)),
@@ -94,6 +111,14 @@ export class ClaimTracker {
 
   public stop(): void {
     this.watch?.close();
+  }
+
+  private noteControllerTimes(name: string, obj: any): void {
+    if (this.controllerTimes.has(name)) return;
+    const annotations = obj?.metadata?.annotations ?? {};
+    const observedAt = Date.parse(annotations['agents.x-k8s.io/controller-first-observed-at'] ?? '');
+    const readyAt = Date.parse(annotations['agents.x-k8s.io/claim-first-ready-at'] ?? '');
+    if (Number.isFinite(observedAt) && Number.isFinite(readyAt)) this.controllerTimes.set(name, { observedAt, readyAt });
   }
 
   private wake(): void {
@@ -110,6 +135,10 @@ export interface ClaimResult {
   failures: string[];
   latencyMs: Stats;
   createAckMs: Stats;
+  /** Create call (wall clock) to the controller's controller-first-observed-at annotation. */
+  createToControllerMs?: Stats;
+  /** controller-first-observed-at to claim-first-ready-at: the controller's own share. */
+  inControllerMs?: Stats;
   firstCreateToLastReadyMs: number;
   claimsPerSecond: number;
   latenciesMs: number[];
