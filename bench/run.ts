@@ -10,7 +10,7 @@
  * Flags: --scenarios burst,cold,refill,sustained  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
- *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --smoke
+ *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --smoke
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -47,6 +47,8 @@ export interface Options {
   out: string;
   kubeconfig?: string;
   cpuProf: boolean;
+  nodeFlags: string[];
+  oursFlags: string[];
   smoke: boolean;
   plot: boolean;
 }
@@ -76,6 +78,8 @@ export function parseArgs(argv: string[]): Options {
     out: path.resolve(get('out') ?? path.join(ROOT, smoke ? 'test-results/bench-smoke' : 'bench/results')),
     kubeconfig: get('kubeconfig'),
     cpuProf: has('cpu-prof'),
+    nodeFlags: (get('node-flags') ?? '').split(' ').filter(Boolean),
+    oursFlags: (get('ours-flags') ?? '').split(' ').filter(Boolean),
     smoke,
     plot: !has('no-plot') && !smoke,
   };
@@ -150,7 +154,10 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
     } else {
       ctrl = await startController(job.controller, {
         kubeconfig, settings: DEFAULT_SETTINGS, logDir: path.join(runDir, 'logs'), upstreamBin,
-        nodeFlags: o.cpuProf && job.controller === 'ours' ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : undefined,
+        nodeFlags: job.controller === 'ours'
+          ? [...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : [])]
+          : undefined,
+        oursFlags: o.oursFlags,
       });
     }
     const pids: Record<string, number> = {};

@@ -4,8 +4,10 @@
  *
  * Upstream writes them in two separate metadata patches, one of them before any real work, so they
  * cost two of its five writes per warm claim. Here they are one patch, written after the status
- * (off the Ready path) and only when something is missing; a warm claim is then the Sandbox write,
- * the status write and at most this one (none with --disable-claim-observability-annotations).
+ * (off the Ready path), only when something is missing, and only once the claim is Ready (the
+ * first-observed time waits in memory until then): a warm claim is then the Sandbox write, the
+ * status write and at most this one (none with --disable-claim-observability-annotations), and a
+ * claim that has to wait for a Sandbox does not pay a second patch.
  */
 import type { SandboxClaim } from './types';
 import { SandboxAnnotations } from '../../../../src/api/labels';
@@ -42,7 +44,7 @@ export function observabilityPatch(input: ObservabilityInput): MergePatch | unde
   if (input.disabled) return undefined;
   const current = input.claim.metadata.annotations ?? {};
   const add: Record<string, string> = {};
-  if (!current[SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]) {
+  if (input.isReady && !current[SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]) {
     add[SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT] = rfc3339Nano(input.firstObservedAtMs);
   }
   if (input.traceContext && !current[SandboxAnnotations.TRACE_CONTEXT]) add[SandboxAnnotations.TRACE_CONTEXT] = input.traceContext;

@@ -23,9 +23,10 @@ describe('rfc3339Nano', () => {
 describe('observabilityPatch', () => {
   const base = { claim: claim(), firstObservedAtMs: NOW - 50, wasReady: false, isReady: false, now: NOW };
 
-  test('first observation: one patch with what is missing', () => {
+  test('not Ready yet: first-observed waits in memory (no second patch later); a trace context goes at once', () => {
+    expect(observabilityPatch(base)).toBeUndefined();
     expect(observabilityPatch({ ...base, traceContext: '{"traceparent":"00-a"}' })).toEqual({
-      metadata: { annotations: { [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]: '2026-09-01T11:59:59.95Z', [SandboxAnnotations.TRACE_CONTEXT]: '{"traceparent":"00-a"}' } },
+      metadata: { annotations: { [SandboxAnnotations.TRACE_CONTEXT]: '{"traceparent":"00-a"}' } },
     });
   });
 
@@ -56,7 +57,7 @@ describe('observabilityPatch', () => {
       const patch = observabilityPatch({ ...base, claim: c, wasReady, isReady, traceContext });
       const written = Object.keys((patch?.metadata as { annotations?: object } | undefined)?.annotations ?? {});
       for (const k of written) expect(present).not.toContain(k);
-      if (!present.includes(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT)) {
+      if (isReady && !present.includes(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT)) {
         expect(written).toContain(SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT);
       }
     }));
