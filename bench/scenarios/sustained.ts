@@ -49,7 +49,7 @@ export async function sustained(ctx: ScenarioContext, rate: number, durationS: n
     if (result.ready < schedule.length) notes.push(`${schedule.length - result.ready} of ${schedule.length} claims not Ready within ${ctx.timeoutMs} ms after the last arrival`);
     if (maxLagMs > 50) notes.push(`the load generator fell up to ${Math.round(maxLagMs)} ms behind its arrival schedule`);
     return {
-      scenario: `sustained-${rate}`, claims: result, measure, notes,
+      scenario: `sustained-${rate} (pool ${poolSize})`, claims: result, measure, notes,
       params: { rate, durationS, claims: schedule.length, poolSize, poolSetupSeconds: Math.round(setupSeconds * 100) / 100, generatorMaxLagMs: Math.round(maxLagMs) },
     };
   } finally {
