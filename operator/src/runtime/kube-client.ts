@@ -17,7 +17,8 @@ import { formatMicroTime } from './micro-time';
 import { DEFAULT_MAX_IN_FLIGHT, PriorityGate } from './priority-gate';
 import { TokenBucket } from './rate-limit';
 import {
-  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, RequestPriority, ResourceType, WatchEvent, WatchHandle, WriteOptions,
+  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, RequestPriority, ResourceType, WatchEvent, WatchHandle,
+  WriteOptions,
 } from './types';
 import { WatchStreamParser } from './watch-stream';
 

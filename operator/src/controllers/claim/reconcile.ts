@@ -161,7 +161,8 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** An expired claim: mark it (once), then apply the shutdown policy; every step is idempotent. */
-  private async expire(key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, expiry: ClaimExpiry): Promise<ReconcileResult | void> {
+  private async expire(key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, expiry: ClaimExpiry)
+    : Promise<ReconcileResult | void> {
     const plan = expiryPlan(claim, sandbox, expiry);
     const problem = plan.skippedMessage ? { reason: ClaimReadyReason.CLAIM_EXPIRED, message: plan.skippedMessage } : undefined;
     const written = await this.writeStatus(key, cached, claim, sandbox, problem, true);
@@ -182,7 +183,9 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** The claim's status write, when it changed: the status it now has, or why it could not be written. */
-  private async writeStatus(key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean)
+  private async writeStatus(
+    key: string, cached: SandboxClaim, claim: SandboxClaim, sandbox: Sandbox | undefined, problem: ClaimProblem | undefined, expired: boolean,
+  )
     : Promise<SandboxClaim['status'] | 'gone' | 'conflict'> {
     const decision = claimStatus({
       claim,

@@ -6,18 +6,18 @@
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { controllerOf, pvcNameOf } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
-import { UnseenCreates } from './unseen';
 import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+import { UnseenCreates } from './unseen';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { AheadOfCache } from '../../runtime/ahead-of-cache';
-import { applyMergePatch } from '../template/merge-patch';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
 import {
   ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
+import { applyMergePatch } from '../template/merge-patch';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';

@@ -38,7 +38,9 @@ export class UnseenCreates {
   }
 
   /** The cached object when there is one, else a recent create of ours the cache has not shown. */
-  public resolve<T extends KubeObject>(kind: ChildKind, namespace: string | undefined, name: string, cached: T | undefined, nowMs: number): T | undefined {
+  public resolve<T extends KubeObject>(
+    kind: ChildKind, namespace: string | undefined, name: string, cached: T | undefined, nowMs: number,
+  ): T | undefined {
     const key = keyOf(kind, namespace, name);
     if (cached) {
       this.entries.delete(key);

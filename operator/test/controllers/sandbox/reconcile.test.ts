@@ -9,7 +9,11 @@ import type { KubeObject } from '../../../src/runtime/types';
 const KEY = 'team-a/my-sandbox';
 const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerOf(o)?.uid ? [controllerOf(o)!.uid] : []) };
 
-function setup(sb: Sandbox | undefined, children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {}, extra: { progressStatusWindowMs?: number; now?: () => number } = {}) {
+function setup(
+  sb: Sandbox | undefined,
+  children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
+  extra: { progressStatusWindowMs?: number; now?: () => number } = {},
+) {
   const client = new FakeClient();
   const stores = {
     sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
