@@ -76,12 +76,14 @@ export interface StartOptions {
   nodeFlags?: string[];
   /** Extra operator flags for ours (ours-only tuning; recorded in the run's command). */
   oursFlags?: string[];
+  /** Extra flags for both controllers (flags both have, e.g. upstream's --disable-claim-events). */
+  bothFlags?: string[];
 }
 
 export async function startController(name: 'ours' | 'upstream', o: StartOptions): Promise<RunningController> {
   const metricsPort = await freePort();
   const healthPort = await freePort();
-  const flags = sharedFlags(o.settings, o.kubeconfig, metricsPort, healthPort);
+  const flags = [...sharedFlags(o.settings, o.kubeconfig, metricsPort, healthPort), ...(o.bothFlags ?? [])];
   let command: string[];
   let version: string;
   let started: (log: string) => boolean;

@@ -10,7 +10,7 @@
  * Flags: --scenarios burst,cold,refill,sustained  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
- *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --smoke
+ *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --flags "--flag=v ..." (more flags for both controllers)  --smoke
  */
 import * as fs from 'fs';
 import * as os from 'os';
@@ -49,6 +49,7 @@ export interface Options {
   cpuProf: boolean;
   nodeFlags: string[];
   oursFlags: string[];
+  bothFlags: string[];
   smoke: boolean;
   plot: boolean;
 }
@@ -80,6 +81,7 @@ export function parseArgs(argv: string[]): Options {
     cpuProf: has('cpu-prof'),
     nodeFlags: (get('node-flags') ?? '').split(' ').filter(Boolean),
     oursFlags: (get('ours-flags') ?? '').split(' ').filter(Boolean),
+    bothFlags: (get('flags') ?? '').split(' ').filter(Boolean),
     smoke,
     plot: !has('no-plot') && !smoke,
   };
@@ -158,6 +160,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
           ? [...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : [])]
           : undefined,
         oursFlags: o.oursFlags,
+        bothFlags: o.bothFlags,
       });
     }
     const pids: Record<string, number> = {};
