@@ -9,12 +9,9 @@
  */
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
+import { controllerRefOf, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../model';
 import type { ControllerContext } from '../runtime/context';
 import type { SharedInformer } from '../runtime/informer';
-import type { SandboxClaim } from './claim/types';
-import { controllerRefOf } from './template/meta';
-import { EXTENSION_RESOURCES, type NetworkPolicy, type Sandbox, type SandboxTemplate } from './template/types';
-import type { SandboxWarmPool } from './warm-pool/types';
 
 /** Sandboxes by `<namespace>/<warm-pool-sandbox label>`: a pool's members, and a claim's candidates. */
 export const POOL_LABEL_INDEX = 'namespace-warm-pool-label';
@@ -42,7 +39,7 @@ const nsKey = (obj: { metadata: { namespace?: string } }, value: string) => `${o
 export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): ExtensionInformers {
   const { informers } = ctx;
   return {
-    sandboxes: informers.forResource<Sandbox>(EXTENSION_RESOURCES.sandboxes, {
+    sandboxes: informers.forResource<Sandbox>(RESOURCES.sandboxes, {
       indexes: {
         [POOL_LABEL_INDEX]: (sb) => {
           const label = sb.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];
@@ -55,16 +52,16 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
         [UID_INDEX]: (sb) => (sb.metadata.uid ? [sb.metadata.uid] : []),
       },
     }),
-    templates: informers.forResource<SandboxTemplate>(EXTENSION_RESOURCES.templates),
-    pools: informers.forResource<SandboxWarmPool>(EXTENSION_RESOURCES.warmPools, {
+    templates: informers.forResource<SandboxTemplate>(RESOURCES.templates),
+    pools: informers.forResource<SandboxWarmPool>(RESOURCES.warmPools, {
       indexes: {
         [POOLS_BY_TEMPLATE_INDEX]: (p) => [nsKey(p, p.spec.sandboxTemplateRef?.name ?? '')],
         [POOLS_BY_HASH_INDEX]: (p) => [nsKey(p, NameHash.of(p.metadata.name))],
       },
     }),
-    claims: informers.forResource<SandboxClaim>(EXTENSION_RESOURCES.claims, {
+    claims: informers.forResource<SandboxClaim>(RESOURCES.claims, {
       indexes: { [CLAIMS_BY_POOL_INDEX]: (c) => [nsKey(c, c.spec.warmPoolRef?.name ?? '')] },
     }),
-    networkPolicies: informers.forResource<NetworkPolicy>(EXTENSION_RESOURCES.networkPolicies),
+    networkPolicies: informers.forResource<NetworkPolicy>(RESOURCES.networkPolicies),
   };
 }

@@ -11,11 +11,10 @@ import { coldSandbox } from './cold';
 import { validateAdditionalPodMetadata } from './metadata';
 import type { Binding } from './recover';
 import { claimPath, needsColdStart, selectCandidate } from './select';
-import { ClaimEvents, type ClaimEvent, type ClaimProblem, type SandboxClaim } from './types';
+import { ClaimEvents, type ClaimEvent, type ClaimProblem } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
+import { RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
-import type { SandboxWarmPool } from '../warm-pool/types';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Pool or template missing: their events bring the claim back; this is only a safety net (upstream's minute). */
@@ -106,7 +105,7 @@ export async function acquireSandbox(
   const desired = coldSandbox(claim, pool, template, { allowedLabelDomains: ctx.allowedLabelDomains });
   if (!desired.ok) return { kind: 'problem', problem: desired.problem };
   try {
-    const created = await ctx.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, ns, desired.value, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    const created = await ctx.client.create<Sandbox>(RESOURCES.sandboxes, ns, desired.value, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     // Recorded like an adoption: until the cache shows it, later passes wait instead of creating again.
     ctx.adopted(claim, created);
     ctx.emit(claim, ClaimEvents.provisioned(created.metadata.name));
@@ -132,7 +131,7 @@ async function adopt(ctx: AcquireContext, claim: SandboxClaim, candidate: Sandbo
   // Excluded from every other claim's selection from now until the cache shows the new owner.
   ctx.claiming.set(uid, ctx.now());
   try {
-    const adopted = await ctx.client.patch<Sandbox>(EXTENSION_RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
+    const adopted = await ctx.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
       'merge', write.value.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     ctx.adopted(claim, adopted);
     ctx.emit(claim, ClaimEvents.adopted(adopted.metadata.name));

@@ -10,13 +10,11 @@
  * recover.ts reads that back.
  */
 import { claimPodMetadata } from './metadata';
-import { ok, type Outcome, type SandboxClaim } from './types';
+import { ok, type Outcome } from './types';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { applyMergePatch, mapPatch } from '../template/merge-patch';
-import { controllerRefTo } from '../template/meta';
-import { LaunchType, type MergePatch, type PodMetadata, type Sandbox, type SandboxTemplate } from '../template/types';
+import { applyMergePatch, controllerRefTo, LaunchType, mapPatch, type MergePatch, type PodMetadata, type Sandbox, type SandboxClaim, type SandboxTemplate } from '../../model';
 
 /** Labels that mark a Sandbox as an unclaimed pool member; adoption removes them. */
 export const POOL_ONLY_LABELS: readonly string[] = [

@@ -4,17 +4,15 @@
  * merged in as far as the template's policies allow. Each refusal carries upstream's reason.
  */
 import { claimPodMetadata, validateAdditionalPodMetadata } from './metadata';
-import { fail, ok, type ClaimEnvVar, type Outcome, type SandboxClaim } from './types';
+import { fail, ok, type Outcome } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { checkDns1035Label } from '../../../../src/api/validation';
-import { controllerRefTo } from '../template/meta';
+import { type ClaimEnvVar, type Container, controllerRefTo, LaunchType, type PodSpec, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, type VolumeClaimTemplate } from '../../model';
 import { applySecureDefaults } from '../template/secure-defaults';
-import { LaunchType, type Container, type PodSpec, type Sandbox, type SandboxTemplate, type VolumeClaimTemplate } from '../template/types';
-import type { SandboxWarmPool } from '../warm-pool/types';
 
 const reconcilerError = <T>(message: string) => fail<T>(ClaimReadyReason.RECONCILER_ERROR, `Error seen: ${message}`);
 

@@ -5,15 +5,13 @@
 import * as fs from 'node:fs';
 import { ClaimMetrics } from './metrics';
 import { ClaimReconciler } from './reconcile';
-import type { SandboxClaim } from './types';
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
+import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxClaim } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import { keyOf, type Store } from '../../runtime/types';
 import { CLAIMS_BY_POOL_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
-import { controllerRefOf, findCondition, refIsKind } from '../template/meta';
-import type { Sandbox } from '../template/types';
 
 /** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
 export const ALLOWED_LABEL_DOMAINS_FILE = '/etc/sandbox-config/allowed-label-domains';

@@ -3,11 +3,10 @@
  * then happens, decided from the claim, its Sandbox and the time. The wiring arms a timer at
  * `atMs` (no polling) and performs the plan.
  */
-import { ClaimEvents, type ClaimEvent, type SandboxClaim } from './types';
+import { ClaimEvents, type ClaimEvent } from './types';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
 import { ClaimShutdownPolicy } from '../../../../src/api/enums';
-import { findCondition, isControlledBy, isDeleting, timeMs } from '../template/meta';
-import type { Sandbox } from '../template/types';
+import { findCondition, isControlledBy, isDeleting, type Sandbox, type SandboxClaim, timeMs } from '../../model';
 
 export interface ClaimExpiry {
   readonly expired: boolean;
@@ -27,7 +26,7 @@ function finishedAtMs(claim: SandboxClaim, sandbox: Sandbox | undefined): number
 }
 
 function policyOf(claim: SandboxClaim): ClaimShutdownPolicy {
-  const policy = claim.spec.lifecycle?.shutdownPolicy;
+  const policy = claim.spec.lifecycle?.shutdownPolicy as ClaimShutdownPolicy | undefined;
   return policy === ClaimShutdownPolicy.DELETE || policy === ClaimShutdownPolicy.DELETE_FOREGROUND ? policy : ClaimShutdownPolicy.RETAIN;
 }
 

@@ -2,12 +2,12 @@
  * A claim's `additionalPodMetadata` (upstream-api.md §7.7): validated against the shared rules of
  * src/api/claim-rules.ts, then merged over the template's Pod metadata without overriding it.
  */
-import { fail, ok, type ClaimProblem, type Outcome, type SandboxClaim } from './types';
+import { fail, ok, type ClaimProblem, type Outcome } from './types';
 import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '../../../../src/api/claim-rules';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import type { PodMetadata } from '../template/types';
+import { type PodMetadata, type SandboxClaim } from '../../model';
 
 /**
  * Every problem with the claim's additional Pod labels and annotations, in one InvalidMetadata

@@ -6,10 +6,8 @@
  * - `agent_sandbox_claim_creation_total`, on every warm adoption and cold create.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import type { SandboxClaim } from './types';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import type { Sandbox } from '../template/types';
-import { isReady } from '../warm-pool/classify';
+import { isReady, type Sandbox, type SandboxClaim } from '../../model';
 
 /** Upstream's claim-latency buckets, in milliseconds. */
 export const CLAIM_LATENCY_BUCKETS_MS = [100, 250, 500, 750, 1000, 1250, 1500, 2000, 2500, 5000, 10000, 30000, 60000, 120000, 240000];

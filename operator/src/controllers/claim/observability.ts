@@ -9,14 +9,8 @@
  * status write and at most this one (none with --disable-claim-observability-annotations), and a
  * claim that has to wait for a Sandbox does not pay a second patch.
  */
-import type { SandboxClaim } from './types';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import type { MergePatch } from '../template/types';
-
-/** Go's time.RFC3339Nano: UTC, fractional seconds without trailing zeros. */
-export function rfc3339Nano(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.?0+Z$/, 'Z');
-}
+import { type MergePatch, rfc3339Nano, type SandboxClaim } from '../../model';
 
 /** The value of claim-first-ready-at when the claim was already Ready before this controller saw it. */
 export const FIRST_READY_UNKNOWN = 'unknown';

@@ -13,13 +13,11 @@ import type { ClaimMetrics } from './metrics';
 import { observabilityPatch } from './observability';
 import { AdoptionRecords, recoverBinding } from './recover';
 import { claimStatus } from './status';
-import type { ClaimEvent, ClaimProblem, SandboxClaim } from './types';
+import { type ClaimEvent, type ClaimProblem } from './types';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
+import { findCondition, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { AheadOfCache } from '../../runtime/ahead-of-cache';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { findCondition } from '../template/meta';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
-import type { SandboxWarmPool } from '../warm-pool/types';
 
 /** Our adoption is not in the cache yet: its watch event normally wakes the claim first. */
 const PENDING_ADOPTION_RECHECK_MS = 1_000;
@@ -124,13 +122,13 @@ export class ClaimReconciler implements Reconciler {
     if (binding.kind === 'multiple') {
       // An adoption raced a lagging cache; give the extras back to garbage collection.
       await Promise.all(binding.release.map((s) =>
-        this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
+        this.deleteQuietly(RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
       this.log.warn({ claim: key, kept: binding.keep.metadata.name, released: binding.release.map((s) => s.metadata.name) }, 'claim owned several Sandboxes; released the extras');
       sandbox = binding.keep;
     } else if (binding.kind === 'bound') {
       sandbox = binding.sandbox;
       if (binding.launchTypePatch) {
-        await this.opts.client.patch(EXTENSION_RESOURCES.sandboxes, namespace, sandbox.metadata.name, 'merge', binding.launchTypePatch, { fieldManager: CLAIM_FIELD_MANAGER });
+        await this.opts.client.patch(RESOURCES.sandboxes, namespace, sandbox.metadata.name, 'merge', binding.launchTypePatch, { fieldManager: CLAIM_FIELD_MANAGER });
       }
     }
 
@@ -172,11 +170,11 @@ export class ClaimReconciler implements Reconciler {
     const ns = claim.metadata.namespace;
     if (plan.deleteClaim) {
       const { uid, propagationPolicy } = plan.deleteClaim;
-      await this.deleteQuietly(EXTENSION_RESOURCES.claims, ns, claim.metadata.name, { uid, propagationPolicy });
+      await this.deleteQuietly(RESOURCES.claims, ns, claim.metadata.name, { uid, propagationPolicy });
       this.log.info({ claim: `${ns}/${claim.metadata.name}`, propagation: plan.deleteClaim.propagationPolicy }, 'claim expired and deleted');
     }
     if (plan.deleteSandbox) {
-      await this.deleteQuietly(EXTENSION_RESOURCES.sandboxes, ns, plan.deleteSandbox.name, { uid: plan.deleteSandbox.uid });
+      await this.deleteQuietly(RESOURCES.sandboxes, ns, plan.deleteSandbox.name, { uid: plan.deleteSandbox.uid });
       this.log.info({ claim: `${ns}/${claim.metadata.name}`, sandbox: plan.deleteSandbox.name }, 'claim expired; its Sandbox deleted (Retain)');
     }
     return undefined;
@@ -198,7 +196,7 @@ export class ClaimReconciler implements Reconciler {
     });
     if (!decision.changed || !decision.patch) return decision.status;
     try {
-      const result = await this.opts.client.patch<SandboxClaim>(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
+      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
         { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: 'claim' });
       this.written.wrote(key, cached, result);
       return decision.status;
@@ -230,7 +228,7 @@ export class ClaimReconciler implements Reconciler {
     try {
       // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
       // waits behind other claims' writes.
-      const result = await this.opts.client.patch<SandboxClaim>(EXTENSION_RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
+      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
       this.written.wrote(key, cached, result);
       const added = (patch.metadata as { annotations: Record<string, string> }).annotations;
       this.annotated.set(uid, { ...this.annotated.get(uid), ...added });
@@ -261,7 +259,7 @@ export class ClaimReconciler implements Reconciler {
     if (!this.opts.disableEvents) this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
   }
 
-  private async deleteQuietly(type: (typeof EXTENSION_RESOURCES)[keyof typeof EXTENSION_RESOURCES], namespace: string | undefined, name: string,
+  private async deleteQuietly(type: (typeof RESOURCES)[keyof typeof RESOURCES], namespace: string | undefined, name: string,
     options: Parameters<KubeClient['delete']>[3]): Promise<void> {
     try {
       await this.opts.client.delete(type, namespace, name, options);

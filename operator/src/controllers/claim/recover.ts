@@ -8,13 +8,11 @@
  * bridges the moment when the cache has not caught up with our own write yet: the claim waits for
  * the cache instead of adopting a second Sandbox. A new process lists fresh, so needs no record.
  */
-import type { ClaimProblem, SandboxClaim } from './types';
+import { type ClaimProblem } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
-import { controllerRefOf, isControlledBy, isDeleting, refIsKind, timeMs } from '../template/meta';
-import { LaunchType, type MergePatch, type Sandbox } from '../template/types';
-import { isReady } from '../warm-pool/classify';
+import { controllerRefOf, isControlledBy, isDeleting, isReady, LaunchType, type MergePatch, refIsKind, type Sandbox, type SandboxClaim, timeMs } from '../../model';
 
 export type Binding =
   /** The claim owns `sandbox`; `launchTypePatch` repairs a missing launch-type label. */

@@ -4,16 +4,15 @@
  * cache itself, so it holds no ghosts (deleted or already-claimed keys) and is complete after a
  * restart without being rebuilt from create events.
  */
-import type { ClaimProblem, SandboxClaim } from './types';
+import { type ClaimProblem } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, timeMs } from '../../model';
 import type { BlueprintFingerprint } from '../template/blueprint';
-import { controllerRefOf, isDeleting, refIsKind, timeMs } from '../template/meta';
-import type { Sandbox } from '../template/types';
-import { isReady, staleCheck } from '../warm-pool/classify';
+import { staleCheck } from '../warm-pool/classify';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
 export const WARM_CANDIDATE_GRACE_MS = 2000;

@@ -4,11 +4,10 @@
  * only when it changed, as one merge patch on the status subresource with a resourceVersion
  * precondition.
  */
-import type { ClaimProblem, ClaimStatus, SandboxClaim } from './types';
+import { type ClaimProblem } from './types';
 import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
+import { type Condition, findCondition, type MergePatch, metaTime, type Sandbox, type SandboxClaim, type SandboxClaimStatus } from '../../model';
 import { canonicalJson } from '../template/blueprint';
-import { findCondition, rfc3339 } from '../template/meta';
-import type { Condition, MergePatch, Sandbox } from '../template/types';
 
 export const CLAIM_EXPIRED_MESSAGE = 'Claim expired. Sandbox cleanup initiated.';
 export const SANDBOX_EXPIRED_MESSAGE = 'Underlying Sandbox resource has expired independently of the Claim.';
@@ -30,7 +29,7 @@ export interface StatusInput {
 }
 
 export interface StatusDecision {
-  readonly status: ClaimStatus;
+  readonly status: SandboxClaimStatus;
   /** Whether it differs from the claim's current status; nothing is written otherwise. */
   readonly changed: boolean;
   /** The status-subresource merge patch to send when changed (conditions and sandbox replaced whole). */
@@ -77,7 +76,7 @@ export function claimStatus(input: StatusInput): StatusDecision {
   const ready = readyCondition(input);
   const previous = findCondition(old.conditions, ConditionType.READY);
   const lastTransitionTime = ready.lastTransitionTime
-    ?? (previous && previous.status === ready.status ? previous.lastTransitionTime : rfc3339(now));
+    ?? (previous && previous.status === ready.status ? previous.lastTransitionTime : metaTime(now));
   const readyOut = { ...ready, lastTransitionTime } as Condition;
   if (readyOut.observedGeneration === undefined) delete readyOut.observedGeneration;
   conditions.push(readyOut);
@@ -87,7 +86,7 @@ export function claimStatus(input: StatusInput): StatusDecision {
     : findCondition(old.conditions, ConditionType.FINISHED);
   if (finished) conditions.push({ ...finished });
 
-  let binding: ClaimStatus['sandbox'];
+  let binding: SandboxClaimStatus['sandbox'];
   if (sandbox) {
     const podIPs = sandbox.status?.podIPs ?? [];
     binding = { name: sandbox.metadata.name, ...(podIPs.length > 0 ? { podIPs: [...podIPs] } : {}) };
@@ -95,8 +94,8 @@ export function claimStatus(input: StatusInput): StatusDecision {
     binding = old.sandbox;
   }
 
-  const status: ClaimStatus = { conditions: sortedConditions(conditions), ...(binding ? { sandbox: binding } : {}) };
-  const normalizedOld: ClaimStatus = { conditions: sortedConditions(old.conditions ?? []), ...(old.sandbox ? { sandbox: old.sandbox } : {}) };
+  const status: SandboxClaimStatus = { conditions: sortedConditions(conditions), ...(binding ? { sandbox: binding } : {}) };
+  const normalizedOld: SandboxClaimStatus = { conditions: sortedConditions(old.conditions ?? []), ...(old.sandbox ? { sandbox: old.sandbox } : {}) };
   const changed = canonicalJson(status) !== canonicalJson(normalizedOld);
   if (!changed) return { status, changed };
   return {

@@ -1,37 +1,6 @@
 /**
- * Wire shape of a SandboxClaim, the outcome type of the claim decisions, and the claim's events.
+ * The outcome type of the claim decisions, and the claim's events.
  */
-import type { KubeObject, ObjectMeta } from '../../runtime/types';
-import type { Condition, PodMetadata, VolumeClaimTemplate } from '../template/types';
-
-export interface ClaimEnvVar {
-  name: string;
-  value: string;
-  containerName?: string;
-}
-
-export interface ClaimLifecycle {
-  shutdownTime?: string;
-  ttlSecondsAfterFinished?: number;
-  shutdownPolicy?: string;
-}
-
-export interface ClaimStatus {
-  conditions?: Condition[];
-  sandbox?: { name?: string; podIPs?: string[] };
-}
-
-export interface SandboxClaim extends KubeObject {
-  metadata: ObjectMeta;
-  spec: {
-    warmPoolRef: { name: string };
-    lifecycle?: ClaimLifecycle;
-    additionalPodMetadata?: PodMetadata;
-    env?: ClaimEnvVar[];
-    volumeClaimTemplates?: VolumeClaimTemplate[];
-  };
-  status?: ClaimStatus;
-}
 
 /** Why a claim cannot make progress: its Ready=False reason (ClaimReadyReason) and message. */
 export interface ClaimProblem {

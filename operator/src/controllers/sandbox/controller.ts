@@ -2,11 +2,12 @@
  * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
-import { controllerOf, sandboxOwnerName } from './desired';
+import type { ChildKind } from './desired';
 import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
-import { RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
+import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { controllerNameOfKind, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { KubeObject } from '../../runtime/types';
@@ -18,7 +19,7 @@ export const NAME_HASH_INDEX = 'namespace-name-hash';
 export const TRACKED_CHILDREN_SELECTOR = SandboxLabels.SANDBOX_NAME_HASH;
 
 const byControllerUid = (obj: KubeObject): string[] => {
-  const uid = controllerOf(obj)?.uid;
+  const uid = controllerRefOf(obj)?.uid;
   return uid ? [uid] : [];
 };
 
@@ -39,7 +40,7 @@ export function slimPod(pod: Pod): Pod {
  */
 export function childOwnerKeys(obj: KubeObject, sandboxesByHash: (namespaceHash: string) => Sandbox[]): string[] {
   const ns = obj.metadata.namespace ?? '';
-  const owner = sandboxOwnerName(obj);
+  const owner = controllerNameOfKind(obj, KINDS.sandbox);
   if (owner !== undefined) return [`${ns}/${owner}`];
   const hash = obj.metadata.labels?.[SandboxLabels.SANDBOX_NAME_HASH];
   if (hash === undefined) return [];

@@ -3,17 +3,14 @@
  * Sandbox, the children the caches hold and the clock, the writes to make, the status to end up
  * with and when to look again. reconcile.ts only executes the plan.
  */
-import { findCondition } from './conditions';
-import {
-  adoptionMetadata, buildPod, buildPvc, buildService, controllerOf, isAdoptable, isControlledBy,
-  podMetadataPatch, pvcNameOf, serviceDriftPatch,
-} from './desired';
+import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
+import type { ChildKind } from './desired';
 import { expiredStatus, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
-import type { ChildKind, PersistentVolumeClaim, Pod, Sandbox, SandboxStatus, Service } from './types';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '../../../../src/api/validation';
+import { controllerRefOf, findCondition, isControlledBy, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxStatus, type Service } from '../../model';
 import type { KubeObject } from '../../runtime/types';
 
 /** What the caches hold for one Sandbox. */
@@ -152,7 +149,7 @@ function ownedBy(obj: KubeObject, sandbox: Sandbox): boolean {
 }
 
 function describeController(obj: KubeObject): string {
-  const ref = controllerOf(obj);
+  const ref = controllerRefOf(obj);
   return ref ? `${ref.kind} "${ref.name}"` : 'nobody';
 }
 
@@ -166,7 +163,7 @@ function planPvcs(obs: Observed, actions: Action[]): Problem | undefined {
       actions.push({ op: 'create', kind: 'pvc', object: buildPvc(sandbox, vct) });
     } else if (ownedBy(pvc, sandbox)) {
       continue;
-    } else if (controllerOf(pvc)) {
+    } else if (controllerRefOf(pvc)) {
       return { reason: SandboxReadyReason.RECONCILER_ERROR, message: `PersistentVolumeClaim "${name}" is controlled by ${describeController(pvc)}, not by this Sandbox` };
     } else if (isAdoptable(pvc, sandbox)) {
       actions.push({ op: 'patch', kind: 'pvc', name, patch: { metadata: adoptionMetadata(sandbox, pvc) } });
@@ -232,7 +229,7 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[]): PodOutcome
   }
   if (foreignNamed) {
     const name = foreignNamed.metadata.name;
-    if (controllerOf(foreignNamed)) {
+    if (controllerRefOf(foreignNamed)) {
       setPodName(null);
       return {
         ownedCount: 0,
@@ -276,7 +273,7 @@ function planService(obs: Observed, blocked: boolean, actions: Action[]): Servic
   const svc = obs.service;
   const name = sandbox.metadata.name;
   const owned = svc !== undefined && ownedBy(svc, sandbox);
-  const foreign = svc !== undefined && !owned && controllerOf(svc) !== undefined;
+  const foreign = svc !== undefined && !owned && controllerRefOf(svc) !== undefined;
   const foreignProblem = (): ServiceOutcome => ({
     exists: false,
     required: want === true,

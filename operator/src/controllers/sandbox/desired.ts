@@ -3,8 +3,7 @@
  * Sandbox: its Pod, headless Service and PVCs, and the metadata patches that bring existing
  * children back in line. No I/O here; decide.ts chooses which of these to write.
  */
-import type { PersistentVolumeClaim, Pod, Sandbox, Service, ServicePort, VolumeClaimTemplate } from './types';
-import { EXTENSIONS_GROUP, KINDS, apiVersionOf } from '../../../../src/api/groups';
+import { EXTENSIONS_GROUP, KINDS } from '../../../../src/api/groups';
 import {
   CREATED_BY_POD_VALUES,
   SandboxAnnotations,
@@ -14,43 +13,20 @@ import {
   withoutReserved,
 } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { controllerRefOf, controllerRefTo, groupOf, mapPatch, type MapPatch, type PersistentVolumeClaim, type Pod, type Sandbox, type Service, type ServicePort, type VolumeClaimTemplate } from '../../model';
 import type { KubeObject, OwnerReference } from '../../runtime/types';
 
+/** The child kinds a Sandbox owns. */
+export type ChildKind = 'pod' | 'service' | 'pvc';
+
+/** Recorded by the API server as the writer of everything the Sandbox controller creates or patches. */
+export const FIELD_MANAGER = 'sandbox-controller';
+
 type Labels = Record<string, string>;
-/** A JSON merge patch of a string map: null deletes the key. */
-export type MapPatch = Record<string, string | null>;
 
 /** The controller ownerReference every child of `sandbox` carries. */
 export function sandboxOwnerRef(sandbox: Sandbox): OwnerReference {
-  return {
-    apiVersion: apiVersionOf(KINDS.sandbox),
-    kind: KINDS.sandbox.kind,
-    name: sandbox.metadata.name,
-    uid: sandbox.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
-/** The controller ownerReference of an object, if any. */
-export function controllerOf(obj: KubeObject): OwnerReference | undefined {
-  return obj.metadata.ownerReferences?.find((ref) => ref.controller === true);
-}
-
-/** API group of an ownerReference; matched by group and kind, never version (older refs say v1alpha1). */
-export function groupOf(ref: OwnerReference): string {
-  const slash = ref.apiVersion.indexOf('/');
-  return slash < 0 ? '' : ref.apiVersion.slice(0, slash);
-}
-
-export function isControlledBy(obj: KubeObject, uid: string | undefined): boolean {
-  return uid !== undefined && controllerOf(obj)?.uid === uid;
-}
-
-/** The Sandbox an object's controller ownerReference names, if it is a Sandbox. */
-export function sandboxOwnerName(obj: KubeObject): string | undefined {
-  const ref = controllerOf(obj);
-  return ref && ref.kind === KINDS.sandbox.kind && groupOf(ref) === KINDS.sandbox.group ? ref.name : undefined;
+  return controllerRefTo(sandbox, KINDS.sandbox);
 }
 
 export function nameHashOf(sandbox: Sandbox): string {
@@ -87,8 +63,8 @@ export function normalizeCreatedBy(value: string): string {
  */
 export function extensionLabels(sandbox: Sandbox): Labels {
   const out: Labels = {};
-  const ref = controllerOf(sandbox);
-  if (!ref || groupOf(ref) !== EXTENSIONS_GROUP) return out;
+  const ref = controllerRefOf(sandbox);
+  if (!ref || groupOf(ref.apiVersion) !== EXTENSIONS_GROUP) return out;
   const labels = sandbox.metadata.labels ?? {};
   const pool = labels[SandboxLabels.WARM_POOL_SANDBOX];
   if (ref.kind === KINDS.warmPool.kind && pool !== undefined) out[SandboxLabels.WARM_POOL_SANDBOX] = pool;
@@ -170,39 +146,24 @@ export function buildPod(sandbox: Sandbox): Pod {
  * longer has are deleted; labels and annotations others put on the Pod are left alone.
  */
 export function podMetadataPatch(sandbox: Sandbox, pod: Pod): { labels?: MapPatch; annotations?: MapPatch } | undefined {
-  const labels = mapPatch(pod.metadata.labels, desiredPodLabels(sandbox), (current) => [
-    ...splitKeys(pod.metadata.annotations?.[SandboxAnnotations.PROPAGATED_LABELS]),
-    // System labels the controller owns: removed when their condition stops holding.
-    ...[SandboxLabels.WARM_POOL_SANDBOX, SandboxLabels.SANDBOX_TEMPLATE_REF_HASH, SandboxLabels.CREATED_BY].filter((k) => k in current),
-  ], [SandboxLabels.SANDBOX_NAME_HASH]);
-  const annotations = mapPatch(pod.metadata.annotations, desiredPodAnnotations(sandbox), (current) => [
-    ...splitKeys(current[SandboxAnnotations.PROPAGATED_ANNOTATIONS]),
-    ...[SandboxAnnotations.PROPAGATED_LABELS, SandboxAnnotations.PROPAGATED_ANNOTATIONS].filter((k) => k in current),
-  ], []);
+  const labels = mapPatch(pod.metadata.labels, desiredPodLabels(sandbox), {
+    managed: (current) => [
+      ...splitKeys(pod.metadata.annotations?.[SandboxAnnotations.PROPAGATED_LABELS]),
+      // System labels the controller owns: removed when their condition stops holding.
+      ...[SandboxLabels.WARM_POOL_SANDBOX, SandboxLabels.SANDBOX_TEMPLATE_REF_HASH, SandboxLabels.CREATED_BY].filter((k) => k in current),
+    ],
+    keep: [SandboxLabels.SANDBOX_NAME_HASH],
+  });
+  const annotations = mapPatch(pod.metadata.annotations, desiredPodAnnotations(sandbox), {
+    managed: (current) => [
+      ...splitKeys(current[SandboxAnnotations.PROPAGATED_ANNOTATIONS]),
+      ...[SandboxAnnotations.PROPAGATED_LABELS, SandboxAnnotations.PROPAGATED_ANNOTATIONS].filter((k) => k in current),
+    ],
+  });
   if (!labels && !annotations) return undefined;
   return { ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) };
 }
 
-/**
- * Patch turning `current` into `desired` on the keys this controller manages: every desired key,
- * plus the `managed` keys (deleted when no longer desired), except `keep`.
- */
-function mapPatch(
-  currentMap: Labels | undefined,
-  desired: Labels,
-  managed: (current: Labels) => string[],
-  keep: string[],
-): MapPatch | undefined {
-  const current = currentMap ?? {};
-  const patch: MapPatch = {};
-  for (const [key, value] of Object.entries(desired)) {
-    if (current[key] !== value) patch[key] = value;
-  }
-  for (const key of managed(current)) {
-    if (!(key in desired) && key in current && !keep.includes(key)) patch[key] = null;
-  }
-  return Object.keys(patch).length > 0 ? patch : undefined;
-}
 
 /**
  * Service ports from the containers and sidecars (restartable init containers): one per

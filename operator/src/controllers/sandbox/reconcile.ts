@@ -4,20 +4,19 @@
  * remembered between passes, so a restarted operator converges from the API objects alone.
  */
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
-import { controllerOf, pvcNameOf } from './desired';
+import { FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
-import { FIELD_MANAGER, RESOURCES, type ChildKind, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from './types';
 import { UnseenCreates } from './unseen';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
+import { applyMergePatch, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
 import { AheadOfCache } from '../../runtime/ahead-of-cache';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
 import {
   ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
-import { applyMergePatch } from '../template/merge-patch';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';
@@ -305,7 +304,7 @@ export class SandboxReconciler implements Reconciler {
  * cold start) goes first, a warm-pool member's (refill nobody waits for) last.
  */
 export function priorityOf(sandbox: Sandbox): RequestPriority {
-  const owner = controllerOf(sandbox);
+  const owner = controllerRefOf(sandbox);
   if (owner?.kind === KINDS.warmPool.kind) return 'background';
   const ready = sandbox.status?.conditions?.find((c) => c.type === ConditionType.READY)?.status === 'True';
   return owner?.kind === KINDS.claim.kind && !ready ? 'claim' : 'normal';

@@ -3,10 +3,9 @@
  * conditions with upstream's exact reasons and messages, pod and service fields, and whether the
  * result differs enough from the stored status to be worth a write.
  */
-import { findCondition, removeCondition, setCondition, type ConditionInput } from './conditions';
 import { selectorOf } from './desired';
-import type { Condition, Pod, Sandbox, SandboxStatus } from './types';
 import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
+import { type Condition, type ConditionInput, findCondition, type Pod, podIPsOf, removeCondition, type Sandbox, type SandboxStatus, setCondition } from '../../model';
 
 /** Why a pass could not do everything it should. */
 export interface Problem {
@@ -130,11 +129,6 @@ function readyCondition(view: StatusView): Omit<ConditionInput, 'observedGenerat
   const message = view.serviceRequired ? `${podMessage}; ${view.serviceExists ? 'Service Exists' : 'Service does not exist'}` : podMessage;
   if (podReady && serviceOk) return { type, status: 'True', reason: SandboxReadyReason.DEPENDENCIES_READY, message };
   return notReady(SandboxReadyReason.DEPENDENCIES_NOT_READY, message);
-}
-
-export function podIPsOf(pod: Pod): string[] {
-  const ips = (pod.status?.podIPs ?? []).map((p) => p.ip).filter(Boolean);
-  return ips.length > 0 ? ips : pod.status?.podIP ? [pod.status.podIP] : [];
 }
 
 /**

@@ -7,7 +7,7 @@
  * An entry goes as soon as any informer event or cache read shows the object (whatever its UID), or
  * after `ttlMs`, so a lost event can mislead a pass only for that long. Time is passed in.
  */
-import type { ChildKind } from './types';
+import type { ChildKind } from './desired';
 import type { KubeObject } from '../../runtime/types';
 
 /** Far above watch latency (milliseconds), short enough that a lost event costs little. */

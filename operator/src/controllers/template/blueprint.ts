@@ -16,8 +16,11 @@
  *   blueprint and misses it.
  */
 import { applySecureDefaults } from './secure-defaults';
-import type { Sandbox, SandboxBlueprint, SandboxTemplate } from './types';
 import { NameHash } from '../../../../src/api/name-hash';
+import { type Sandbox, type SandboxSpec, type SandboxTemplate } from '../../model';
+
+/** The fields a SandboxTemplate and a Sandbox share (upstream's inlined SandboxBlueprint). */
+export type SandboxBlueprint = Pick<SandboxSpec, 'podTemplate' | 'volumeClaimTemplates' | 'service'>;
 
 /**
  * A value with object keys sorted and `undefined`, `null`, `[]` and `{}` dropped (Kubernetes treats

@@ -7,7 +7,7 @@ import { Controller } from '../../runtime/controller';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { extensionInformers } from '../extension-informers';
 import { TemplateReconciler } from './reconcile';
-import type { NetworkPolicy } from './types';
+import { type NetworkPolicy } from '../../model';
 
 /**
  * The template a NetworkPolicy event concerns: the one its name is derived from, whoever owns it.

@@ -4,9 +4,8 @@
  */
 import { canonicalJson } from './blueprint';
 import { desiredNetworkPolicy, type NetworkPolicyOptions } from './desired';
-import { isControlledBy, isDeleting } from './meta';
-import type { NetworkPolicy, SandboxTemplate } from './types';
 import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
+import { isControlledBy, isDeleting, type NetworkPolicy, type SandboxTemplate } from '../../model';
 
 export type NetworkPolicyAction =
   /** Create `object`. */

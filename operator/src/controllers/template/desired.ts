@@ -3,9 +3,7 @@
  * NetworkPolicy and the template-ref-hash label on the template itself. Pure; decide.ts compares
  * these with what exists.
  */
-import { controllerRefTo } from './meta';
 import { usesDefaultNetworkPolicy } from './secure-defaults';
-import type { MergePatch, NetworkPolicy, SandboxTemplate } from './types';
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -14,8 +12,11 @@ import {
   defaultSandboxNetworkPolicySpec,
   networkPolicyNameFor,
   sandboxTemplateSelector,
+  type NetworkPolicyEgressRuleJson,
+  type NetworkPolicyIngressRuleJson,
   type NetworkPolicySpecJson,
 } from '../../../../src/api/network-policy-defaults';
+import { controllerRefTo, type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
 
 export interface NetworkPolicyOptions {
   /**
@@ -52,8 +53,9 @@ export function desiredNetworkPolicy(template: SandboxTemplate, options: Network
     spec = {
       podSelector: sandboxTemplateSelector(name),
       policyTypes: ['Ingress', 'Egress'],
-      ...(custom.ingress?.length ? { ingress: structuredClone(custom.ingress) } : {}),
-      ...(custom.egress?.length ? { egress: structuredClone(custom.egress) } : {}),
+      // The wire leaves a port's protocol optional (TCP); the constructs' JSON type always names it.
+      ...(custom.ingress?.length ? { ingress: structuredClone(custom.ingress) as NetworkPolicyIngressRuleJson[] } : {}),
+      ...(custom.egress?.length ? { egress: structuredClone(custom.egress) as NetworkPolicyEgressRuleJson[] } : {}),
     };
   }
   return {

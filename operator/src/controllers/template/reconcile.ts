@@ -4,8 +4,8 @@
  */
 import { networkPolicyAction } from './decide';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
-import { EXTENSION_RESOURCES, type NetworkPolicy, type SandboxTemplate } from './types';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { type NetworkPolicy, RESOURCES, type SandboxTemplate } from '../../model';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 
@@ -42,20 +42,20 @@ export class TemplateReconciler implements Reconciler {
     const { client } = this.opts;
     try {
       const labelPatch = templateRefHashLabelPatch(template);
-      if (labelPatch) await client.patch(EXTENSION_RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
+      if (labelPatch) await client.patch(RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
 
       const existing = this.opts.networkPolicies.get(namespace, networkPolicyNameFor(name));
       const action = networkPolicyAction(template, existing, { routerNamespace: this.opts.routerNamespace });
       if (action.type !== 'conflict') this.reportedConflicts.delete(key);
       switch (action.type) {
         case 'create':
-          await client.create(EXTENSION_RESOURCES.networkPolicies, namespace, action.object, write);
+          await client.create(RESOURCES.networkPolicies, namespace, action.object, write);
           break;
         case 'update':
-          await client.update(EXTENSION_RESOURCES.networkPolicies, namespace, action.object, write);
+          await client.update(RESOURCES.networkPolicies, namespace, action.object, write);
           break;
         case 'delete':
-          await client.delete(EXTENSION_RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
+          await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
           break;
         case 'conflict':
           // Retrying cannot fix this (upstream backs off forever); the policy's events bring the template back.

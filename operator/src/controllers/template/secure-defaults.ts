@@ -4,15 +4,15 @@
  * a pool member, so a defaulted member is not mistaken for a stale one. Bare Sandboxes never get
  * them: their author wrote the whole Pod.
  */
-import type { PodSpec, SandboxTemplate } from './types';
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
+import { type PodSpec, type SandboxTemplate } from '../../model';
 
 /** Whether the operator writes the secure-default NetworkPolicy for this template (Managed, no custom rules). */
 export function usesDefaultNetworkPolicy(template: SandboxTemplate): boolean {
   const management = template.spec.networkPolicyManagement;
   // Upstream treats an empty value as Managed; the CRD default makes it Managed anyway.
-  const managed = management === undefined || management === '' || management === NetworkPolicyManagement.MANAGED;
+  const managed = management === undefined || (management as string) === '' || management === NetworkPolicyManagement.MANAGED;
   return managed && template.spec.networkPolicy === undefined;
 }
 

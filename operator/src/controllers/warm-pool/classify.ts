@@ -2,14 +2,13 @@
  * Who is in a warm pool, and in what state (upstream-behavior.md §3.3 steps 3-4, §3.5). The
  * result decides what the pool counts, creates and deletes; see plan.ts.
  */
-import type { PoolFlags, SandboxWarmPool } from './types';
+import { type PoolFlags } from './types';
 import { ConditionType } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type Sandbox, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { sandboxMatches, templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
-import { controllerRefOf, findCondition, isControlledBy, isDeleting, timeMs } from '../template/meta';
-import { LaunchType, type Sandbox, type SandboxTemplate } from '../template/types';
 
 export interface PoolMembers {
   /**
@@ -44,9 +43,6 @@ export function isRecreate(pool: SandboxWarmPool): boolean {
   return pool.spec.updateStrategy?.type === WarmPoolUpdateStrategyType.RECREATE;
 }
 
-export function isReady(sandbox: Sandbox): boolean {
-  return findCondition(sandbox.status?.conditions, ConditionType.READY)?.status === 'True';
-}
 
 /** Whether the Sandbox's Pod is reported unschedulable (the Sandbox controller mirrors PodScheduled). */
 export function isUnschedulable(sandbox: Sandbox): boolean {

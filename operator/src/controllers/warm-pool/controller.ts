@@ -3,17 +3,16 @@
  * wakes, and the Sandbox events that settle a pool's expectations.
  */
 import { WarmPoolReconciler } from './reconcile';
-import type { PoolFlags, SandboxWarmPool } from './types';
+import { type PoolFlags } from './types';
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
+import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxWarmPool } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
 import { keyOf, type Store } from '../../runtime/types';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
-import { controllerRefOf, findCondition, refIsKind } from '../template/meta';
-import type { Sandbox } from '../template/types';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {

@@ -2,14 +2,13 @@
  * The objects a SandboxWarmPool asks for (upstream-api.md §6.3): its members, built from the
  * template, and the small patches that bring an orphan or an unlabeled member into the pool.
  */
-import type { PoolFlags, SandboxWarmPool } from './types';
+import { type PoolFlags } from './types';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { controllerRefTo, CREATED_BY_CONTROLLER, LaunchType, type MergePatch, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { podTemplateHash, templateFingerprint } from '../template/blueprint';
-import { controllerRefTo } from '../template/meta';
 import { applySecureDefaults } from '../template/secure-defaults';
-import { CREATED_BY_CONTROLLER, LaunchType, type MergePatch, type Sandbox, type SandboxTemplate } from '../template/types';
 
 /** `status.selector` of the pool (and the scale subresource's selector): its members and their Pods. */
 export function poolSelector(pool: SandboxWarmPool): string {

@@ -6,13 +6,12 @@
  * given waves (each recorded first), then the status patch if changed.
  */
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
-import { isReady, type PoolMembers } from './classify';
+import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
-import { PoolEventReason, desiredReplicas, type PoolFlags, type PoolStatus, type SandboxWarmPool } from './types';
+import { PoolEventReason, desiredReplicas, type PoolFlags } from './types';
 import { formatGoDuration } from '../../../../src/api/controller-flags';
-import { timeMs } from '../template/meta';
-import type { Sandbox, SandboxTemplate } from '../template/types';
+import { isReady, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus, timeMs } from '../../model';
 
 /** What a pool remembers between passes (in memory; losing it on restart only resets pacing). */
 export interface PoolState {
@@ -71,7 +70,7 @@ export interface PoolPlan {
   readonly adopt: Sandbox[];
   /** Members to label launch-type=warm (launchTypeLabelPatch). */
   readonly labelLaunchType: Sandbox[];
-  readonly status: PoolStatus;
+  readonly status: SandboxWarmPoolStatus;
   /** Whether `status` differs from the pool's; unchanged status is not written. */
   readonly statusChanged: boolean;
   readonly events: PoolEvent[];
@@ -143,7 +142,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   if (!hold.holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
 
   // Status.
-  const status: PoolStatus = {
+  const status: SandboxWarmPoolStatus = {
     replicas: active,
     readyReplicas: members.ready.length,
     selector: poolSelector(pool),

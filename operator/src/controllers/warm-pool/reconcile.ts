@@ -11,10 +11,9 @@ import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
 import { PoolExpectations } from './expectations';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
-import type { PoolFlags, SandboxWarmPool } from './types';
+import { type PoolFlags } from './types';
+import { controllerRefOf, RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { controllerRefOf } from '../template/meta';
-import { EXTENSION_RESOURCES, type Sandbox, type SandboxTemplate } from '../template/types';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
 
@@ -103,8 +102,8 @@ export class WarmPoolReconciler implements Reconciler {
     // Adoption and label fixes are conditional on the cached resourceVersion: a claim that took the
     // member meanwhile wins, and the 409 just means the next pass sees the new state.
     await Promise.all([
-      ...plan.adopt.map((s) => this.conditional(client.patch(EXTENSION_RESOURCES.sandboxes, namespace, s.metadata.name, 'merge', orphanAdoptionPatch(pool, s), write))),
-      ...plan.labelLaunchType.map((s) => this.conditional(client.patch(EXTENSION_RESOURCES.sandboxes, namespace, s.metadata.name, 'merge', launchTypeLabelPatch(s), write))),
+      ...plan.adopt.map((s) => this.conditional(client.patch(RESOURCES.sandboxes, namespace, s.metadata.name, 'merge', orphanAdoptionPatch(pool, s), write))),
+      ...plan.labelLaunchType.map((s) => this.conditional(client.patch(RESOURCES.sandboxes, namespace, s.metadata.name, 'merge', launchTypeLabelPatch(s), write))),
     ]);
 
     let offset = 0;
@@ -132,7 +131,7 @@ export class WarmPoolReconciler implements Reconciler {
     if (plan.statusChanged) {
       try {
         // No resourceVersion: the status is this controller's alone, and recomputed every pass.
-        await client.patch(EXTENSION_RESOURCES.warmPools, namespace, name, 'merge', { status: plan.status }, { ...write, subresource: 'status' });
+        await client.patch(RESOURCES.warmPools, namespace, name, 'merge', { status: plan.status }, { ...write, subresource: 'status' });
       } catch (error) {
         if (!(error instanceof ApiError && error.notFound)) throw error;
       }
@@ -156,7 +155,7 @@ export class WarmPoolReconciler implements Reconciler {
     expectations.expectDelete(d.uid, this.now());
     try {
       const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion, priority: 'background' } as const;
-      await this.opts.client.delete(EXTENSION_RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
+      await this.opts.client.delete(RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
       this.log.debug({ sandbox: `${namespace}/${d.sandbox.metadata.name}`, cause: d.cause }, 'pool member deleted');
       return true;
     } catch (error) {
@@ -174,7 +173,7 @@ export class WarmPoolReconciler implements Reconciler {
     for (let attempt = 1; ; attempt++) {
       try {
         const member = withMemberName(body, memberName(pool));
-        const created = await this.opts.client.create<Sandbox>(EXTENSION_RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
+        const created = await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
         expectations.createSucceeded(token, created.metadata.uid ?? '', this.now());
         return true;
       } catch (error) {

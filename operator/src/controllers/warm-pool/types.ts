@@ -1,27 +1,10 @@
 /**
- * Wire shape of a SandboxWarmPool and the controller flags its decisions read. Flag names and
+ * The controller flags its decisions read. Flag names and
  * defaults come from src/api/controller-flags.ts, the table the install bundle renders from, so
  * the decisions and the Deployment args cannot disagree.
  */
 import { controllerFlag, type ControllerFlagValues } from '../../../../src/api/controller-flags';
-import type { KubeObject, ObjectMeta } from '../../runtime/types';
-
-export interface PoolStatus {
-  replicas?: number;
-  readyReplicas?: number;
-  selector?: string;
-  observedGeneration?: number;
-}
-
-export interface SandboxWarmPool extends KubeObject {
-  metadata: ObjectMeta;
-  spec: {
-    replicas?: number;
-    sandboxTemplateRef: { name: string };
-    updateStrategy?: { type?: string };
-  };
-  status?: PoolStatus;
-}
+import type { SandboxWarmPool } from '../../model';
 
 /** The flags the warm-pool decisions use, typed. Durations in milliseconds. */
 export interface PoolFlags {

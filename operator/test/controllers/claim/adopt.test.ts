@@ -3,8 +3,7 @@ import { TEMPLATE, claim, member, ownerRef, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels, isReservedLabelKey } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { POOL_ONLY_LABELS, adoptionPatch } from '../../../src/controllers/claim/adopt';
-import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
-import type { Sandbox } from '../../../src/controllers/template/types';
+import { applyMergePatch, type Sandbox } from '../../../src/model';
 
 const CLAIM_REF = { ...ownerRef('SandboxClaim', 'my-claim', 'claim-uid'), blockOwnerDeletion: true };
 

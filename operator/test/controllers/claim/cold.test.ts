@@ -3,8 +3,7 @@ import { NS, claim, ownerRef, pool, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { coldSandbox, injectEnv, mergeVolumeClaimTemplates } from '../../../src/controllers/claim/cold';
-import type { ClaimEnvVar } from '../../../src/controllers/claim/types';
-import type { PodSpec, SandboxTemplateSpec, VolumeClaimTemplate } from '../../../src/controllers/template/types';
+import { type ClaimEnvVar, type PodSpec, type SandboxTemplateSpec, type VolumeClaimTemplate } from '../../../src/model';
 
 const SPEC: PodSpec = {
   containers: [
@@ -13,7 +12,7 @@ const SPEC: PodSpec = {
   ],
   initContainers: [{ name: 'setup', image: 'busybox' }],
 };
-const withPolicy = (policy?: string, spec: PodSpec = SPEC) =>
+const withPolicy = (policy?: SandboxTemplateSpec['envVarsInjectionPolicy'], spec: PodSpec = SPEC) =>
   template({ podTemplate: { spec }, ...(policy ? { envVarsInjectionPolicy: policy } : {}) });
 const envOf = (spec: PodSpec, container: string) => [...spec.containers, ...(spec.initContainers ?? [])].find((c) => c.name === container)!.env;
 
@@ -61,7 +60,7 @@ describe('injectEnv', () => {
   ])('$name', ({ policy, env, spec, reason, check }) => {
     const base = spec ?? SPEC;
     const before = structuredClone(base);
-    const result = injectEnv(base, env, withPolicy(policy, base));
+    const result = injectEnv(base, env, withPolicy(policy as SandboxTemplateSpec['envVarsInjectionPolicy'], base));
     expect(base).toEqual(before);
     if (reason) {expect(result).toMatchObject({ ok: false, problem: { reason } });} else {
       expect(result.ok).toBe(true);
@@ -119,7 +118,7 @@ describe('mergeVolumeClaimTemplates', () => {
     { name: 'a duplicated claim name', policy: 'Overrides', claimVcts: [vct('x'), vct('x')], error: /"x" twice/ },
     { name: 'a broken template is reported even without claim VCTs', base: [vct('x'), vct('x')], error: /template's volumeClaimTemplates has "x" twice/ },
   ])('$name', ({ policy, base, claimVcts, result, error }) => {
-    const t = template({ ...(base ? { volumeClaimTemplates: base } : {}), ...(policy ? { volumeClaimTemplatesPolicy: policy } : {}) });
+    const t = template({ ...(base ? { volumeClaimTemplates: base } : {}), ...(policy ? { volumeClaimTemplatesPolicy: policy as SandboxTemplateSpec['volumeClaimTemplatesPolicy'] } : {}) });
     const out = mergeVolumeClaimTemplates(t, claimVcts);
     if (error) expect(out).toEqual({ ok: false, problem: { reason: 'VolumeClaimTemplatesError', message: expect.stringMatching(error) } });
     else expect(out.ok && out.value?.map((v) => `${v.metadata!.name}:${(v.spec as { resources: { requests: { storage: string } } }).resources.requests.storage}`)).toEqual(result);

@@ -1,5 +1,5 @@
 /** Builders for the claim tests. Members come from the warm-pool fixtures, so they are what the pool really builds. */
-import type { SandboxClaim } from '../../../src/controllers/claim/types';
+import { type SandboxClaim } from '../../../src/model';
 import { NOW, NS, iso } from '../template/fixtures';
 
 export function claim(spec: Partial<SandboxClaim['spec']> = {}, meta: Partial<SandboxClaim['metadata']> = {}, status?: SandboxClaim['status']): SandboxClaim {

@@ -1,8 +1,7 @@
 import * as fc from 'fast-check';
 import { NOW, claim, condition, iso, member, ownerRef, ready } from './fixtures';
 import { claimExpiry, expiryPlan } from '../../../src/controllers/claim/lifecycle';
-import type { ClaimLifecycle, SandboxClaim } from '../../../src/controllers/claim/types';
-import type { Sandbox } from '../../../src/controllers/template/types';
+import { type ClaimLifecycle, type Sandbox, type SandboxClaim } from '../../../src/model';
 
 const finishedAt = (ms: number) => condition('Finished', 'True', 'PodSucceeded', iso(ms));
 const withLifecycle = (lifecycle: ClaimLifecycle | undefined, status?: SandboxClaim['status']) => claim(lifecycle ? { lifecycle } : {}, {}, status);
@@ -23,7 +22,7 @@ describe('claimExpiry', () => {
     ['a Finished=False does not start the TTL', { ttlSecondsAfterFinished: 0 }, owned([condition('Finished', 'False', 'x')]), undefined, { expired: false }],
     ['the earlier of the two wins', { shutdownTime: iso(NOW + 100_000), ttlSecondsAfterFinished: 1 }, owned([finishedAt(NOW)]), undefined, { expired: false, atMs: NOW + 1000 }],
     ['DeleteForeground is kept', { shutdownTime: iso(NOW - 1), shutdownPolicy: 'DeleteForeground' }, undefined, undefined, { expired: true, action: 'DeleteForeground' }],
-    ['an unknown policy means Retain', { shutdownTime: iso(NOW - 1), shutdownPolicy: 'Bogus' }, undefined, undefined, { expired: true, action: 'Retain' }],
+    ['an unknown policy means Retain', { shutdownTime: iso(NOW - 1), shutdownPolicy: 'Bogus' as ClaimLifecycle['shutdownPolicy'] }, undefined, undefined, { expired: true, action: 'Retain' }],
   ])('%s', (_, lifecycle, sandbox, status, expected) => {
     expect(claimExpiry(withLifecycle(lifecycle, status), sandbox, NOW)).toMatchObject(expected);
   });

@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { NOW, claim, iso, member, notReady, ownerRef, ready, sandbox } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { ADOPTION_RECORD_TTL_MS, AdoptionRecords, recoverBinding } from '../../../src/controllers/claim/recover';
-import type { Sandbox } from '../../../src/controllers/template/types';
+import { type Sandbox } from '../../../src/model';
 
 const ofClaim = (name: string, uid = 'claim-uid', o: Parameters<typeof member>[0] = {}): Sandbox => {
   const m = member({ name, ...o });

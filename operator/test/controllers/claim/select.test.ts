@@ -4,8 +4,7 @@ import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { claimPath, isAdoptable, needsColdStart, selectCandidate, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
 import { templateFingerprint } from '../../../src/controllers/template/blueprint';
-import type { Sandbox } from '../../../src/controllers/template/types';
-import { isReady } from '../../../src/controllers/warm-pool/classify';
+import { isReady, type Sandbox } from '../../../src/model';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };

@@ -1,8 +1,7 @@
 import * as fc from 'fast-check';
 import { NOW, claim, condition, member, notReady, ready } from './fixtures';
 import { CLAIM_EXPIRED_MESSAGE, SANDBOX_EXPIRED_MESSAGE, claimStatus, type StatusInput } from '../../../src/controllers/claim/status';
-import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
-import type { Condition, Sandbox } from '../../../src/controllers/template/types';
+import { applyMergePatch, type Condition, type Sandbox } from '../../../src/model';
 
 const NOW_TEXT = '2026-09-01T12:00:00Z';
 const bound = (conditions: Condition[], podIPs = ['10.0.0.7']): Sandbox => member({ name: 'py-pool-x', conditions, podIPs });

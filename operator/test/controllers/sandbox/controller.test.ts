@@ -2,7 +2,7 @@ import { foreignRef, pod, sandbox } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { childOwnerKeys, slimPod } from '../../../src/controllers/sandbox/controller';
-import type { Sandbox } from '../../../src/controllers/sandbox/types';
+import { type Sandbox } from '../../../src/model';
 
 describe('childOwnerKeys: which Sandbox a child event wakes', () => {
   const byHash = new Map<string, Sandbox[]>([[`team-a/${NameHash.of('my-sandbox')}`, [sandbox()]]]);

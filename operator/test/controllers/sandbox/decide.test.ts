@@ -1,7 +1,7 @@
 import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { decide, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/decide';
-import type { Condition, Pod, Sandbox, Service } from '../../../src/controllers/sandbox/types';
+import { type Condition, type Pod, type Sandbox, type Service } from '../../../src/model';
 
 const POD_NAME = { [SandboxAnnotations.POD_NAME]: 'my-sandbox' };
 const READY_TRUE: Condition = { type: 'Ready', status: 'True', reason: 'DependenciesReady', message: 'Pod is Ready', lastTransitionTime: '2026-09-01T11:00:00Z', observedGeneration: 1 };

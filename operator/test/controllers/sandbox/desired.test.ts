@@ -2,10 +2,8 @@ import fc from 'fast-check';
 import { foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { RESERVED_PREFIXES, SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import {
-  buildPod, buildPvc, buildService, desiredPodLabels, extensionLabels, podMetadataPatch, servicePorts, serviceDriftPatch,
-} from '../../../src/controllers/sandbox/desired';
-import type { Container } from '../../../src/controllers/sandbox/types';
+import { buildPod, buildPvc, buildService, desiredPodLabels, extensionLabels, podMetadataPatch, servicePorts, serviceDriftPatch } from '../../../src/controllers/sandbox/desired';
+import { type Container } from '../../../src/model';
 
 const HASH = SandboxLabels.SANDBOX_NAME_HASH;
 

@@ -3,7 +3,7 @@ import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import type { Observed } from '../../../src/controllers/sandbox/decide';
 import { sandboxOwnerRef } from '../../../src/controllers/sandbox/desired';
-import type { Condition, PersistentVolumeClaim, Pod, Sandbox, SandboxSpec, Service } from '../../../src/controllers/sandbox/types';
+import { type Condition, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxSpec, type Service } from '../../../src/model';
 import type { OwnerReference } from '../../../src/runtime/types';
 
 export const NOW = Date.parse('2026-09-01T12:00:00Z');

@@ -1,13 +1,12 @@
 import { FakeClient, FakeStore, apiError } from './fake-kube';
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { controllerOf } from '../../../src/controllers/sandbox/desired';
 import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler, priorityOf } from '../../../src/controllers/sandbox/reconcile';
-import type { PersistentVolumeClaim, Pod, Sandbox, Service } from '../../../src/controllers/sandbox/types';
+import { controllerRefOf, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
 import type { KubeObject } from '../../../src/runtime/types';
 
 const KEY = 'team-a/my-sandbox';
-const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerOf(o)?.uid ? [controllerOf(o)!.uid] : []) };
+const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerRefOf(o)?.uid ? [controllerRefOf(o)!.uid] : []) };
 
 function setup(
   sb: Sandbox | undefined,

@@ -1,15 +1,14 @@
-import { removeCondition, setCondition, toMetaTime } from '../../../src/controllers/sandbox/conditions';
 import { isProgressOnly, statusNeedsWrite, statusPatch } from '../../../src/controllers/sandbox/status';
-import type { Condition } from '../../../src/controllers/sandbox/types';
+import { type Condition, metaTime, removeCondition, setCondition } from '../../../src/model';
 
 const T0 = Date.parse('2026-09-01T10:00:00.750Z');
 const T1 = Date.parse('2026-09-01T10:05:00Z');
 
 describe('conditions (meta.SetStatusCondition semantics)', () => {
-  const ready: Condition = { type: 'Ready', status: 'False', reason: 'A', message: 'a', lastTransitionTime: toMetaTime(T0), observedGeneration: 1 };
+  const ready: Condition = { type: 'Ready', status: 'False', reason: 'A', message: 'a', lastTransitionTime: metaTime(T0), observedGeneration: 1 };
 
   test('metav1.Time has whole seconds', () => {
-    expect(toMetaTime(T0)).toBe('2026-09-01T10:00:00Z');
+    expect(metaTime(T0)).toBe('2026-09-01T10:00:00Z');
   });
 
   test('a new type is appended with the current time', () => {
@@ -54,7 +53,7 @@ describe('status writes', () => {
 
 describe('isProgressOnly', () => {
   const cond = (type: string, status: Condition['status'], reason: string): Condition =>
-    ({ type, status, reason, message: '', lastTransitionTime: toMetaTime(T0) });
+    ({ type, status, reason, message: '', lastTransitionTime: metaTime(T0) });
   const notSuspended = cond('Suspended', 'False', 'NotSuspended');
   const progress = { conditions: [notSuspended, cond('Ready', 'False', 'DependenciesNotReady')] };
 

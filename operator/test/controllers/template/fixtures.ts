@@ -1,5 +1,5 @@
 /** Builders of the objects the extension-controller tests feed to the pure decisions. */
-import type { Condition, Sandbox, SandboxTemplate, SandboxTemplateSpec } from '../../../src/controllers/template/types';
+import { type Condition, type Sandbox, type SandboxTemplate, type SandboxTemplateSpec } from '../../../src/model';
 import type { OwnerReference } from '../../../src/runtime/types';
 
 export const NS = 'team-a';

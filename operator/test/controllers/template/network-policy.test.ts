@@ -5,8 +5,7 @@ import { NameHash } from '../../../../src/api/name-hash';
 import { defaultSandboxNetworkPolicySpec, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
 import { networkPolicyAction, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
-import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
-import type { NetworkPolicy, SandboxTemplate } from '../../../src/controllers/template/types';
+import { applyMergePatch, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
 
 const CUSTOM = {
   ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 8080 }] }],

@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { template } from './fixtures';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
 import { applySecureDefaults } from '../../../src/controllers/template/secure-defaults';
-import type { PodSpec, SandboxTemplateSpec } from '../../../src/controllers/template/types';
+import { type PodSpec, type SandboxTemplateSpec } from '../../../src/model';
 
 const base: PodSpec = { containers: [{ name: 'main', image: 'python:3.12' }] };
 const PUBLIC_DNS = { dnsPolicy: 'None', dnsConfig: { nameservers: [...PUBLIC_DNS_NAMESERVERS] } };
@@ -12,7 +12,7 @@ describe('applySecureDefaults', () => {
   test.each<[string, PodSpec, Partial<SandboxTemplateSpec>, PodSpec]>([
     ['Managed default policy: no token, public resolvers', base, {}, { ...base, automountServiceAccountToken: false, ...PUBLIC_DNS }],
     ['explicit Managed behaves the same', base, { networkPolicyManagement: 'Managed' }, { ...base, automountServiceAccountToken: false, ...PUBLIC_DNS }],
-    ['empty management value counts as Managed (upstream)', base, { networkPolicyManagement: '' }, { ...base, automountServiceAccountToken: false, ...PUBLIC_DNS }],
+    ['empty management value counts as Managed (upstream)', base, { networkPolicyManagement: '' as SandboxTemplateSpec['networkPolicyManagement'] }, { ...base, automountServiceAccountToken: false, ...PUBLIC_DNS }],
     ['a token the template asks for is kept', { ...base, automountServiceAccountToken: true }, {}, { ...base, automountServiceAccountToken: true, ...PUBLIC_DNS }],
     ['an explicit false stays false', { ...base, automountServiceAccountToken: false }, {}, { ...base, automountServiceAccountToken: false, ...PUBLIC_DNS }],
     ['custom policy rules: cluster DNS left alone', base, CUSTOM_POLICY, { ...base, automountServiceAccountToken: false }],

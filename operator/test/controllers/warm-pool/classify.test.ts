@@ -1,9 +1,8 @@
 import * as fc from 'fast-check';
 import { FLAGS, GRACE, NOW, NameHash, SandboxLabels, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
 import { templateFingerprint } from '../../../src/controllers/template/blueprint';
-import type { Sandbox } from '../../../src/controllers/template/types';
 import { classifyMembers, isStale, notReadySinceMs, staleCheck, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
-import type { SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
+import { type Sandbox, type SandboxWarmPool } from '../../../src/model';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const GROUPS = ['active', 'ready', 'terminating', 'stale', 'staleKept', 'stuck', 'unschedulableHeld', 'orphansToAdopt', 'orphansToDelete', 'needsLaunchTypeLabel'] as const;

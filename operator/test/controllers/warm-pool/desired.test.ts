@@ -4,10 +4,10 @@ import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
 import { sandboxMatches, templateFingerprint } from '../../../src/controllers/template/blueprint';
-import { applyMergePatch } from '../../../src/controllers/template/merge-patch';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, poolSelector, withMemberName } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
+import { applyMergePatch } from '../../../src/model';
 import { ownerRef } from '../template/fixtures';
 
 describe('memberName', () => {

@@ -1,9 +1,9 @@
 /** Builders for the warm-pool tests: a pool, its template, and members in every state. */
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import type { Condition, Sandbox, SandboxTemplate } from '../../../src/controllers/template/types';
 import { buildPoolSandbox } from '../../../src/controllers/warm-pool/desired';
-import { poolFlags, type SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
+import { poolFlags } from '../../../src/controllers/warm-pool/types';
+import { type Condition, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
 import { NOW, NS, condition, iso, notReady, ownerRef, ready, template } from '../template/fixtures';
 
 export const FLAGS = poolFlags();

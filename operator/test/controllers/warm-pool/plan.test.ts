@@ -1,9 +1,9 @@
 import * as fc from 'fast-check';
 import { FLAGS, GRACE, NOW, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
-import type { Sandbox, SandboxTemplate } from '../../../src/controllers/template/types';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolPlanInput, type PoolState } from '../../../src/controllers/warm-pool/plan';
-import { poolFlags, type PoolFlags, type SandboxWarmPool } from '../../../src/controllers/warm-pool/types';
+import { poolFlags, type PoolFlags } from '../../../src/controllers/warm-pool/types';
+import { type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 

@@ -6,11 +6,11 @@
 import * as fc from 'fast-check';
 import { NOW, TEMPLATE, member, pool } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
-import type { Sandbox } from '../../../src/controllers/template/types';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { PoolExpectations } from '../../../src/controllers/warm-pool/expectations';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
+import { type Sandbox } from '../../../src/model';
 
 const TIMEOUT = 10_000;
 

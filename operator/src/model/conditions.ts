@@ -1,0 +1,46 @@
+/**
+ * metav1.Condition lists: pure equivalents of apimachinery's meta.SetStatusCondition and
+ * RemoveStatusCondition on immutable arrays, and the readiness readers every controller uses.
+ * Keeping lastTransitionTime when the status does not change is what lets clients measure
+ * "Ready since", and keeps a re-computed but unchanged status byte-identical so a write can be skipped.
+ */
+import type { Condition } from './generated';
+import { metaTime } from './time';
+import { ConditionType } from '../../../src/api/conditions';
+
+/** The condition to set; lastTransitionTime is filled in by setCondition. */
+export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;
+
+/** The condition of `type` in `conditions`, if present. */
+export function findCondition(conditions: readonly Condition[] | undefined, type: string): Condition | undefined {
+  return conditions?.find((c) => c.type === type);
+}
+
+/** Whether the condition of `type` is present with status True. */
+export function isConditionTrue(conditions: readonly Condition[] | undefined, type: string): boolean {
+  return findCondition(conditions, type)?.status === 'True';
+}
+
+/** Whether an object with standard conditions (a Sandbox, a claim) says Ready=True. */
+export function isReady(obj: { status?: { conditions?: Condition[] } }): boolean {
+  return isConditionTrue(obj.status?.conditions, ConditionType.READY);
+}
+
+/**
+ * A copy of `conditions` with `input` set: replaced in place when its type exists (keeping
+ * lastTransitionTime unless the status changed), appended otherwise.
+ */
+export function setCondition(conditions: readonly Condition[], input: ConditionInput, nowMs: number): Condition[] {
+  const index = conditions.findIndex((c) => c.type === input.type);
+  if (index < 0) return [...conditions, { ...input, lastTransitionTime: metaTime(nowMs) }];
+  const old = conditions[index];
+  const lastTransitionTime = old.status === input.status ? old.lastTransitionTime : metaTime(nowMs);
+  const next = [...conditions];
+  next[index] = { ...input, lastTransitionTime };
+  return next;
+}
+
+/** A copy of `conditions` without the condition of `type`. */
+export function removeCondition(conditions: readonly Condition[], type: string): Condition[] {
+  return conditions.filter((c) => c.type !== type);
+}
