@@ -20,6 +20,17 @@ export interface ControllerOptions {
 /** Keys to reconcile for an object: its own key by default, or e.g. its owner's key. */
 export type KeyMapper<T extends KubeObject> = (obj: T) => string | string[] | undefined;
 
+/** Which informer events enqueue (each absent filter: every event of that type). Return false to skip. */
+export interface EventFilter<T extends KubeObject> {
+  readonly add?: (obj: T) => boolean;
+  readonly update?: (oldObj: T, newObj: T) => boolean;
+  readonly delete?: (obj: T) => boolean;
+}
+
+/** An EventFilter that passes only updates accepted by `changed`. */
+export const onlyUpdates = <T extends KubeObject>(changed: (oldObj: T, newObj: T) => boolean): EventFilter<T> =>
+  ({ add: () => false, update: changed, delete: () => false });
+
 export class Controller implements RunnableController {
   public readonly name: string;
   public readonly queue: RateLimitedWorkQueue;
@@ -40,22 +51,29 @@ export class Controller implements RunnableController {
 
   /**
    * Enqueue keys for an informer's adds, updates and deletes. Call before the informers start
-   * (from the controller factory): the first list then queues every existing object.
+   * (from the controller factory): the first list then queues every existing object. `keysFor`
+   * maps an object to the keys it concerns (its own by default; e.g. its owner's); `when` filters
+   * events, so that e.g. status churn of a busy object does not fan out to everything it maps to.
+   * On an update the old object's keys are queued too when they differ (an owner reference moved).
    */
-  public watch<T extends KubeObject>(informer: Informer<T>, keysFor: KeyMapper<T> = keyOf): this {
+  public watch<T extends KubeObject>(informer: Informer<T>, keysFor: KeyMapper<T> = keyOf, when: EventFilter<T> = {}): this {
     const enqueue = (obj: T) => {
       const keys = keysFor(obj);
       if (keys === undefined) return;
       for (const key of typeof keys === 'string' ? [keys] : keys) this.queue.add(key);
     };
     informer.addHandlers({
-      onAdd: enqueue,
+      onAdd: (obj) => {
+        if (when.add?.(obj) ?? true) enqueue(obj);
+      },
       onUpdate: (oldObj, newObj) => {
+        if (!(when.update?.(oldObj, newObj) ?? true)) return;
         enqueue(newObj);
-        // A mapped key can change (an owner reference moved): tell the old owner too.
         if (keysFor !== keyOf) enqueue(oldObj);
       },
-      onDelete: enqueue,
+      onDelete: (obj) => {
+        if (when.delete?.(obj) ?? true) enqueue(obj);
+      },
     });
     return this;
   }

@@ -1,9 +1,9 @@
 import { FakeClock } from './fake-clock';
-import { Controller } from '../../src/runtime/controller';
+import { Controller, onlyUpdates } from '../../src/runtime/controller';
 import { SharedInformer } from '../../src/runtime/informer';
 import { SILENT_LOGGER } from '../../src/runtime/log';
 import { OperatorMetrics } from '../../src/runtime/metrics';
-import { ApiError, InformerHandlers, KubeObject, ReconcileResult, Reconciler } from '../../src/runtime/types';
+import { ApiError, InformerHandlers, KubeObject, ReconcileResult, Reconciler, keyOf } from '../../src/runtime/types';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
@@ -112,6 +112,27 @@ test('watch(): informer events map to keys, by default the object key, or throug
   handlers.onUpdate!(pod('old-owner'), pod('new-owner'));
   handlers.onAdd!({ metadata: { name: 'orphan', namespace: 'ns' } });
   expect(byOwner.queue.length).toBe(2);
+});
+
+test('watch(): event filters decide which adds, updates and deletes enqueue', async () => {
+  let handlers!: InformerHandlers<KubeObject>;
+  const fakeInformer = { addHandlers: (h: InformerHandlers<KubeObject>) => (handlers = h) } as unknown as SharedInformer<KubeObject>;
+  const gen = (name: string, generation: number) => ({ metadata: { name, namespace: 'ns', generation } });
+  const specOnly = setup(async () => undefined).controller;
+  specOnly.watch(fakeInformer, keyOf, { update: (o, n) => o.metadata.generation !== n.metadata.generation });
+  handlers.onUpdate!(gen('status-only', 1), gen('status-only', 1));
+  expect(specOnly.queue.length).toBe(0);
+  handlers.onUpdate!(gen('spec', 1), gen('spec', 2));
+  handlers.onAdd!(gen('added', 1));
+  expect(specOnly.queue.length).toBe(2);
+
+  const updatesOnly = setup(async () => undefined).controller;
+  updatesOnly.watch(fakeInformer, keyOf, onlyUpdates(() => true));
+  handlers.onAdd!(gen('a', 1));
+  handlers.onDelete!(gen('d', 1));
+  expect(updatesOnly.queue.length).toBe(0);
+  handlers.onUpdate!(gen('u', 1), gen('u', 1));
+  expect(updatesOnly.queue.length).toBe(1);
 });
 
 test('conflicts are retried like other errors', async () => {

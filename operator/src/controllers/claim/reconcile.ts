@@ -16,7 +16,7 @@ import { claimStatus } from './status';
 import { type ClaimEvent, type ClaimProblem } from './types';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
 import { findCondition, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../model';
-import { AheadOfCache } from '../../runtime/ahead-of-cache';
+import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 
 /** Our adoption is not in the cache yet: its watch event normally wakes the claim first. */
@@ -61,7 +61,7 @@ export class ClaimReconciler implements Reconciler {
    * often wake the claim before its own watch event arrives; deciding on the written object
    * instead of the stale one saves a repeated write or a 409 on the status's resourceVersion.
    */
-  private readonly written = new AheadOfCache<SandboxClaim>();
+  private readonly written = new OwnWrites<SandboxClaim>();
   private readonly now: () => number;
   private readonly log: Logger;
   private readonly acquire: AcquireContext;
@@ -107,7 +107,7 @@ export class ClaimReconciler implements Reconciler {
       this.written.forget(key);
       return;
     }
-    const claim = this.written.current(key, cached);
+    const claim = this.written.current(key, cached, this.now());
     const uid = claim.metadata.uid ?? '';
     const now = this.now();
     this.noteObserved(claim);
@@ -198,7 +198,7 @@ export class ClaimReconciler implements Reconciler {
     try {
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', decision.patch,
         { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: 'claim' });
-      this.written.wrote(key, cached, result);
+      this.written.wrote(key, cached, result, this.now());
       return decision.status;
     } catch (error) {
       if (error instanceof ApiError && error.notFound) return 'gone';
@@ -229,7 +229,7 @@ export class ClaimReconciler implements Reconciler {
       // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
       // waits behind other claims' writes.
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
-      this.written.wrote(key, cached, result);
+      this.written.wrote(key, cached, result, this.now());
       const added = (patch.metadata as { annotations: Record<string, string> }).annotations;
       this.annotated.set(uid, { ...this.annotated.get(uid), ...added });
     } catch (error) {

@@ -11,7 +11,7 @@ import { ConditionType, SandboxReadyReason } from '../../../../src/api/condition
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { applyMergePatch, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
-import { AheadOfCache } from '../../runtime/ahead-of-cache';
+import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
 import {
@@ -76,7 +76,7 @@ export class SandboxReconciler implements Reconciler {
   /** Sandbox key -> when a progress status was first held back; the window runs from there. */
   private readonly progressHeldSince = new Map<string, number>();
   /** Our writes to the Sandbox the cache has not shown yet: decided on, so they are not made twice. */
-  private readonly written = new AheadOfCache<Sandbox>();
+  private readonly written = new OwnWrites<Sandbox>();
 
   public constructor(private readonly opts: SandboxReconcilerOptions) {
     this.now = opts.now ?? Date.now;
@@ -92,7 +92,7 @@ export class SandboxReconciler implements Reconciler {
       this.written.forget(key);
       return;
     }
-    const sandbox = this.written.current(key, cached);
+    const sandbox = this.written.current(key, cached, this.now());
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
@@ -113,7 +113,7 @@ export class SandboxReconciler implements Reconciler {
     let after = sandbox;
     if (outcome.kind === 'done') {
       for (const a of plan.actions) if (a.op === 'patch-sandbox') after = applyMergePatch(after, a.patch);
-      if (after !== sandbox) this.written.wrote(key, cached, after);
+      if (after !== sandbox) this.written.wrote(key, cached, after, this.now());
     }
     if (outcome.kind === 'race') {
       this.log.debug({ sandbox: key, detail: outcome.detail }, 'cache race, retrying');
@@ -137,7 +137,7 @@ export class SandboxReconciler implements Reconciler {
       if (!result) return;
       // The response's resourceVersion tells when the cache has caught up with this write.
       const version = result.metadata?.resourceVersion ?? after.metadata.resourceVersion;
-      this.written.wrote(key, cached, { ...after, metadata: { ...after.metadata, resourceVersion: version }, status });
+      this.written.wrote(key, cached, { ...after, metadata: { ...after.metadata, resourceVersion: version }, status }, this.now());
     }
 
     if (problem?.reason === SandboxReadyReason.RECONCILER_ERROR) {
