@@ -14,7 +14,7 @@ import { claimPath, needsColdStart, selectCandidate } from './select';
 import { ClaimEvents, type ClaimEvent, type ClaimProblem } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../model';
-import { templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
+import { templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Pool or template missing: their events bring the claim back; this is only a safety net (upstream's minute). */

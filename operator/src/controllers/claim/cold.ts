@@ -12,7 +12,7 @@ import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { checkDns1035Label } from '../../../../src/api/validation';
 import { type ClaimEnvVar, type Container, controllerRefTo, LaunchType, type PodSpec, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, type VolumeClaimTemplate } from '../../model';
-import { applySecureDefaults } from '../template/secure-defaults';
+import { applySecureDefaults } from '../../model/secure-defaults';
 
 const reconcilerError = <T>(message: string) => fail<T>(ClaimReadyReason.RECONCILER_ERROR, `Error seen: ${message}`);
 

@@ -11,8 +11,8 @@ import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, timeMs } from '../../model';
-import type { BlueprintFingerprint } from '../template/blueprint';
-import { staleCheck } from '../warm-pool/classify';
+import type { BlueprintFingerprint } from '../../model/blueprint';
+import { staleCheck } from '../../model/blueprint';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
 export const WARM_CANDIDATE_GRACE_MS = 2000;

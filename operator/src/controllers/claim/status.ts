@@ -7,7 +7,7 @@
 import { type ClaimProblem } from './types';
 import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { type Condition, findCondition, type MergePatch, metaTime, type Sandbox, type SandboxClaim, type SandboxClaimStatus } from '../../model';
-import { canonicalJson } from '../template/blueprint';
+import { canonicalJson } from '../../model/blueprint';
 
 export const CLAIM_EXPIRED_MESSAGE = 'Claim expired. Sandbox cleanup initiated.';
 export const SANDBOX_EXPIRED_MESSAGE = 'Underlying Sandbox resource has expired independently of the Claim.';

@@ -2,10 +2,10 @@
  * The template controller's one decision: what to do about `<template>-network-policy`, given the
  * template and the policy in the cache (upstream-behavior.md §4).
  */
-import { canonicalJson } from './blueprint';
 import { desiredNetworkPolicy, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import { isControlledBy, isDeleting, type NetworkPolicy, type SandboxTemplate } from '../../model';
+import { canonicalJson } from '../../model/blueprint';
 
 export type NetworkPolicyAction =
   /** Create `object`. */

@@ -3,7 +3,6 @@
  * NetworkPolicy and the template-ref-hash label on the template itself. Pure; decide.ts compares
  * these with what exists.
  */
-import { usesDefaultNetworkPolicy } from './secure-defaults';
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -17,6 +16,7 @@ import {
   type NetworkPolicySpecJson,
 } from '../../../../src/api/network-policy-defaults';
 import { controllerRefTo, type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
+import { usesDefaultNetworkPolicy } from '../../model/secure-defaults';
 
 export interface NetworkPolicyOptions {
   /**

@@ -8,7 +8,7 @@ import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type Sandbox, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
-import { sandboxMatches, templateFingerprint, type BlueprintFingerprint } from '../template/blueprint';
+import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
 export interface PoolMembers {
   /**
@@ -59,48 +59,6 @@ export function notReadySinceMs(sandbox: Sandbox): number {
   const created = timeMs(sandbox.metadata.creationTimestamp) ?? 0;
   const transition = timeMs(findCondition(sandbox.status?.conditions, ConditionType.READY)?.lastTransitionTime) ?? 0;
   return Math.max(created, transition);
-}
-
-/**
- * Whether `sandbox` is out of date for the pool's template: built for another template name, or with
- * a different blueprint. Our own hash label settles it when it matches; otherwise (a member made by
- * upstream or before a template edit) the blueprints are compared. An orphan's labels are not
- * trusted (anyone could have written them), so orphans are always compared.
- */
-export function isStale(
-  sandbox: Sandbox,
-  templateName: string,
-  fingerprint: BlueprintFingerprint,
-  orphan: boolean,
-  templateRefHash: string = NameHash.of(templateName),
-): boolean {
-  if (sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== templateRefHash) return true;
-  if (!orphan && sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_HASH] === fingerprint.hash) return false;
-  return !sandboxMatches(sandbox, fingerprint);
-}
-
-/**
- * `isStale` for many members at once. After a template edit every member's hash label differs and
- * each would need a full comparison, on every pool pass and every claim; members sharing an old
- * hash label were built from the same blueprint, so one comparison per label value answers for
- * all of them (upstream memoises the same way). Orphans are never memoised: their labels are not
- * trusted.
- */
-export function staleCheck(templateName: string, fingerprint: BlueprintFingerprint): (sandbox: Sandbox, orphan: boolean) => boolean {
-  const templateRefHash = NameHash.of(templateName);
-  const byLabel = new Map<string, boolean>();
-  return (sandbox, orphan) => {
-    const label = sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_HASH];
-    if (orphan || label === undefined || sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] !== templateRefHash) {
-      return isStale(sandbox, templateName, fingerprint, orphan, templateRefHash);
-    }
-    let stale = byLabel.get(label);
-    if (stale === undefined) {
-      stale = isStale(sandbox, templateName, fingerprint, false, templateRefHash);
-      byLabel.set(label, stale);
-    }
-    return stale;
-  };
 }
 
 /**

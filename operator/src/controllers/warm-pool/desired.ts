@@ -7,8 +7,8 @@ import { KINDS, apiVersionOf } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefTo, CREATED_BY_CONTROLLER, LaunchType, type MergePatch, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
-import { podTemplateHash, templateFingerprint } from '../template/blueprint';
-import { applySecureDefaults } from '../template/secure-defaults';
+import { podTemplateHash, templateFingerprint } from '../../model/blueprint';
+import { applySecureDefaults } from '../../model/secure-defaults';
 
 /** `status.selector` of the pool (and the scale subresource's selector): its members and their Pods. */
 export function poolSelector(pool: SandboxWarmPool): string {

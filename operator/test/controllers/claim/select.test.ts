@@ -3,8 +3,8 @@ import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template }
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { claimPath, isAdoptable, needsColdStart, selectCandidate, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
-import { templateFingerprint } from '../../../src/controllers/template/blueprint';
 import { isReady, type Sandbox } from '../../../src/model';
+import { templateFingerprint } from '../../../src/model/blueprint';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };

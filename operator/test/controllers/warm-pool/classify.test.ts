@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
 import { FLAGS, GRACE, NOW, NameHash, SandboxLabels, TEMPLATE, iso, member, notReady, pool, ready, template, unschedulable } from './fixtures';
-import { templateFingerprint } from '../../../src/controllers/template/blueprint';
-import { classifyMembers, isStale, notReadySinceMs, staleCheck, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
+import { classifyMembers, notReadySinceMs, type PoolMembers } from '../../../src/controllers/warm-pool/classify';
 import { type Sandbox, type SandboxWarmPool } from '../../../src/model';
+import { templateFingerprint, isStale, staleCheck } from '../../../src/model/blueprint';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const GROUPS = ['active', 'ready', 'terminating', 'stale', 'staleKept', 'stuck', 'unschedulableHeld', 'orphansToAdopt', 'orphansToDelete', 'needsLaunchTypeLabel'] as const;

@@ -3,11 +3,11 @@ import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
-import { sandboxMatches, templateFingerprint } from '../../../src/controllers/template/blueprint';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, poolSelector, withMemberName } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
 import { applyMergePatch } from '../../../src/model';
+import { sandboxMatches, templateFingerprint } from '../../../src/model/blueprint';
 import { ownerRef } from '../template/fixtures';
 
 describe('memberName', () => {

@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
-import { sandbox, template } from './fixtures';
-import { canonicalJson, podTemplateHash, sandboxMatches, templateFingerprint } from '../../../src/controllers/template/blueprint';
-import { applySecureDefaults } from '../../../src/controllers/template/secure-defaults';
-import { applyMergePatch, mapPatch } from '../../../src/model';
+import { applyMergePatch, mapPatch } from '../../src/model';
+import { canonicalJson, podTemplateHash, sandboxMatches, templateFingerprint } from '../../src/model/blueprint';
+import { applySecureDefaults } from '../../src/model/secure-defaults';
+import { sandbox, template } from '../controllers/template/fixtures';
 
 const json = fc.jsonValue({ maxDepth: 3 });
 

@@ -4,9 +4,9 @@
  * a pool member, so a defaulted member is not mistaken for a stale one. Bare Sandboxes never get
  * them: their author wrote the whole Pod.
  */
-import { NetworkPolicyManagement } from '../../../../src/api/enums';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
-import { type PodSpec, type SandboxTemplate } from '../../model';
+import type { PodSpec, SandboxTemplate } from './generated';
+import { NetworkPolicyManagement } from '../../../src/api/enums';
+import { PUBLIC_DNS_NAMESERVERS } from '../../../src/api/network-policy-defaults';
 
 /** Whether the operator writes the secure-default NetworkPolicy for this template (Managed, no custom rules). */
 export function usesDefaultNetworkPolicy(template: SandboxTemplate): boolean {

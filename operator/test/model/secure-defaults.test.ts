@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
-import { template } from './fixtures';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
-import { applySecureDefaults } from '../../../src/controllers/template/secure-defaults';
-import { type PodSpec, type SandboxTemplateSpec } from '../../../src/model';
+import { PUBLIC_DNS_NAMESERVERS } from '../../../src/api/network-policy-defaults';
+import { type PodSpec, type SandboxTemplateSpec } from '../../src/model';
+import { applySecureDefaults } from '../../src/model/secure-defaults';
+import { template } from '../controllers/template/fixtures';
 
 const base: PodSpec = { containers: [{ name: 'main', image: 'python:3.12' }] };
 const PUBLIC_DNS = { dnsPolicy: 'None', dnsConfig: { nameservers: [...PUBLIC_DNS_NAMESERVERS] } };
