@@ -1,7 +1,7 @@
 export * from './peer';
 export * from './port';
 // rule.ts also holds the renderer the constructs share; only the rule itself is public.
-export { SandboxNetworkRule } from './rule';
+export type { SandboxNetworkRule } from './rule';
 export * from './dns';
 export * from './template-network';
 export * from './sandbox-network-policy';
