@@ -13,6 +13,40 @@ function byKindAndName(objects: any[], kind: string, name: string): any {
   return found;
 }
 
+/** A request as API Priority and Fairness classifies it; `namespace` unset means cluster scope. */
+interface Request {
+  readonly user: { readonly name: string; readonly namespace: string };
+  readonly verb: string;
+  readonly apiGroup?: string;
+  readonly resource?: string;
+  readonly namespace?: string;
+  readonly nonResourceURL?: string;
+}
+
+const has = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
+
+function ruleMatches(rule: any, req: Request): boolean {
+  const subject = rule.subjects.some((s: any) => s.kind === 'ServiceAccount'
+    && (s.serviceAccount.name === '*' || s.serviceAccount.name === req.user.name) && s.serviceAccount.namespace === req.user.namespace);
+  if (!subject) return false;
+  if (req.nonResourceURL !== undefined) {
+    return (rule.nonResourceRules ?? []).some((r: any) => has(r.verbs, req.verb) && has(r.nonResourceURLs, req.nonResourceURL!));
+  }
+  return (rule.resourceRules ?? []).some((r: any) => has(r.verbs, req.verb) && has(r.apiGroups, req.apiGroup!) && has(r.resources, req.resource!)
+    && (req.namespace === undefined ? r.clusterScope === true : has(r.namespaces, req.namespace)));
+}
+
+/** The FlowSchema the API server picks for `req` among `objects`: the matching one of lowest precedence. */
+function flowSchemaFor(objects: any[], req: Request): any | undefined {
+  return objects.filter((o) => o.kind === 'FlowSchema')
+    .sort((a, b) => a.spec.matchingPrecedence - b.spec.matchingPrecedence)
+    .find((schema) => schema.spec.rules.some((rule: any) => ruleMatches(rule, req)));
+}
+
+const CONTROLLER = { name: 'agent-sandbox-controller', namespace: 'agent-sandbox-system' };
+const SANDBOXES = 'agents.x-k8s.io';
+const EXTENSIONS = 'extensions.agents.x-k8s.io';
+
 function errorOf(props: SandboxFlowControlProps): string {
   try {
     synth(props);
@@ -119,6 +153,61 @@ describe('SandboxFlowControl', () => {
     const events = byKindAndName(objects, 'FlowSchema', 'agent-sandbox-events').spec;
     expect(events).toMatchObject({ matchingPrecedence: 600, priorityLevelConfiguration: { name: 'catch-all' } });
     expect(byKindAndName(objects, 'FlowSchema', 'agent-sandbox-bulk').spec.matchingPrecedence).toBe(700);
+  });
+
+  test('each FlowSchema sends requests to a priority level that exists', () => {
+    for (const eventsPriorityLevel of [undefined, 'catch-all']) {
+      const objects = synth({ eventsPriorityLevel });
+      const ours = objects.filter((o) => o.kind === 'PriorityLevelConfiguration').map((o) => o.metadata.name);
+      const levelOf = (name: string) => byKindAndName(objects, 'FlowSchema', name).spec.priorityLevelConfiguration.name;
+      expect(ours).toContain(levelOf('agent-sandbox-critical'));
+      expect(ours).toContain(levelOf('agent-sandbox-bulk'));
+      // Events go to a level the cluster already has, never one of the two dedicated levels.
+      expect(levelOf('agent-sandbox-events')).toBe(eventsPriorityLevel ?? 'workload-low');
+      expect(ours).not.toContain(levelOf('agent-sandbox-events'));
+    }
+  });
+
+  test('every FlowSchema matches before the built-in service-accounts schema (9000)', () => {
+    for (const schema of synth().filter((o) => o.kind === 'FlowSchema')) expect(schema.spec.matchingPrecedence).toBeLessThan(9000);
+  });
+
+  describe.each([
+    ['default precedences', {}],
+    ['custom precedences', { criticalPrecedence: 500, eventsPrecedence: 400, bulkPrecedence: 700 }],
+  ] as Array<[string, SandboxFlowControlProps]>)('with %s, the operator\'s requests land on their level', (_, props) => {
+    let objects: any[];
+    beforeAll(() => { objects = synth(props); });
+    const ns = 'team-a';
+    test.each([
+      // The claim-to-Ready hot path: status and metadata writes, adoption, and Lease renewals.
+      ['agent-sandbox-critical', { verb: 'patch', apiGroup: SANDBOXES, resource: 'sandboxes/status', namespace: ns }],
+      ['agent-sandbox-critical', { verb: 'patch', apiGroup: SANDBOXES, resource: 'sandboxes', namespace: ns }],
+      ['agent-sandbox-critical', { verb: 'patch', apiGroup: EXTENSIONS, resource: 'sandboxclaims/status', namespace: ns }],
+      ['agent-sandbox-critical', { verb: 'patch', apiGroup: EXTENSIONS, resource: 'sandboxclaims', namespace: ns }],
+      ['agent-sandbox-critical', { verb: 'patch', apiGroup: '', resource: 'pods', namespace: ns }],
+      ['agent-sandbox-critical', { verb: 'update', apiGroup: 'coordination.k8s.io', resource: 'leases', namespace: CONTROLLER.namespace }],
+      ['agent-sandbox-critical', { verb: 'get', apiGroup: 'coordination.k8s.io', resource: 'leases', namespace: CONTROLLER.namespace }],
+      // Events, however they are written.
+      ['workload-low', { verb: 'create', apiGroup: 'events.k8s.io', resource: 'events', namespace: ns }],
+      ['workload-low', { verb: 'patch', apiGroup: '', resource: 'events', namespace: ns }],
+      // Everything else: informers' cluster-wide lists and watches, pool refill, policies, discovery.
+      ['agent-sandbox-bulk', { verb: 'list', apiGroup: '', resource: 'pods' }],
+      ['agent-sandbox-bulk', { verb: 'watch', apiGroup: SANDBOXES, resource: 'sandboxes' }],
+      ['agent-sandbox-bulk', { verb: 'create', apiGroup: SANDBOXES, resource: 'sandboxes', namespace: ns }],
+      ['agent-sandbox-bulk', { verb: 'patch', apiGroup: EXTENSIONS, resource: 'sandboxwarmpools/status', namespace: ns }],
+      ['agent-sandbox-bulk', { verb: 'create', apiGroup: 'networking.k8s.io', resource: 'networkpolicies', namespace: ns }],
+      ['agent-sandbox-bulk', { verb: 'watch', apiGroup: 'coordination.k8s.io', resource: 'leases', namespace: CONTROLLER.namespace }],
+      ['agent-sandbox-bulk', { verb: 'get', nonResourceURL: '/apis' }],
+    ] as Array<[string, Omit<Request, 'user'>]>)('%s: %j', (level, req) => {
+      expect(flowSchemaFor(objects, { user: CONTROLLER, ...req })?.spec.priorityLevelConfiguration.name).toBe(level);
+    });
+
+    test('requests of other ServiceAccounts match none of the schemas', () => {
+      const req = { verb: 'patch', apiGroup: SANDBOXES, resource: 'sandboxes/status', namespace: ns };
+      expect(flowSchemaFor(objects, { user: { name: 'default', namespace: CONTROLLER.namespace }, ...req })).toBeUndefined();
+      expect(flowSchemaFor(objects, { user: { name: CONTROLLER.name, namespace: 'other' }, ...req })).toBeUndefined();
+    });
   });
 
   describe('validation names the construct, the field and the fix', () => {

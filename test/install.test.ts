@@ -1,5 +1,6 @@
 import { Chart, Duration, Testing } from 'cdk8s';
 import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS } from '../src/api/controller-flags';
+import { defaultSandboxNetworkPolicySpec } from '../src/api/network-policy-defaults';
 import { ImagePullPolicy } from '../src/container';
 import { AgentSandboxExtensions, AgentSandboxSystem, AgentSandboxSystemProps, ControllerLogLevel, ControllerOptions } from '../src/install';
 
@@ -25,6 +26,80 @@ const controllerContainer = (objects: any[]) => find(objects, 'Deployment', 'age
 const argsOf = (props: AgentSandboxSystemProps) => controllerContainer(synth(props)).args;
 const verbsOf = (role: any, group: string, resource: string): string[] =>
   role.rules.filter((r: any) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r: any) => r.verbs).sort();
+
+const ofKind = (objects: any[], ...kinds: string[]) => objects.filter((o) => kinds.includes(o.kind));
+
+function layer(props: AgentSandboxSystemProps = {}): any[] {
+  const chart = Testing.chart();
+  new AgentSandboxExtensions(chart, 'ext', props);
+  return Testing.synth(chart);
+}
+
+const SANDBOXES = 'agents.x-k8s.io';
+const EXTENSIONS = 'extensions.agents.x-k8s.io';
+
+/** `[apiGroup, resource, verbs]`: requests the operator makes, as an RBAC authorizer sees them. */
+type Requests = Array<[string, string, string[]]>;
+
+// What operator/src asks the API server for. Informers list and watch; reconcilers get, create,
+// patch and delete; status goes through the status subresource; and every controller reference it
+// writes sets blockOwnerDeletion, which needs update on the owner's finalizers.
+const SANDBOX_CONTROLLER: Requests = [
+  [SANDBOXES, 'sandboxes', ['list', 'watch', 'patch', 'delete']],
+  [SANDBOXES, 'sandboxes/status', ['patch']],
+  [SANDBOXES, 'sandboxes/finalizers', ['update']],
+  ['', 'pods', ['list', 'watch', 'get', 'create', 'patch', 'delete']],
+  ['', 'services', ['list', 'watch', 'get', 'create', 'patch', 'delete']],
+  ['', 'persistentvolumeclaims', ['list', 'watch', 'get', 'create', 'patch']],
+  ['events.k8s.io', 'events', ['create']],
+];
+const EXTENSION_CONTROLLERS: Requests = [
+  [SANDBOXES, 'sandboxes', ['list', 'watch', 'create', 'patch', 'delete']],
+  [EXTENSIONS, 'sandboxclaims', ['list', 'watch', 'patch', 'delete']],
+  [EXTENSIONS, 'sandboxclaims/status', ['patch']],
+  [EXTENSIONS, 'sandboxclaims/finalizers', ['update']],
+  [EXTENSIONS, 'sandboxtemplates', ['list', 'watch', 'patch']],
+  [EXTENSIONS, 'sandboxtemplates/finalizers', ['update']],
+  [EXTENSIONS, 'sandboxwarmpools', ['list', 'watch']],
+  [EXTENSIONS, 'sandboxwarmpools/status', ['patch']],
+  [EXTENSIONS, 'sandboxwarmpools/finalizers', ['update']],
+  ['networking.k8s.io', 'networkpolicies', ['list', 'watch', 'create', 'update', 'delete']],
+];
+const LEADER_ELECTION: Requests = [['coordination.k8s.io', 'leases', ['get', 'create', 'update', 'watch']]];
+const EXTENSION_ONLY: Requests = EXTENSION_CONTROLLERS.map(([group, resource, verbs]) => [group, resource, verbs.filter((verb) =>
+  !SANDBOX_CONTROLLER.some(([g, r, v]) => g === group && r === resource && v.includes(verb)))]);
+
+/** Each request as `verb group/resource`, the form the assertions print. */
+const requestKeys = (requests: Requests) => requests.flatMap(([group, resource, verbs]) => verbs.map((verb) => `${verb} ${group}/${resource}`));
+
+/** Whether a rule of `roles` allows the request, read the way the RBAC authorizer reads rules. */
+function allows(roles: any[], group: string, resource: string, verb: string): boolean {
+  const has = (list: string[] | undefined, value: string) => (list ?? []).some((v) => v === '*' || v === value);
+  return roles.some((role) => role.rules.some((r: any) => has(r.apiGroups, group) && has(r.resources, resource) && has(r.verbs, verb)));
+}
+
+/** The requests `roles` would refuse, as `verb group/resource`, so a failure names them. */
+function refused(roles: any[], requests: Requests): string[] {
+  return requests.flatMap(([group, resource, verbs]) =>
+    verbs.filter((verb) => !allows(roles, group, resource, verb)).map((verb) => `${verb} ${group}/${resource}`));
+}
+
+/** The requests `roles` would allow. */
+function allowed(roles: any[], requests: Requests): string[] {
+  return requests.flatMap(([group, resource, verbs]) =>
+    verbs.filter((verb) => allows(roles, group, resource, verb)).map((verb) => `${verb} ${group}/${resource}`));
+}
+
+/** Every `verb group/resource` the rules of `roles` name. */
+function grants(roles: any[]): string[] {
+  const all = roles.flatMap((role) => role.rules.flatMap((r: any) =>
+    r.apiGroups.flatMap((g: string) => r.resources.flatMap((res: string) => r.verbs.map((v: string) => `${v} ${g}/${res}`)))));
+  return [...new Set(all)].sort();
+}
+
+/** Pods of `workload` have every label of `selector` (a Deployment or Service selector). */
+const selects = (selector: { [key: string]: string }, workload: any) =>
+  Object.entries(selector).every(([k, v]) => workload.spec.template.metadata.labels[k] === v);
 
 function errorOf(build: (chart: Chart) => void): string {
   try {
@@ -332,12 +407,6 @@ describe('AgentSandboxSystem', () => {
 });
 
 describe('AgentSandboxExtensions', () => {
-  function layer(): any[] {
-    const chart = Testing.chart();
-    new AgentSandboxExtensions(chart, 'ext');
-    return Testing.synth(chart);
-  }
-
   test('only the extension layer', () => {
     expect(forSnapshot(layer())).toMatchSnapshot();
   });
@@ -364,5 +433,171 @@ describe('AgentSandboxExtensions', () => {
     const all = new Map(synth().map((o) => [key(o), o]));
     expect([...merged.keys()].sort()).toEqual([...all.keys()].sort());
     for (const [k, o] of all) expect(merged.get(k)).toEqual(o);
+  });
+});
+
+describe('operator RBAC against the requests the operator makes', () => {
+  const clusterRoles = (objects: any[]) => ofKind(objects, 'ClusterRole');
+
+  test('core only: the Sandbox controller is refused nothing, and gets nothing only the extension controllers use', () => {
+    const roles = clusterRoles(synth({ extensions: false }));
+    expect(refused(roles, SANDBOX_CONTROLLER)).toEqual([]);
+    expect(requestKeys(EXTENSION_ONLY)).toContain('create agents.x-k8s.io/sandboxes');
+    expect(allowed(roles, EXTENSION_ONLY)).toEqual([]);
+  });
+
+  test('with extensions every controller is refused nothing', () => {
+    expect(refused(clusterRoles(synth()), [...SANDBOX_CONTROLLER, ...EXTENSION_CONTROLLERS])).toEqual([]);
+  });
+
+  test('a core-only install plus the AgentSandboxExtensions layer grants what the all-in-one install does', () => {
+    const roles = [...clusterRoles(synth({ extensions: false })), ...clusterRoles(layer())];
+    expect(refused(roles, [...SANDBOX_CONTROLLER, ...EXTENSION_CONTROLLERS])).toEqual([]);
+    expect(grants(roles)).toEqual(grants(clusterRoles(synth())));
+  });
+
+  test('leases only through the leader-election Role, never cluster-wide', () => {
+    const objects = synth();
+    expect(refused(ofKind(objects, 'Role'), LEADER_ELECTION)).toEqual([]);
+    expect(allowed(clusterRoles(objects), LEADER_ELECTION)).toEqual([]);
+  });
+
+  test('no wildcards, non-resource URLs, Secrets or privilege-escalation verbs in any role', () => {
+    const roles = [...ofKind(synth({ router: {}, flowControl: {} }), 'ClusterRole', 'Role'), ...clusterRoles(layer())];
+    expect(roles.length).toBeGreaterThanOrEqual(4);
+    for (const rule of roles.flatMap((role) => role.rules)) {
+      expect(rule.nonResourceURLs).toBeUndefined();
+      expect(rule.resourceNames).toBeUndefined();
+      for (const list of [rule.apiGroups, rule.resources, rule.verbs]) expect(list).not.toContain('*');
+      expect(rule.resources).not.toContain('secrets');
+      for (const verb of ['escalate', 'bind', 'impersonate', 'deletecollection']) expect(rule.verbs).not.toContain(verb);
+    }
+  });
+
+  test('grants beyond the operator\'s own requests are exactly these', () => {
+    const roles = clusterRoles(synth());
+    const needed = new Set(requestKeys([...SANDBOX_CONTROLLER, ...EXTENSION_CONTROLLERS]));
+    // Reads and full updates the operator does not make today, and core-group Events, which it
+    // writes only through events.k8s.io; kept so the role stays a superset of upstream's.
+    expect(grants(roles).filter((g) => !needed.has(g))).toEqual([
+      'create /events',
+      'get agents.x-k8s.io/sandboxes',
+      'get agents.x-k8s.io/sandboxes/status',
+      'get extensions.agents.x-k8s.io/sandboxclaims',
+      'get extensions.agents.x-k8s.io/sandboxclaims/status',
+      'get extensions.agents.x-k8s.io/sandboxtemplates',
+      'get extensions.agents.x-k8s.io/sandboxwarmpools',
+      'get extensions.agents.x-k8s.io/sandboxwarmpools/status',
+      'get networking.k8s.io/networkpolicies',
+      'patch /events',
+      'patch events.k8s.io/events',
+      'patch networking.k8s.io/networkpolicies',
+      'update /services',
+      'update agents.x-k8s.io/sandboxes',
+      'update agents.x-k8s.io/sandboxes/status',
+      'update extensions.agents.x-k8s.io/sandboxclaims',
+      'update extensions.agents.x-k8s.io/sandboxclaims/status',
+      'update extensions.agents.x-k8s.io/sandboxwarmpools/status',
+    ]);
+  });
+});
+
+describe('how the install\'s objects fit together', () => {
+  test('every binding names the ServiceAccount the operator runs as, and a role the install emits', () => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system', { namespace: 'ops', controller: { leaderElectionNamespace: 'kube-system' } });
+    const objects = Testing.synth(chart);
+    const accounts = ofKind(objects, 'ServiceAccount');
+    expect(accounts).toHaveLength(1);
+    const account = accounts[0].metadata;
+    expect(account).toMatchObject({ name: system.serviceAccountName, namespace: 'ops' });
+    const deployment = find(objects, 'Deployment', 'agent-sandbox-controller');
+    expect(deployment.metadata.namespace).toBe(account.namespace);
+    expect(deployment.spec.template.spec.serviceAccountName).toBe(account.name);
+
+    const bindings = ofKind(objects, 'ClusterRoleBinding', 'RoleBinding');
+    expect(bindings.map((b) => b.kind).sort()).toEqual(['ClusterRoleBinding', 'ClusterRoleBinding', 'RoleBinding']);
+    for (const binding of bindings) {
+      expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: account.name, namespace: account.namespace }]);
+      const role = find(objects, binding.roleRef.kind, binding.roleRef.name);
+      expect(role.metadata.namespace).toBe(binding.metadata.namespace);
+    }
+  });
+
+  test('the operator looks for its Lease where the leader-election Role grants leases', () => {
+    const roleNamespace = (objects: any[]) => find(objects, 'Role', 'agent-sandbox-controller-leader-election').metadata.namespace;
+    // Without the flag the operator uses the namespace its pod runs in.
+    const defaults = synth({ namespace: 'ops' });
+    expect(controllerContainer(defaults).args.some((a: string) => a.startsWith('--leader-election-namespace'))).toBe(false);
+    expect(roleNamespace(defaults)).toBe(find(defaults, 'Deployment', 'agent-sandbox-controller').metadata.namespace);
+    const moved = synth({ namespace: 'ops', controller: { leaderElectionNamespace: 'kube-system' } });
+    expect(controllerContainer(moved).args).toContain('--leader-election-namespace=kube-system');
+    expect(roleNamespace(moved)).toBe('kube-system');
+  });
+
+  test('Deployments select their own pods; Services select them and target ports they declare', () => {
+    const objects = synth({ router: {} });
+    const deployments = ofKind(objects, 'Deployment');
+    expect(deployments).toHaveLength(2);
+    for (const deployment of deployments) {
+      expect(selects(deployment.spec.selector.matchLabels, deployment)).toBe(true);
+      for (const container of deployment.spec.template.spec.containers) {
+        const names = container.ports.map((p: any) => p.name);
+        for (const probe of [container.livenessProbe, container.readinessProbe]) expect(names).toContain(probe.httpGet.port);
+      }
+    }
+    for (const service of ofKind(objects, 'Service')) {
+      const backends = deployments.filter((d) => d.metadata.namespace === service.metadata.namespace && selects(service.spec.selector, d));
+      expect(backends).toHaveLength(1);
+      const names = backends[0].spec.template.spec.containers.flatMap((c: any) => c.ports.map((p: any) => p.name));
+      for (const port of service.spec.ports) expect(names).toContain(port.targetPort);
+    }
+  });
+
+  test('cluster-scoped objects carry no namespace; everything else is in the install namespace', () => {
+    const objects = synth({ namespace: 'ops', router: {}, flowControl: {} });
+    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PriorityLevelConfiguration', 'FlowSchema'];
+    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set([...clusterScoped, 'ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'Service']));
+    const namespaceOf = (expected: (o: any) => string | undefined) =>
+      Object.fromEntries(objects.map((o) => [`${o.kind}/${o.metadata.name}`, expected(o)]));
+    expect(namespaceOf((o) => o.metadata.namespace)).toEqual(namespaceOf((o) => (clusterScoped.includes(o.kind) ? undefined : 'ops')));
+  });
+
+  test('the router and flow control appear only when asked for', () => {
+    const build = (props: AgentSandboxSystemProps) => {
+      const chart = Testing.chart();
+      return { system: new AgentSandboxSystem(chart, 'system', props), objects: Testing.synth(chart) };
+    };
+    const plain = build({});
+    expect(plain.system.routerDeployment).toBeUndefined();
+    expect(plain.system.flowControl).toBeUndefined();
+    expect(plain.objects.filter((o) => o.metadata.name.startsWith('sandbox-router'))).toEqual([]);
+    expect(ofKind(plain.objects, 'FlowSchema', 'PriorityLevelConfiguration')).toEqual([]);
+    expect(ofKind(plain.objects, 'Deployment').map((d) => d.metadata.name)).toEqual(['agent-sandbox-controller']);
+
+    const full = build({ router: {}, flowControl: {} });
+    expect(full.system.routerDeployment?.name).toBe('sandbox-router');
+    expect(full.system.routerDeployment?.kind).toBe('Deployment');
+    expect(full.objects.filter((o) => o.metadata.name.startsWith('sandbox-router')).map((o) => o.kind).sort()).toEqual(['Deployment', 'Service']);
+    expect(full.system.flowControl?.flowSchemas).toHaveLength(3);
+    expect(ofKind(full.objects, 'FlowSchema', 'PriorityLevelConfiguration')).toHaveLength(5);
+  });
+
+  test.each(['agent-sandbox-system', 'ops'])('in namespace %s the router pods are the ones the default sandbox policy admits', (namespace) => {
+    const router = find(synth({ namespace, router: {} }), 'Deployment', 'sandbox-router');
+    // The operator renders a template's default policy with its own install namespace as the router's.
+    const peer: any = defaultSandboxNetworkPolicySpec('python', namespace).ingress![0].from![0];
+    expect(peer.namespaceSelector.matchLabels).toEqual({ 'kubernetes.io/metadata.name': router.metadata.namespace });
+    expect(selects(peer.podSelector.matchLabels, router)).toBe(true);
+  });
+
+  test('flow control matches the ServiceAccount the install emits', () => {
+    const objects = synth({ namespace: 'ops', flowControl: {} });
+    const account = ofKind(objects, 'ServiceAccount')[0].metadata;
+    for (const schema of ofKind(objects, 'FlowSchema')) {
+      for (const rule of schema.spec.rules) {
+        expect(rule.subjects).toEqual([{ kind: 'ServiceAccount', serviceAccount: { name: account.name, namespace: account.namespace } }]);
+      }
+    }
   });
 });

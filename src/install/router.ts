@@ -1,0 +1,77 @@
+import { ApiObject } from 'cdk8s';
+import { Construct } from 'constructs';
+import { PART_OF_LABEL } from '../api/crd-manifests';
+import { ROUTER_APP_LABEL } from '../api/labels';
+import { ErrorList, checkDns1035Label } from '../api/validation';
+import { ContainerResources } from '../container';
+import { namespaced } from './manifest';
+import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
+
+/** The sandbox router: the HTTP/WebSocket data plane in front of sandbox pods. */
+export interface SandboxRouterOptions {
+  /** Router image. @default - the operator image, run with the `router` command */
+  readonly image?: string;
+  /** Pin the router image by digest (`sha256:<64 hex>`). @default - not pinned */
+  readonly imageDigest?: string;
+  /** @default 2 */
+  readonly replicas?: number;
+  /** Extra router arguments after the `router` command. @default - none */
+  readonly args?: string[];
+  /**
+   * Service name. Upstream's SDKs port-forward to `svc/sandbox-router-svc` in the install namespace.
+   * @default "sandbox-router-svc"
+   */
+  readonly serviceName?: string;
+  /** @default - requests 100m CPU and 64Mi memory, limit 256Mi memory */
+  readonly resources?: ContainerResources;
+}
+
+const ROUTER_LABELS = { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value, ...PART_OF_LABEL };
+
+/** Check the router options; errors go to `errors`, each field prefixed with `router.`. */
+export function checkRouter(errors: ErrorList, router: SandboxRouterOptions): void {
+  checkImage(errors, 'router.', router.image, router.imageDigest);
+  if (router.imageDigest !== undefined && router.image === undefined) {
+    errors.check('router.imageDigest', 'pins router.image, which is not set; set router.image too, or pin the operator image with imageDigest');
+  }
+  const replicas = router.replicas ?? 2;
+  errors.check('router.replicas', Number.isInteger(replicas) && replicas >= 0 ? undefined : `${replicas} must be a whole number of at least 0`);
+  if (router.serviceName !== undefined) errors.check('router.serviceName', checkDns1035Label(router.serviceName));
+  checkResources(errors, 'router.resources', router.resources);
+}
+
+/** The router Deployment and its Service in `namespace`; returns the Deployment. */
+export function addRouter(scope: Construct, namespace: string, router: SandboxRouterOptions, operatorImage: string): ApiObject {
+  const image = router.image === undefined ? operatorImage : imageRef(router.image, router.imageDigest);
+  const deployment = namespaced(scope, 'RouterDeployment', 'apps/v1', 'Deployment', 'sandbox-router', namespace, {
+    spec: {
+      replicas: router.replicas ?? 2,
+      selector: { matchLabels: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value } },
+      template: {
+        metadata: { labels: { ...ROUTER_LABELS } },
+        spec: {
+          // The router proxies by pod IP or DNS and needs no API access by default.
+          automountServiceAccountToken: false,
+          securityContext: POD_SECURITY,
+          containers: [{
+            name: 'router',
+            image,
+            args: ['router', ...(router.args ?? [])],
+            ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
+            readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5 },
+            livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 10, periodSeconds: 20 },
+            resources: resourcesOf(router.resources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '256Mi' } }),
+            securityContext: CONTAINER_SECURITY,
+          }],
+        },
+      },
+    },
+  }, ROUTER_LABELS);
+  namespaced(scope, 'RouterService', 'v1', 'Service', router.serviceName ?? 'sandbox-router-svc', namespace, {
+    spec: {
+      selector: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value },
+      ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }],
+    },
+  }, ROUTER_LABELS);
+  return deployment;
+}

@@ -1,0 +1,78 @@
+import { DnsAccess } from './dns';
+import { SandboxNetworkRule, renderRules } from './rule';
+import { NetworkPolicyManagement } from '../api/enums';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
+import {
+  NetworkPolicyEgressRuleJson, NetworkPolicyIngressRuleJson, NetworkPolicySpecJson, publicInternetPeers, routerPeer, sandboxTemplateSelector,
+} from '../api/network-policy-defaults';
+import { ErrorList, checkDns1123Label } from '../api/validation';
+
+/**
+ * The network settings of a SandboxTemplate (its `network` prop).
+ *
+ * - MANAGED, no `ingress`/`egress`, `dns` publicResolvers (all defaults): `spec.networkPolicy`
+ *   stays unset; the operator applies the secure default (router-only ingress, public-internet
+ *   egress) and points the Pods at public resolvers.
+ * - MANAGED with `ingress`, `egress` or `DnsAccess.clusterDns()`/`none()`: the template gets
+ *   `spec.networkPolicy: {ingress, egress}` rendered here; a side not given keeps its default
+ *   (ingress from the router, egress to the public internet), plus the DNS rule.
+ * - UNMANAGED: Git owns the policy. The template emits a NetworkPolicy `<template>-network-policy`
+ *   selecting its Pods with the same rules, and sets `networkPolicyManagement: Unmanaged`.
+ *   Never both a managed and a Git-owned policy.
+ */
+export interface SandboxNetworkPolicyOptions {
+  /** Who owns the template's NetworkPolicy. @default NetworkPolicyManagement.MANAGED */
+  readonly management?: NetworkPolicyManagement;
+  /** Allowed ingress. `[]` denies all ingress. @default - only from the sandbox router */
+  readonly ingress?: SandboxNetworkRule[];
+  /** Allowed egress (the DNS rule is added to it). `[]` denies all egress. @default - the public internet */
+  readonly egress?: SandboxNetworkRule[];
+  /** How the Pods resolve names. @default DnsAccess.publicResolvers() */
+  readonly dns?: DnsAccess;
+  /**
+   * Namespace of the sandbox router, for the rules rendered here. The operator's own default
+   * policy trusts the namespace the operator is installed in.
+   * @default 'agent-sandbox-system'
+   */
+  readonly routerNamespace?: string;
+}
+
+/** @internal What a SandboxTemplate writes for its `network` options. */
+export interface _TemplateNetwork {
+  /** `spec.networkPolicyManagement`. */
+  readonly management: NetworkPolicyManagement;
+  /** `spec.networkPolicy`, when custom rules are managed by the operator. */
+  readonly specField?: { readonly ingress: NetworkPolicyIngressRuleJson[]; readonly egress: NetworkPolicyEgressRuleJson[] };
+  /** The spec of the Git-owned `<template>-network-policy` (emit it with SandboxNetworkPolicy's `spec`). */
+  readonly gitOwnedPolicySpec?: NetworkPolicySpecJson;
+}
+
+/**
+ * @internal Turn a template's `network` options into template fields or a Git-owned policy spec.
+ * Throws naming the `network.*` field and the fix for combinations the operator cannot honour.
+ */
+export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | undefined, templateName: string): _TemplateNetwork {
+  const opts = options ?? {};
+  const management = opts.management ?? NetworkPolicyManagement.MANAGED;
+  const dns = opts.dns ?? DnsAccess.publicResolvers();
+  const routerNamespace = opts.routerNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
+  const custom = opts.ingress !== undefined || opts.egress !== undefined;
+  const errors = new ErrorList();
+  errors.check('network.routerNamespace', checkDns1123Label(routerNamespace));
+  if (dns._mode === 'publicResolvers' && management === NetworkPolicyManagement.UNMANAGED) {
+    errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) relies on the operator rewriting Pod DNS, which it does only for management MANAGED; '
+      + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or management to NetworkPolicyManagement.MANAGED');
+  } else if (dns._mode === 'publicResolvers' && custom) {
+    errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) works only with the operator\'s default policy: the operator rewrites Pod DNS only when a template has no custom ingress/egress; '
+      + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or remove network.ingress and network.egress');
+  }
+  const ingress = opts.ingress === undefined ? [{ from: [routerPeer(routerNamespace)] }] : renderRules(errors, 'network.ingress', opts.ingress, 'from');
+  const egress = opts.egress === undefined ? [{ to: publicInternetPeers() }] : renderRules(errors, 'network.egress', opts.egress, 'to');
+  errors.throwIfAny(`SandboxTemplate "${templateName}"`);
+
+  if (management === NetworkPolicyManagement.MANAGED && !custom && dns._mode === 'publicResolvers') return { management };
+  const dnsRule = dns._egressRule();
+  const rules = { ingress, egress: dnsRule ? [...egress, dnsRule] : egress };
+  if (management === NetworkPolicyManagement.MANAGED) return { management, specField: rules };
+  return { management, gitOwnedPolicySpec: { podSelector: sandboxTemplateSelector(templateName), policyTypes: ['Ingress', 'Egress'], ...rules } };
+}
