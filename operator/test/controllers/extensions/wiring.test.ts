@@ -11,7 +11,7 @@ import { claimRelevantChange, memberBecameUsable, readAllowedLabelDomains, waiti
 import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX } from '../../../src/controllers/extension-informers';
 import { templateKeyOfPolicy } from '../../../src/controllers/template/controller';
 import { poolKeysOfSandbox, poolRelevantChange } from '../../../src/controllers/warm-pool/controller';
-import { FakeStore } from '../sandbox/fake-kube';
+import { FakeStore } from '../../fake-kube';
 
 const ref = (kind: string, name: string, apiVersion = 'extensions.agents.x-k8s.io/v1beta1') => ({ apiVersion, kind, name, uid: `${name}-uid`, controller: true });
 const sandbox = (over: { owner?: any; labels?: Record<string, string>; status?: any } = {}): any => ({

@@ -1,4 +1,4 @@
-import { FakeClient, FakeStore, apiError } from './fake-kube';
+import { FakeClient, FakeStore, apiError } from '../../fake-kube';
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler, priorityOf } from '../../../src/controllers/sandbox/reconcile';

@@ -1,9 +1,9 @@
 /**
- * In-memory stand-ins for the informer stores and the API client, for testing reconcile.ts's
+ * In-memory stand-ins for the informer stores and the API client, for testing the reconcilers'
  * I/O decisions (which writes, how errors map) without a server. Behaviour against the real API
  * server is tested in test/integration/operator/sandbox.test.ts.
  */
-import { ApiError, type IndexFunc, type KubeClient, type KubeObject, type ResourceType, type Store } from '../../../src/runtime/types';
+import { ApiError, type IndexFunc, type KubeClient, type KubeObject, type ResourceType, type Store } from '../src/runtime/types';
 
 export class FakeStore<T extends KubeObject> implements Store<T> {
   private readonly objects = new Map<string, T>();
