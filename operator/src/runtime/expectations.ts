@@ -103,10 +103,13 @@ export class Expectations<V, T extends KubeObject = KubeObject> {
     return out;
   }
 
-  /** When the earliest entry expires, if any: look again then, in case an event was lost. */
-  public nextExpiryAtMs(): number | undefined {
+  /**
+   * When the earliest entry expires, if any: look again then, in case an event was lost. `which`
+   * limits it to some entries (one owner's, when one instance serves many).
+   */
+  public nextExpiryAtMs(which: (value: V) => boolean = () => true): number | undefined {
     let earliest: number | undefined;
-    for (const { atMs } of this.entries.values()) earliest = Math.min(earliest ?? Infinity, atMs + this.ttlMs);
+    for (const { value, atMs } of this.entries.values()) if (which(value)) earliest = Math.min(earliest ?? Infinity, atMs + this.ttlMs);
     return earliest;
   }
 }

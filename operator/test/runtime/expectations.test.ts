@@ -59,6 +59,15 @@ describe('Expectations', () => {
     expect(e.size).toBe(1);
   });
 
+  test('nextExpiryAtMs() can be limited to some entries, e.g. one owner\'s', () => {
+    const e = new Expectations<string, Obj>({ isShown: () => false, ttlMs: 100 });
+    e.expect('ns/a', 'owner-1', 0);
+    e.expect('ns/b', 'owner-2', 50);
+    expect(e.nextExpiryAtMs()).toBe(100);
+    expect(e.nextExpiryAtMs((owner) => owner === 'owner-2')).toBe(150);
+    expect(e.nextExpiryAtMs((owner) => owner === 'owner-3')).toBeUndefined();
+  });
+
   test('forget() drops an entry at once (a definite failure)', () => {
     const e = creates();
     e.expect('ns/a', obj('1', 'a'), 0);
