@@ -15,7 +15,8 @@ function setup(
   children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
   extra: { progressStatusWindowMs?: number; now?: () => number } = {},
 ) {
-  const client = new FakeClient(() => NOW).seed(resourceOf, ...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? []));
+  const objects = [...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? [])];
+  const client = new FakeClient(() => NOW).seed(resourceOf, ...objects);
   const stores = {
     sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
     pods: new FakeStore<Pod>(byUid).put(...(children.pods ?? [])),
