@@ -3,7 +3,7 @@ import { structuralErrors } from '../src/api/structural';
 import { SandboxCrds } from '../src/crds';
 
 /**
- * Every field upstream-api.md (§4-§7) lists for the v1beta1 kinds, with the type, default,
+ * Every field upstream's v1beta1 CRDs declare for the four kinds, with the type, default,
  * enum and required-ness it documents. A CRD that drops or changes any of them would break
  * upstream clients and manifests.
  */

@@ -1,9 +1,10 @@
 /**
- * In-memory stand-ins for the informer stores and the API client, for testing the reconcilers'
- * I/O decisions (which writes, how errors map) without a server. Behaviour against the real API
- * server is tested in test/integration/operator/sandbox.test.ts.
+ * In-memory stand-ins for the informer stores and the API server, shared by every reconciler's
+ * unit tests: which writes a pass makes, how errors map, what a lagging cache or a crash between
+ * two writes does. Behaviour against the real API server is tested in test/integration/operator.
  */
-import { ApiError, type IndexFunc, type KubeClient, type KubeObject, type ResourceType, type Store } from '../src/runtime/types';
+import { applyMergePatch } from '../src/model';
+import { ApiError, type DeleteOptions, type IndexFunc, type KubeClient, type KubeObject, type ResourceType, type Store } from '../src/runtime/types';
 
 export class FakeStore<T extends KubeObject> implements Store<T> {
   private readonly objects = new Map<string, T>();
@@ -12,6 +13,18 @@ export class FakeStore<T extends KubeObject> implements Store<T> {
 
   public put(...objs: T[]): this {
     for (const o of objs) this.objects.set(`${o.metadata.namespace}/${o.metadata.name}`, o);
+    return this;
+  }
+
+  public remove(namespace: string | undefined, name: string): this {
+    this.objects.delete(`${namespace}/${name}`);
+    return this;
+  }
+
+  /** The watch caught up: the cache shows exactly the server's objects of `resource`. */
+  public syncFrom(client: FakeClient, resource: string): this {
+    this.objects.clear();
+    for (const [key, obj] of client.live) if (key.startsWith(`${resource}/`)) this.put(structuredClone(obj) as T);
     return this;
   }
 
@@ -50,11 +63,29 @@ export function apiError(statusCode: number, reason: string, message = reason): 
   return new ApiError(statusCode, reason, message);
 }
 
+/**
+ * An API client over an in-memory server: `live` holds the server's objects (by `resource/name`;
+ * unit tests use one namespace), and every call behaves as the API server would for it: creates
+ * assign a UID, resourceVersion and creationTimestamp (and a name from generateName) and refuse a
+ * taken name, merge patches bump the resourceVersion and refuse a stale resourceVersion
+ * precondition with 409 Conflict, a /status patch changes only status, deletes honour UID and
+ * resourceVersion preconditions, and a missing object is 404. The informer caches are FakeStores
+ * the test fills separately, so a test decides how far the cache lags behind `live`.
+ */
 export class FakeClient implements KubeClient {
   public readonly calls: Call[] = [];
-  /** Objects `get` returns (by `resource/name`). */
+  /** The server's objects, by `resource/name`. */
   public readonly live = new Map<string, KubeObject>();
   private failures: Failure[] = [];
+  private version = 100;
+
+  public constructor(private readonly nowMs: () => number = () => Date.parse('2026-01-01T00:00:00Z')) {}
+
+  /** Put objects on the server as they are (a test's starting state); resources from `resourceOf`. */
+  public seed(resourceOf: (obj: KubeObject) => string, ...objects: KubeObject[]): this {
+    for (const obj of objects) this.live.set(`${resourceOf(obj)}/${obj.metadata.name}`, structuredClone(obj));
+    return this;
+  }
 
   public failOnce(...failures: Failure[]): this {
     this.failures.push(...failures);
@@ -69,33 +100,59 @@ export class FakeClient implements KubeClient {
 
   public async get<T extends KubeObject>(type: ResourceType, _ns: string | undefined, name: string): Promise<T> {
     this.record({ verb: 'get', resource: type.resource, name });
-    const obj = this.live.get(`${type.resource}/${name}`);
-    if (!obj) throw apiError(404, 'NotFound');
-    return obj as T;
+    return structuredClone(this.existing(type, name)) as T;
   }
 
   public async list(): Promise<never> {
-    throw new Error('the Sandbox controller reads lists from informers, never from the client');
+    throw new Error('controllers read lists from informers, never from the client');
   }
 
   public async create<T extends KubeObject>(type: ResourceType, _ns: string | undefined, body: object, options?: object): Promise<T> {
-    this.record({ verb: 'create', resource: type.resource, name: (body as KubeObject).metadata.name, body, options });
-    return body as T;
+    const obj = structuredClone(body) as KubeObject;
+    const name = obj.metadata.name || `${obj.metadata.generateName ?? ''}${++this.version}`;
+    this.record({ verb: 'create', resource: type.resource, name, body, options });
+    if (this.live.has(`${type.resource}/${name}`)) throw apiError(409, 'AlreadyExists', `${type.resource} "${name}" already exists`);
+    obj.metadata = {
+      ...obj.metadata,
+      name,
+      uid: `uid-${type.resource}-${name}-${++this.version}`,
+      resourceVersion: String(++this.version),
+      creationTimestamp: new Date(this.nowMs()).toISOString().replace(/\.\d+Z$/, 'Z'),
+    };
+    this.live.set(`${type.resource}/${name}`, obj);
+    return structuredClone(obj) as T;
   }
 
   public async update<T extends KubeObject>(): Promise<T> {
-    throw new Error('the Sandbox controller never sends full updates');
+    throw new Error('the controllers never send full updates');
   }
 
   public async patch<T extends KubeObject>(
-    type: ResourceType, _ns: string | undefined, name: string, patchType: string, body: unknown, options?: object,
+    type: ResourceType, _ns: string | undefined, name: string, patchType: string, body: unknown, options?: { subresource?: string },
   ): Promise<T> {
     this.record({ verb: 'patch', resource: type.resource, name, body, options: { ...options, patchType } });
-    return {} as T;
+    if (patchType !== 'merge') throw new Error(`the fake server applies merge patches only (got ${patchType})`);
+    const current = this.existing(type, name);
+    const patch = body as { metadata?: { resourceVersion?: string }; status?: unknown };
+    const precondition = patch.metadata?.resourceVersion;
+    if (precondition !== undefined && precondition !== current.metadata.resourceVersion) {
+      throw apiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${name}": the object has been modified`);
+    }
+    const change = options?.subresource === 'status' ? { status: patch.status } : body;
+    const next = applyMergePatch(current, change);
+    next.metadata = { ...next.metadata, resourceVersion: String(++this.version) };
+    this.live.set(`${type.resource}/${name}`, next);
+    return structuredClone(next) as T;
   }
 
-  public async delete(type: ResourceType, _ns: string | undefined, name: string, options?: object): Promise<void> {
+  public async delete(type: ResourceType, _ns: string | undefined, name: string, options?: DeleteOptions): Promise<void> {
     this.record({ verb: 'delete', resource: type.resource, name, options });
+    const current = this.existing(type, name);
+    if ((options?.uid !== undefined && options.uid !== current.metadata.uid)
+      || (options?.resourceVersion !== undefined && options.resourceVersion !== current.metadata.resourceVersion)) {
+      throw apiError(409, 'Conflict', `Precondition failed for ${type.resource} "${name}"`);
+    }
+    this.live.delete(`${type.resource}/${name}`);
   }
 
   public watch(): never {
@@ -104,6 +161,12 @@ export class FakeClient implements KubeClient {
 
   public event(regarding: KubeObject, type: string, reason: string, action: string, note: string): void {
     this.calls.push({ verb: 'event', resource: regarding.kind ?? '', name: regarding.metadata.name, body: { type, reason, action, note } });
+  }
+
+  private existing(type: ResourceType, name: string): KubeObject {
+    const obj = this.live.get(`${type.resource}/${name}`);
+    if (!obj) throw apiError(404, 'NotFound', `${type.resource} "${name}" not found`);
+    return obj;
   }
 
   private record(call: Call): void {

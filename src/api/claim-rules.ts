@@ -2,7 +2,7 @@ import { ROUTER_APP_LABEL } from './labels';
 import { checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './validation';
 
 /**
- * Rules for a claim's `additionalPodMetadata` (upstream-api.md §7.7), shared by the construct
+ * Rules for a claim's `additionalPodMetadata` (upstream's SandboxClaim validation), shared by the construct
  * (at synth) and the operator (at reconcile). A claim may only add labels in domains the
  * platform allows, so tenants cannot impersonate the router or system labels.
  */

@@ -2,7 +2,7 @@
  * The operator's command-line flags, defined once: the install bundle renders Deployment args from
  * this table and the operator's CLI parser reads the same table, so a flag's name, type, default and
  * rules cannot drift between the manifest and the binary. Names follow upstream's
- * `agent-sandbox-controller` where upstream has the flag (upstream-behavior §5.1), so a tuning guide
+ * `agent-sandbox-controller` where upstream has the flag (cmd/agent-sandbox-controller/main.go), so a tuning guide
  * written for upstream applies unchanged.
  *
  * Durations are milliseconds in typed values and Go-style strings (`5m`, `30s`) on the command line.

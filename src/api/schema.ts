@@ -18,7 +18,8 @@ import {
 
 /**
  * The OpenAPI v3 schemas of the four kinds, field for field as upstream's v1beta1 CRDs
- * (upstream-api.md §3-§7), built from the Kubernetes OpenAPI spec for the embedded core types.
+ * (kubernetes-sigs/agent-sandbox api/v1beta1 and extensions/api/v1beta1), built from the Kubernetes
+ * OpenAPI spec for the embedded core types.
  * Defaults and enums come from ./enums so the construct props, the CRDs and the operator
  * agree by construction.
  */

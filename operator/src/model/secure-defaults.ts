@@ -1,8 +1,8 @@
 /**
- * The Pod defaults every Sandbox built from a template gets (upstream-api.md §5.4), applied when the
- * warm pool or a claim's cold path builds a Sandbox, and to the template before comparing it with
- * a pool member, so a defaulted member is not mistaken for a stale one. Bare Sandboxes never get
- * them: their author wrote the whole Pod.
+ * The Pod defaults every Sandbox built from a template gets, as upstream's template handling
+ * applies them: when the warm pool or a claim's cold path builds a Sandbox, and to the template
+ * before comparing it with a pool member, so a defaulted member is not mistaken for a stale one.
+ * Bare Sandboxes never get them: their author wrote the whole Pod.
  */
 import type { PodSpec, SandboxTemplate } from './generated';
 import { NetworkPolicyManagement } from '../../../src/api/enums';

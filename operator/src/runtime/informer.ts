@@ -1,6 +1,6 @@
 /**
  * A list-then-watch cache of one resource type, with client-go reflector semantics and the
- * robustness client-node 1.x lacks (ecosystem §4.2):
+ * robustness @kubernetes/client-node 1.x's ListWatch lacks (no relist on 410 Gone, no watchdog):
  * - list (paginated), then watch from the list's resourceVersion with bookmarks;
  * - 410 Gone (HTTP or ERROR event) → relist; a relist diffs against the store, so deletes missed
  *   while disconnected still reach onDelete;

@@ -1,5 +1,5 @@
 /**
- * The one fake API server the project allows (ecosystem §4.7): a loopback node:http server whose
+ * The one fake API server in the project: a loopback node:http server whose
  * watch responses are scripted per test, to produce stream edge cases a real API server cannot be
  * made to produce on demand (410 ERROR events, a socket cut mid-event, a silent stalled watch).
  * Lists are served from a small in-memory object set with limit/continue pagination. It is used

@@ -1,11 +1,13 @@
-import { FakeClient, FakeStore, apiError } from '../../fake-kube';
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler, priorityOf } from '../../../src/controllers/sandbox/reconcile';
 import { controllerRefOf, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
 import type { KubeObject } from '../../../src/runtime/types';
+import { FakeClient, FakeStore, apiError } from '../../fake-kube';
 
 const KEY = 'team-a/my-sandbox';
+const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', Pod: 'pods', Service: 'services', PersistentVolumeClaim: 'persistentvolumeclaims' };
+const resourceOf = (o: KubeObject) => RESOURCE_OF_KIND[o.kind ?? ''];
 const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerRefOf(o)?.uid ? [controllerRefOf(o)!.uid] : []) };
 
 function setup(
@@ -13,7 +15,8 @@ function setup(
   children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
   extra: { progressStatusWindowMs?: number; now?: () => number } = {},
 ) {
-  const client = new FakeClient();
+  const objects = [...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? [])];
+  const client = new FakeClient(() => NOW).seed(resourceOf, ...objects);
   const stores = {
     sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
     pods: new FakeStore<Pod>(byUid).put(...(children.pods ?? [])),
@@ -214,6 +217,7 @@ describe('SandboxReconciler', () => {
       stores.sandboxes.put(created);
       // The Pod was added and deleted again before any pass ran: it must be created once more.
       reconciler.seen('pod', pod());
+      client.live.delete('pods/my-sandbox');
       client.calls.length = 0;
       await reconciler.reconcile(KEY);
       expect(client.writes).toEqual(['create pods my-sandbox']);
@@ -224,6 +228,8 @@ describe('SandboxReconciler', () => {
       const { client, stores, reconciler } = setup(sandbox(), {}, { now: () => now });
       await reconciler.reconcile(KEY);
       stores.sandboxes.put(created);
+      // The Pod is gone and its delete event was lost.
+      client.live.delete('pods/my-sandbox');
       now += 31_000;
       client.calls.length = 0;
       await reconciler.reconcile(KEY);
