@@ -4,29 +4,56 @@
  * two writes does. Behaviour against the real API server is tested in test/integration/operator.
  */
 import { applyMergePatch } from '../src/model';
-import { ApiError, type DeleteOptions, type IndexFunc, type KubeClient, type KubeObject, type ResourceType, type Store } from '../src/runtime/types';
+import {
+  ApiError, type DeleteOptions, type IndexFunc, type Informer, type InformerHandlers, type KubeClient, type KubeObject, type ResourceType,
+} from '../src/runtime/types';
 
-export class FakeStore<T extends KubeObject> implements Store<T> {
+/** An informer's cache, filled by the test; every change is also delivered to the handlers as the informer's event. */
+export class FakeStore<T extends KubeObject> implements Informer<T> {
+  public readonly synced = Promise.resolve();
   private readonly objects = new Map<string, T>();
+  private readonly handlers: InformerHandlers<T>[] = [];
 
   public constructor(private readonly indexes: Record<string, IndexFunc<T>> = {}) {}
 
   public put(...objs: T[]): this {
-    for (const o of objs) this.objects.set(`${o.metadata.namespace}/${o.metadata.name}`, o);
+    for (const o of objs) {
+      const key = `${o.metadata.namespace}/${o.metadata.name}`;
+      const old = this.objects.get(key);
+      this.objects.set(key, o);
+      for (const h of this.handlers) {
+        if (old) h.onUpdate?.(old, o);
+        else h.onAdd?.(o);
+      }
+    }
     return this;
   }
 
   public remove(namespace: string | undefined, name: string): this {
+    const old = this.objects.get(`${namespace}/${name}`);
     this.objects.delete(`${namespace}/${name}`);
+    if (old) for (const h of this.handlers) h.onDelete?.(old);
     return this;
   }
 
   /** The watch caught up: the cache shows exactly the server's objects of `resource`. */
   public syncFrom(client: FakeClient, resource: string): this {
-    this.objects.clear();
-    for (const [key, obj] of client.live) if (key.startsWith(`${resource}/`)) this.put(structuredClone(obj) as T);
+    const live = [...client.live].filter(([key]) => key.startsWith(`${resource}/`)).map(([, obj]) => obj as T);
+    const names = new Set(live.map((o) => o.metadata.name));
+    for (const o of this.list()) if (!names.has(o.metadata.name)) this.remove(o.metadata.namespace, o.metadata.name);
+    for (const o of live) {
+      if (this.get(o.metadata.namespace, o.metadata.name)?.metadata.resourceVersion !== o.metadata.resourceVersion) this.put(structuredClone(o));
+    }
     return this;
   }
+
+  public addHandlers(handlers: InformerHandlers<T>): void {
+    this.handlers.push(handlers);
+  }
+
+  public start(): void {}
+
+  public stop(): void {}
 
   public get(namespace: string | undefined, name: string): T | undefined {
     return this.objects.get(`${namespace}/${name}`);
@@ -44,7 +71,7 @@ export class FakeStore<T extends KubeObject> implements Store<T> {
 }
 
 export interface Call {
-  readonly verb: 'get' | 'create' | 'patch' | 'delete' | 'event';
+  readonly verb: 'get' | 'create' | 'update' | 'patch' | 'delete' | 'event';
   readonly resource: string;
   readonly name: string;
   readonly body?: any;
@@ -123,8 +150,20 @@ export class FakeClient implements KubeClient {
     return structuredClone(obj) as T;
   }
 
-  public async update<T extends KubeObject>(): Promise<T> {
-    throw new Error('the controllers never send full updates');
+  /** A full replace; `body.metadata.resourceVersion`, when set, must be the current one. */
+  public async update<T extends KubeObject>(type: ResourceType, _ns: string | undefined, body: KubeObject, options?: object): Promise<T> {
+    const name = body.metadata.name;
+    this.record({ verb: 'update', resource: type.resource, name, body, options });
+    const current = this.existing(type, name);
+    const precondition = body.metadata.resourceVersion;
+    if (precondition !== undefined && precondition !== current.metadata.resourceVersion) {
+      throw apiError(409, 'Conflict', `Operation cannot be fulfilled on ${type.resource} "${name}": the object has been modified`);
+    }
+    const next = structuredClone(body);
+    const { uid, creationTimestamp } = current.metadata;
+    next.metadata = { ...next.metadata, uid, creationTimestamp, resourceVersion: String(++this.version) };
+    this.live.set(`${type.resource}/${name}`, next);
+    return structuredClone(next) as T;
   }
 
   public async patch<T extends KubeObject>(
