@@ -2,7 +2,6 @@
  * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
-import type { ChildKind } from './desired';
 import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -76,12 +75,8 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
 
   const ownerKeys = (obj: KubeObject) => childOwnerKeys(obj, (nsHash) => sandboxes.byIndex(NAME_HASH_INDEX, nsHash));
   controller.watch(sandboxes).watch(pods, ownerKeys).watch(services, ownerKeys).watch(pvcs, ownerKeys);
-  const seen = <T extends KubeObject>(kind: ChildKind) => {
-    const handler = (obj: T) => reconciler.seen(kind, obj);
-    return { onAdd: handler, onUpdate: (_old: T, obj: T) => handler(obj), onDelete: handler };
-  };
-  pods.addHandlers(seen<Pod>('pod'));
-  services.addHandlers(seen<Service>('service'));
-  pvcs.addHandlers(seen<PersistentVolumeClaim>('pvc'));
+  reconciler.follow('pod', pods);
+  reconciler.follow('service', services);
+  reconciler.follow('pvc', pvcs);
   return controller;
 }

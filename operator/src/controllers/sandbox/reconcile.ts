@@ -1,22 +1,23 @@
 /**
  * The thin I/O half of the Sandbox controller: read the caches, ask decide.ts, execute the plan
- * with as few writes as the plan allows, and map API errors to requeues or status. Nothing is
- * remembered between passes, so a restarted operator converges from the API objects alone.
+ * with as few writes as the plan allows, and map API errors to requeues or status. What is
+ * remembered between passes only covers for a lagging cache (our own writes it has not shown yet)
+ * and paces progress statuses, so a restarted operator converges from the API objects alone.
  */
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
-import { UnseenCreates } from './unseen';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { applyMergePatch, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
-import { OwnWrites } from '../../runtime/expectations';
+import { Expectations, OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
 import {
-  ApiError, splitKey, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
+  ApiError, splitKey, type Informer, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
+import { asTerminating, cacheShows, type UnseenWrite } from '../unseen-writes';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';
@@ -49,6 +50,17 @@ const RESOURCE_OF: Record<ChildKind, (typeof RESOURCES)[keyof typeof RESOURCES]>
 };
 const KIND_NAME: Record<ChildKind, string> = { pod: 'Pod', service: 'Service', pvc: 'PersistentVolumeClaim' };
 
+/**
+ * A child create or delete the caches have not shown yet. Without it, a Sandbox event arriving
+ * between our create call and the child's own watch event (our pod-name annotation patch causes
+ * exactly that) would have the pass create the child again, get AlreadyExists and fetch it: two
+ * wasted requests per Sandbox under load; and a deleted Pod would be deleted again.
+ */
+interface ChildWrite extends UnseenWrite {
+  /** For a create: the object the API server returned, which the pass decides on meanwhile. */
+  readonly created?: KubeObject;
+}
+
 /** How executing a plan ended. */
 type Outcome =
   | { readonly kind: 'done' }
@@ -72,7 +84,8 @@ export class SandboxReconciler implements Reconciler {
   public readonly name = 'sandbox';
   private readonly now: () => number;
   private readonly log: Logger;
-  private readonly unseen = new UnseenCreates();
+  /** By `kind/namespace/name`; any informer event showing the child ends its entry (see follow). */
+  private readonly childWrites = new Expectations<ChildWrite>({ isShown: cacheShows });
   /** Sandbox key -> when a progress status was first held back; the window runs from there. */
   private readonly progressHeldSince = new Map<string, number>();
   /** Our writes to the Sandbox the cache has not shown yet: decided on, so they are not made twice. */
@@ -149,9 +162,9 @@ export class SandboxReconciler implements Reconciler {
     return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
   }
 
-  /** An informer showed a child object: forget any memory of having created it. */
-  public seen(kind: ChildKind, object: KubeObject): void {
-    this.unseen.seen(kind, object);
+  /** Settle the expectations about children of `kind` from their informer's events. */
+  public follow<T extends KubeObject>(kind: ChildKind, informer: Informer<T>): void {
+    this.childWrites.follow(informer, (obj) => childKey(kind, obj.metadata.namespace, obj.metadata.name));
   }
 
   /**
@@ -167,30 +180,39 @@ export class SandboxReconciler implements Reconciler {
     return Math.max(0, since + windowMs - now);
   }
 
-  /** Everything decide needs, from the caches and the creates they have not shown yet. */
+  /** Everything decide needs, from the caches and our child writes they have not shown yet. */
   private observe(sandbox: Sandbox): Observed {
     const { namespace = '', name, uid = '' } = sandbox.metadata;
     const nowMs = this.now();
-    const pods = new Map<string, Pod>();
-    for (const pod of this.opts.pods.byIndex(CONTROLLER_UID_INDEX, uid)) pods.set(pod.metadata.name, pod);
-    for (const podName of [sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME], name]) {
-      const pod = podName === undefined ? undefined : this.unseen.resolve('pod', namespace, podName, this.opts.pods.get(namespace, podName), nowMs);
-      if (pod) pods.set(pod.metadata.name, pod);
+    const podNames = new Set(this.opts.pods.byIndex(CONTROLLER_UID_INDEX, uid).map((pod) => pod.metadata.name));
+    podNames.add(sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME] ?? name).add(name);
+    const pods: Pod[] = [];
+    for (const podName of podNames) {
+      const pod = this.resolve('pod', namespace, podName, this.opts.pods.get(namespace, podName), nowMs);
+      if (pod) pods.push(pod);
     }
     const pvcs = new Map<string, PersistentVolumeClaim>();
     for (const vct of sandbox.spec.volumeClaimTemplates ?? []) {
       const pvcName = pvcNameOf(vct, sandbox);
-      const pvc = this.unseen.resolve('pvc', namespace, pvcName, this.opts.pvcs.get(namespace, pvcName), nowMs);
+      const pvc = this.resolve('pvc', namespace, pvcName, this.opts.pvcs.get(namespace, pvcName), nowMs);
       if (pvc) pvcs.set(pvc.metadata.name, pvc);
     }
     return {
       sandbox,
-      pods: [...pods.values()],
-      service: this.unseen.resolve('service', namespace, name, this.opts.services.get(namespace, name), nowMs),
+      pods,
+      service: this.resolve('service', namespace, name, this.opts.services.get(namespace, name), nowMs),
       pvcs,
       nowMs,
       clusterDomain: this.opts.clusterDomain,
     };
+  }
+
+  /** The child to decide on: the cached one, unless a write of ours is not in the cache yet. */
+  private resolve<T extends KubeObject>(kind: ChildKind, namespace: string, name: string, cached: T | undefined, nowMs: number): T | undefined {
+    const write = this.childWrites.pending(childKey(kind, namespace, name), cached, nowMs);
+    if (!write) return cached;
+    // A pending delete means the cache still shows the object alive.
+    return cached && write.deletedUid !== undefined ? asTerminating(cached, nowMs) : write.created as T | undefined;
   }
 
   /**
@@ -220,7 +242,7 @@ export class SandboxReconciler implements Reconciler {
       switch (action.op) {
         case 'create': {
           const object = await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
-          this.unseen.created(action.kind, object, this.now());
+          this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { created: object }, this.now());
           created.push({ kind: action.kind, object });
           break;
         }
@@ -230,7 +252,7 @@ export class SandboxReconciler implements Reconciler {
         case 'delete':
           // The uid precondition never deletes a namesake created after our cache saw the object.
           await client.delete(RESOURCE_OF[action.kind], ns, action.name, { uid: action.uid });
-          this.unseen.deleted(action.kind, ns, action.name);
+          this.deleted(action.kind, ns, action.name, action.uid);
           break;
         case 'patch-sandbox':
           await client.patch(RESOURCES.sandboxes, ns, sandbox.metadata.name, 'merge', action.patch, write);
@@ -255,7 +277,7 @@ export class SandboxReconciler implements Reconciler {
     if (error.notFound) {
       // A delete of something already gone did its job; a vanished Sandbox ends the pass.
       if (action.op === 'delete') {
-        this.unseen.deleted(action.kind, sandbox.metadata.namespace, action.name);
+        this.deleted(action.kind, sandbox.metadata.namespace, action.name, action.uid);
         return { kind: 'done' };
       }
       if (sandboxWrite) return action.op === 'delete-sandbox' ? { kind: 'done' } : { kind: 'gone' };
@@ -276,6 +298,11 @@ export class SandboxReconciler implements Reconciler {
       };
     }
     return { kind: 'failed', problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `${what}: ${error.message}`, podStep: isPodStep(action) }, error };
+  }
+
+  /** Our delete of the child was accepted, or found it gone: no pass deletes it again until the cache shows that. */
+  private deleted(kind: ChildKind, namespace: string | undefined, name: string, uid: string): void {
+    this.childWrites.expect(childKey(kind, namespace, name), { deletedUid: uid }, this.now());
   }
 
   private async getLive(kind: ChildKind, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {
@@ -308,6 +335,10 @@ export function priorityOf(sandbox: Sandbox): RequestPriority {
   if (owner?.kind === KINDS.warmPool.kind) return 'background';
   const ready = sandbox.status?.conditions?.find((c) => c.type === ConditionType.READY)?.status === 'True';
   return owner?.kind === KINDS.claim.kind && !ready ? 'claim' : 'normal';
+}
+
+function childKey(kind: ChildKind, namespace: string | undefined, name: string): string {
+  return `${kind}/${namespace ?? ''}/${name}`;
 }
 
 function isPodStep(action: Action): boolean {

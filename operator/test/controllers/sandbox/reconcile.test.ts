@@ -1,37 +1,8 @@
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
+import { KEY, created, setup, statusBody } from './harness';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { CONTROLLER_UID_INDEX, RACE_RETRY_MS, SandboxReconcileError, SandboxReconciler, priorityOf } from '../../../src/controllers/sandbox/reconcile';
-import { controllerRefOf, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
-import type { KubeObject } from '../../../src/runtime/types';
-import { FakeClient, FakeStore, apiError } from '../../fake-kube';
-
-const KEY = 'team-a/my-sandbox';
-const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', Pod: 'pods', Service: 'services', PersistentVolumeClaim: 'persistentvolumeclaims' };
-const resourceOf = (o: KubeObject) => RESOURCE_OF_KIND[o.kind ?? ''];
-const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerRefOf(o)?.uid ? [controllerRefOf(o)!.uid] : []) };
-
-function setup(
-  sb: Sandbox | undefined,
-  children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
-  extra: { progressStatusWindowMs?: number; now?: () => number } = {},
-) {
-  const objects = [...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? [])];
-  const client = new FakeClient(() => NOW).seed(resourceOf, ...objects);
-  const stores = {
-    sandboxes: new FakeStore<Sandbox>().put(...(sb ? [sb] : [])),
-    pods: new FakeStore<Pod>(byUid).put(...(children.pods ?? [])),
-    services: new FakeStore<Service>(byUid).put(...(children.services ?? [])),
-    pvcs: new FakeStore<PersistentVolumeClaim>(byUid).put(...(children.pvcs ?? [])),
-  };
-  const reconciler = new SandboxReconciler({ client, ...stores, clusterDomain: 'cluster.local', now: () => NOW, ...extra });
-  return { client, stores, reconciler };
-}
-
-function statusBody(client: FakeClient): any {
-  return client.calls.find((c) => c.verb === 'patch' && c.options?.subresource === 'status')?.body.status;
-}
-
-const created = sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'my-sandbox' } });
+import { RACE_RETRY_MS, SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
+import { apiError } from '../../fake-kube';
 
 describe('SandboxReconciler', () => {
   test('a new Sandbox: Pod created under our field manager and the pod-name annotation; status waits for the Pod event', async () => {
@@ -197,45 +168,6 @@ describe('SandboxReconciler', () => {
     expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
   });
 
-  describe('creates the caches have not shown yet', () => {
-    test('a Sandbox event before the child events: no second create, no AlreadyExists round trip', async () => {
-      const { client, stores, reconciler } = setup(sandbox({ spec: { service: true } }));
-      await reconciler.reconcile(KEY);
-      expect(client.writes).toEqual(['create pods my-sandbox', 'create services my-sandbox', 'patch sandboxes my-sandbox']);
-      // The annotation patch wakes the Sandbox again; the Pod and Service events have not arrived.
-      stores.sandboxes.put(created);
-      client.calls.length = 0;
-      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
-      // Only the status, from the objects the creates returned.
-      expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
-      expect(client.calls.filter((c) => c.verb === 'get')).toEqual([]);
-    });
-
-    test('an informer event for the child ends the memory: the cache is the truth again', async () => {
-      const { client, stores, reconciler } = setup(sandbox());
-      await reconciler.reconcile(KEY);
-      stores.sandboxes.put(created);
-      // The Pod was added and deleted again before any pass ran: it must be created once more.
-      reconciler.seen('pod', pod());
-      client.live.delete('pods/my-sandbox');
-      client.calls.length = 0;
-      await reconciler.reconcile(KEY);
-      expect(client.writes).toEqual(['create pods my-sandbox']);
-    });
-
-    test('the memory expires: a lost watch event cannot hide a missing Pod for long', async () => {
-      let now = NOW;
-      const { client, stores, reconciler } = setup(sandbox(), {}, { now: () => now });
-      await reconciler.reconcile(KEY);
-      stores.sandboxes.put(created);
-      // The Pod is gone and its delete event was lost.
-      client.live.delete('pods/my-sandbox');
-      now += 31_000;
-      client.calls.length = 0;
-      await reconciler.reconcile(KEY);
-      expect(client.writes).toEqual(['create pods my-sandbox']);
-    });
-  });
 
   describe('progress status window', () => {
     const pending = () => pod({ phase: 'Pending', ready: false, ips: [], scheduled: null });
