@@ -68,7 +68,7 @@ export function notReadySinceMs(sandbox: Sandbox): number {
  *   previous pool of the same name) is not ours and is ignored.
  * - Without a template (not found yet, or deleted) nothing is judged stale and orphans are left
  *   alone: deleting on incomplete information could empty a pool by mistake.
- * - `pendingDeletes` are UIDs whose delete we issued (expectations.ts): counted as terminating even
+ * - `pendingDeletes` are UIDs whose delete we issued (member-writes.ts): counted as terminating even
  *   before the cache shows it, so they are neither counted as members nor deleted twice. Orphans
  *   being deleted by someone else are not ours and are not counted.
  */

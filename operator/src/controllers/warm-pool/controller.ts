@@ -1,6 +1,6 @@
 /**
  * Wiring of the SandboxWarmPool controller: which pool each Sandbox, template and pool event
- * wakes, and the Sandbox events that settle a pool's expectations.
+ * wakes, and the Sandbox events that settle the pools' member writes.
  */
 import { WarmPoolReconciler } from './reconcile';
 import { type PoolFlags } from './types';
@@ -62,28 +62,13 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
-  const enqueue = (keys: string[]) => keys.forEach((k) => controller.queue.add(k));
 
+  // A pool's delete too: the pass that finds it gone forgets its member writes and pacing.
   controller.watch(pools);
-  pools.addHandlers({ onDelete: (pool) => reconciler.forget(pool.metadata.uid) });
   // Every template event: a spec change may make members stale, a new template lets a pool create.
   controller.watch(templates, (t) => pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t)).map(keyOf));
-  sandboxes.addHandlers({
-    onAdd: (sb) => {
-      reconciler.observe(sb, false);
-      enqueue(poolKeysOfSandbox(sb, pools));
-    },
-    onUpdate: (oldSb, newSb) => {
-      // The old object too: a member a claim just took leaves its pool, which must refill.
-      reconciler.observe(oldSb, false);
-      reconciler.observe(newSb, false);
-      if (!poolRelevantChange(oldSb, newSb)) return;
-      enqueue([...new Set([...poolKeysOfSandbox(oldSb, pools), ...poolKeysOfSandbox(newSb, pools)])]);
-    },
-    onDelete: (sb) => {
-      reconciler.observe(sb, true);
-      enqueue(poolKeysOfSandbox(sb, pools));
-    },
-  });
+  // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
+  controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
+  reconciler.follow(sandboxes);
   return controller;
 }

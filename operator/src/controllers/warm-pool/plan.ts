@@ -1,9 +1,9 @@
 /**
  * One pass of a warm pool, decided (upstream-behavior.md §3.3 steps 5-11): how many members to
  * create, which to delete, which orphans to adopt, the status, the events and when to look again.
- * The wiring performs it: adoptions and label fixes, deletes (each recorded in the expectations
- * before the call, with the uid and resourceVersion preconditions given here), creates in the
- * given waves (each recorded first), then the status patch if changed.
+ * The reconciler performs it: adoptions and label fixes, deletes (each recorded as a pending member
+ * write before the call, with the uid and resourceVersion preconditions given here), creates in
+ * the given waves (each recorded first), then the status patch if changed.
  */
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
 import { type PoolMembers } from './classify';
@@ -50,9 +50,9 @@ export interface PoolPlanInput {
   /** The pool's template; undefined when it does not exist (no creates then). */
   readonly template: SandboxTemplate | undefined;
   readonly members: PoolMembers;
-  /** Creates issued and not yet in the cache (PoolExpectations.pendingCreates). */
+  /** Creates issued and not yet in the cache (pendingMemberWrites). */
   readonly pendingCreates: number;
-  /** When the earliest expectation expires (PoolExpectations.nextExpiryAtMs). */
+  /** When the earliest of the pool's pending member writes expires (pendingMemberWrites). */
   readonly expectationsExpireAtMs?: number;
   readonly state: PoolState;
   readonly flags: PoolFlags;

@@ -1,18 +1,18 @@
 /**
  * The thin I/O half of the SandboxWarmPool controller: classify the pool's members from the cache,
- * plan the pass (plan.ts), perform it, and keep the per-pool memory (expectations, pacing state)
- * that the plan needs. Writes in order: adoptions and label fixes, deletes, creates (slow-start
- * waves), then the status if it changed.
+ * plan the pass (plan.ts), perform it, and keep what the plan needs between passes: the member
+ * writes the cache has not shown (member-writes.ts) and the pacing state. Writes in order:
+ * adoptions and label fixes, deletes, creates (slow-start waves), then the status if it changed.
  */
 import { NameHash } from '../../../../src/api/name-hash';
-import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { POOL_LABEL_INDEX, UID_INDEX } from '../extension-informers';
+import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { POOL_LABEL_INDEX } from '../extension-informers';
 import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
-import { PoolExpectations } from './expectations';
+import { forgetMemberWrites, memberWrites, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { type PoolFlags } from './types';
-import { controllerRefOf, RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
+import { RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
@@ -20,9 +20,9 @@ export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
 /** Names are drawn from 27^5 suffixes; a third collision in a row means something else is wrong. */
 const MAX_NAME_ATTEMPTS = 3;
 
-/** What a pool remembers between passes, in memory; dropped with the pool (by UID). */
+/** A pool's pacing between passes, in memory; dropped when the pool is gone or replaced by a namesake. */
 interface PoolMemory {
-  readonly expectations: PoolExpectations;
+  readonly uid: string;
   state: PoolState;
 }
 
@@ -30,66 +30,60 @@ export interface PoolReconcilerOptions {
   readonly client: KubeClient;
   readonly pools: Store<SandboxWarmPool>;
   readonly templates: Store<SandboxTemplate>;
-  /** Must carry POOL_LABEL_INDEX and UID_INDEX. */
+  /** Must carry POOL_LABEL_INDEX. */
   readonly sandboxes: Store<Sandbox>;
   readonly flags: PoolFlags;
   readonly now?: () => number;
   readonly log?: Logger;
-  /** Expectation expiry; tests shorten it. */
-  readonly expectationsTimeoutMs?: number;
+  /** How long a member write the cache has not shown is remembered; tests shorten it. @default MEMBER_WRITE_TTL_MS */
+  readonly memberWriteTtlMs?: number;
 }
 
 export class WarmPoolReconciler implements Reconciler {
   public readonly name = 'sandboxwarmpool';
+  /** Pacing by pool key. */
   private readonly memory = new Map<string, PoolMemory>();
+  /** Member writes of every pool, by the member's key. */
+  private readonly writes: MemberWrites;
   private readonly now: () => number;
   private readonly log: Logger;
 
   public constructor(private readonly opts: PoolReconcilerOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
+    this.writes = memberWrites(opts.memberWriteTtlMs);
   }
 
-  /**
-   * An informer event showed `sandbox`: settle what the pool that controls it expected. Called for
-   * the old and the new object of an update, so a member a claim just took still settles its
-   * pool's create expectation.
-   */
-  public observe(sandbox: Sandbox, deleted: boolean): void {
-    const ownerUid = controllerRefOf(sandbox)?.uid;
-    const memory = ownerUid ? this.memory.get(ownerUid) : undefined;
-    memory?.expectations.observe(sandbox.metadata.uid ?? '', deleted);
-  }
-
-  /** The pool with `uid` is gone: forget its expectations and pacing. */
-  public forget(uid: string | undefined): void {
-    if (uid) this.memory.delete(uid);
+  /** Settle the member writes from the Sandbox informer's events (`sandboxes` is its cache). */
+  public follow(informer: Informer<Sandbox>): void {
+    this.writes.follow(informer, keyOf);
   }
 
   public async reconcile(key: string): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
     const pool = this.opts.pools.get(namespace, name);
-    if (!pool || pool.metadata.deletionTimestamp) return;
-    const uid = pool.metadata.uid ?? '';
-    let memory = this.memory.get(uid);
-    if (!memory) {
-      memory = { expectations: new PoolExpectations(this.opts.expectationsTimeoutMs), state: INITIAL_POOL_STATE };
-      this.memory.set(uid, memory);
+    if (!pool) {
+      this.forget(key);
+      return;
     }
-    const { expectations } = memory;
+    if (pool.metadata.deletionTimestamp) return;
+    const uid = pool.metadata.uid ?? '';
+    // A namesake (deleted and created again) starts afresh, as a new pool.
+    if (this.memory.get(key)?.uid !== uid) this.forget(key);
+    const memory = this.memory.get(key) ?? { uid, state: INITIAL_POOL_STATE };
+    this.memory.set(key, memory);
     const { sandboxes, flags } = this.opts;
     const now = this.now();
     const template = this.opts.templates.get(namespace, pool.spec.sandboxTemplateRef.name);
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
-    const inCache = (id: string) => sandboxes.byIndex(UID_INDEX, id).length > 0;
-    const pendingDeletes = expectations.pendingDeletes(now, inCache);
-    const members = classifyMembers(pool, template, candidates, now, flags, pendingDeletes);
+    const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
+    const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes);
     const plan = planPool({
       pool,
       template,
       members,
-      pendingCreates: expectations.pendingCreates(now, inCache),
-      expectationsExpireAtMs: expectations.nextExpiryAtMs(),
+      pendingCreates: pending.creates,
+      ...(pending.expireAtMs !== undefined ? { expectationsExpireAtMs: pending.expireAtMs } : {}),
       state: memory.state,
       flags,
       now,
@@ -110,15 +104,14 @@ export class WarmPoolReconciler implements Reconciler {
     for (const wave of plan.deleteWaves) {
       const batch = plan.deletes.slice(offset, offset + wave);
       offset += wave;
-      const results = await Promise.all(batch.map((d) => this.deleteMember(expectations, d, namespace)));
+      const results = await Promise.all(batch.map((d) => this.deleteMember(uid, d)));
       if (results.includes(false)) break;
     }
 
     if (template && plan.creates > 0) {
       const body = buildPoolSandbox(pool, template, flags);
       for (const wave of plan.createWaves) {
-        const tokens = expectations.expectCreates(wave, this.now());
-        const results = await Promise.all(tokens.map((token) => this.createMember(expectations, token, pool, body)));
+        const results = await Promise.all(Array.from({ length: wave }, () => this.createMember(pool, body)));
         if (results.includes(false)) {
           // Slow start: a systematic failure (quota, webhook) costs one wave, not the whole deficit.
           this.log.warn({ pool: key }, 'a member create failed; the rest of this pass is skipped');
@@ -139,6 +132,14 @@ export class WarmPoolReconciler implements Reconciler {
     return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
   }
 
+  /** The pool is gone or replaced: forget its pacing and member writes. */
+  private forget(key: string): void {
+    const memory = this.memory.get(key);
+    if (!memory) return;
+    this.memory.delete(key);
+    forgetMemberWrites(this.writes, memory.uid, this.opts.sandboxes, this.now());
+  }
+
   /** A conditional write whose 409/404 only means the cache was behind; anything else fails the pass. */
   private async conditional(write: Promise<unknown>): Promise<void> {
     try {
@@ -150,9 +151,11 @@ export class WarmPoolReconciler implements Reconciler {
   }
 
   /** Delete one member; false when the delete failed for a reason other than the member being gone or changed. */
-  private async deleteMember(expectations: PoolExpectations, d: MemberDelete, namespace: string): Promise<boolean> {
+  private async deleteMember(poolUid: string, d: MemberDelete): Promise<boolean> {
+    const namespace = d.sandbox.metadata.namespace;
+    const key = keyOf(d.sandbox);
     // Recorded first: the delete's watch event can arrive before the response.
-    expectations.expectDelete(d.uid, this.now());
+    this.writes.expect(key, { pool: poolUid, deletedUid: d.uid }, this.now());
     try {
       const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion, priority: 'background' } as const;
       await this.opts.client.delete(RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
@@ -160,7 +163,8 @@ export class WarmPoolReconciler implements Reconciler {
       return true;
     } catch (error) {
       if (error instanceof ApiError && error.notFound) return true;
-      expectations.deleteFailed(d.uid);
+      // The member stays: the pass that sees it next decides again.
+      this.writes.forget(key);
       // 409: the member changed (a claim adopted it): it is not ours to delete any more.
       if (error instanceof ApiError && error.conflict) return true;
       this.log.error({ sandbox: `${namespace}/${d.sandbox.metadata.name}`, err: error }, 'pool member delete failed');
@@ -168,20 +172,25 @@ export class WarmPoolReconciler implements Reconciler {
     }
   }
 
-  private async createMember(expectations: PoolExpectations, token: number, pool: SandboxWarmPool, body: Sandbox): Promise<boolean> {
+  private async createMember(pool: SandboxWarmPool, body: Sandbox): Promise<boolean> {
     const namespace = pool.metadata.namespace;
+    const { sandboxes } = this.opts;
     for (let attempt = 1; ; attempt++) {
+      const member = withMemberName(body, memberName(pool));
+      const key = keyOf(member);
+      // Recorded first, like a delete: the member's watch event can arrive before the response.
+      this.writes.expect(key, { pool: pool.metadata.uid ?? '' }, this.now());
       try {
-        const member = withMemberName(body, memberName(pool));
-        const created = await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
-        expectations.createSucceeded(token, created.metadata.uid ?? '', this.now());
+        await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
+        restartMemberWrite(this.writes, key, sandboxes, this.now());
         return true;
       } catch (error) {
-        // A name collision created nothing: pick another name (as generateName callers do).
-        if (error instanceof ApiError && error.alreadyExists && attempt < MAX_NAME_ATTEMPTS) continue;
         // A 4xx means the object was not created; anything else (timeout, 5xx) may have created it.
         const definite = error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500;
-        expectations.createFailed(token, definite, this.now());
+        if (definite) this.writes.forget(key);
+        else restartMemberWrite(this.writes, key, sandboxes, this.now());
+        // A name collision created nothing: pick another name (as generateName callers do).
+        if (error instanceof ApiError && error.alreadyExists && attempt < MAX_NAME_ATTEMPTS) continue;
         this.log.error({ namespace, err: error }, 'pool member create failed');
         return false;
       }

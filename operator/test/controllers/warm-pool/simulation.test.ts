@@ -1,146 +1,168 @@
 /**
- * The warm pool's decisions run against a model API server whose watch events reach the cache late,
- * out of step with create responses, or never: the property tests of "never over-create while
- * earlier creates are unobserved" and "a lost event cannot wedge the pool".
+ * The real WarmPoolReconciler against the fake API server, in virtual time, with watch events that
+ * reach the cache late (in order), never, or before the call's response, and creates whose
+ * response comes late, is a refusal (nothing created) or an error after the object was created:
+ * the property tests of "never over-create while earlier creates are unobserved" and "a lost event
+ * cannot wedge the pool".
  */
 import * as fc from 'fast-check';
-import { NOW, TEMPLATE, member, pool } from './fixtures';
+import { NOW, TEMPLATE, pool } from './fixtures';
+import { poolStores, RESOURCE_OF } from './harness';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
-import { PoolExpectations } from '../../../src/controllers/warm-pool/expectations';
-import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
+import { WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
-import { type Sandbox } from '../../../src/model';
+import { isControlledBy, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
+import type { DeleteOptions, KubeObject, ResourceType } from '../../../src/runtime/types';
+import { FakeClient, apiError } from '../../fake-kube';
 
-const TIMEOUT = 10_000;
+const TTL = 10_000;
+const KEY = 'team-a/py-pool';
 
 type Outcome = 'ok' | 'refused' | 'ambiguous';
 type Action = { kind: 'pass' } | { kind: 'claim'; pick: number } | { kind: 'tick'; ms: number };
 
-interface World {
-  now: number;
-  /** The API server: uid -> object. */
-  readonly server: Map<string, Sandbox>;
-  /** The informer cache. */
-  readonly cache: Map<string, Sandbox>;
-  /** Pending deliveries (watch events and call responses), applied in time order. */
-  readonly queue: { at: number; seq: number; apply: () => void }[];
-  seq: number;
-  /** Watch events are delivered in order: never before the previous one. */
-  lastEventAt: number;
-  state: PoolState;
-  readonly expectations: PoolExpectations;
-  created: number;
+interface Run {
+  readonly desired: number;
+  readonly batch: number;
+  readonly actions: Action[];
+  readonly outcomes: Outcome[];
+  readonly eventDelays: number[];
+  readonly responseDelays: number[];
+  readonly lose?: boolean[];
 }
 
-function isMember(s: Sandbox): boolean {
-  return s.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX] !== undefined && s.metadata.ownerReferences?.[0]?.kind === 'SandboxWarmPool';
-}
+/** Deliveries in virtual time: watch events to the cache, responses to the reconciler. */
+class Timeline {
+  public now = NOW;
+  private readonly due: { at: number; seq: number; apply: () => void }[] = [];
+  private seq = 0;
 
-function runWorld(opts: {
-  desired: number; batch: number; actions: Action[]; outcomes: Outcome[]; eventDelays: number[]; responseDelays: number[]; lose: boolean[];
-}): { world: World; maxMembers: number; plans: PoolPlan[] } {
-  const p = pool({ replicas: opts.desired });
-  const flags = poolFlags({ 'sandbox-warm-pool-max-batch-size': opts.batch });
-  const world: World = {
-    now: NOW,
-    server: new Map(),
-    cache: new Map(),
-    queue: [],
-    seq: 0,
-    lastEventAt: NOW,
-    state: INITIAL_POOL_STATE,
-    expectations: new PoolExpectations(TIMEOUT),
-    created: 0,
-  };
-  let n = 0;
-  const pick = <T>(list: T[], fallback: T): T => (list.length === 0 ? fallback : list[n++ % list.length]);
-  const schedule = (at: number, apply: () => void) => world.queue.push({ at, seq: world.seq++, apply });
-  const emit = (uid: string, obj: Sandbox | undefined) => {
-    world.lastEventAt = Math.max(world.lastEventAt, world.now + pick(opts.eventDelays, 0));
-    if (pick(opts.lose, false)) return;
-    schedule(world.lastEventAt, () => {
-      if (obj) world.cache.set(uid, obj);
-      else world.cache.delete(uid);
-      world.expectations.observe(uid, obj === undefined);
-    });
-  };
-  const deliver = () => {
-    world.queue.sort((a, b) => a.at - b.at || a.seq - b.seq);
-    while (world.queue.length > 0 && world.queue[0].at <= world.now) world.queue.shift()!.apply();
-  };
-  const members = () => [...world.server.values()].filter(isMember).length;
-  let maxMembers = 0;
-  const plans: PoolPlan[] = [];
-
-  const pass = () => {
-    const seen = (uid: string) => world.cache.has(uid);
-    const pendingDeletes = world.expectations.pendingDeletes(world.now, seen);
-    const classified = classifyMembers(p, TEMPLATE, [...world.cache.values()], world.now, flags, pendingDeletes);
-    const plan = planPool({
-      pool: p,
-      template: TEMPLATE,
-      members: classified,
-      pendingCreates: world.expectations.pendingCreates(world.now, seen),
-      state: world.state,
-      flags,
-      now: world.now,
-    });
-    plans.push(plan);
-    world.state = plan.state;
-    for (const d of plan.deletes) {
-      world.expectations.expectDelete(d.uid, world.now);
-      const current = world.server.get(d.uid);
-      if (current && current.metadata.resourceVersion === d.resourceVersion) {
-        world.server.delete(d.uid);
-        emit(d.uid, undefined);
-      } else if (current) {
-        world.expectations.deleteFailed(d.uid);
-      }
-    }
-    for (const token of world.expectations.expectCreates(plan.creates, world.now)) {
-      const outcome = pick(opts.outcomes, 'ok');
-      const at = world.now + pick(opts.responseDelays, 0);
-      if (outcome === 'refused') {
-        schedule(at, () => world.expectations.createFailed(token, true, at));
-        continue;
-      }
-      const obj = member({ pool: p, name: `py-pool-${world.created}`, age: 0 });
-      world.created++;
-      obj.metadata.creationTimestamp = new Date(world.now).toISOString();
-      const uid = obj.metadata.uid!;
-      world.server.set(uid, obj);
-      emit(uid, obj);
-      if (outcome === 'ok') schedule(at, () => world.expectations.createSucceeded(token, uid, at));
-      else schedule(at, () => world.expectations.createFailed(token, false, at));
-    }
-  };
-
-  for (const action of opts.actions) {
-    if (action.kind === 'tick') world.now += action.ms;
-    deliver();
-    if (action.kind === 'pass') pass();
-    if (action.kind === 'claim') {
-      const candidates = [...world.server.values()].filter(isMember);
-      if (candidates.length > 0) {
-        const s = candidates[action.pick % candidates.length];
-        const claimed: Sandbox = {
-          ...s,
-          metadata: {
-            ...s.metadata,
-            resourceVersion: String(Number(s.metadata.resourceVersion) + 1),
-            labels: { ...s.metadata.labels, [SandboxLabels.WARM_POOL_SANDBOX]: undefined as never },
-            ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'c', uid: 'c', controller: true }],
-          },
-        };
-        delete claimed.metadata.labels![SandboxLabels.WARM_POOL_SANDBOX];
-        world.server.set(s.metadata.uid!, claimed);
-        emit(s.metadata.uid!, claimed);
-      }
-    }
-    maxMembers = Math.max(maxMembers, members());
+  public at(at: number, apply: () => void): void {
+    this.due.push({ at, seq: this.seq++, apply });
   }
-  return { world, maxMembers, plans };
+
+  /** Deliver everything due by now. */
+  public deliver(): void {
+    for (let next = this.next(this.now); next; next = this.next(this.now)) next.apply();
+  }
+
+  /** Move to the next delivery and make it; false when nothing is scheduled. */
+  public step(): boolean {
+    const next = this.next(Infinity);
+    if (!next) return false;
+    this.now = Math.max(this.now, next.at);
+    next.apply();
+    return true;
+  }
+
+  private next(until: number): { readonly at: number; readonly apply: () => void } | undefined {
+    this.due.sort((a, b) => a.at - b.at || a.seq - b.seq);
+    return this.due[0] && this.due[0].at <= until ? this.due.shift() : undefined;
+  }
+}
+
+function simulate(run: Run) {
+  const time = new Timeline();
+  let outcomes = run.outcomes;
+  let n = 0;
+  const pick = <T>(list: readonly T[] | undefined, fallback: T): T => (list && list.length > 0 ? list[n++ % list.length] : fallback);
+  const p = pool({ replicas: run.desired });
+  const stores = poolStores();
+  stores.pools.put(p);
+  stores.templates.put(TEMPLATE);
+  let lastEventAt = NOW;
+  /** The server changed an object: its watch event reaches the cache later, in order, or never. */
+  const emit = (obj: Sandbox, deleted: boolean) => {
+    lastEventAt = Math.max(lastEventAt, time.now + pick(run.eventDelays, 0));
+    if (pick(run.lose, false)) return;
+    const snapshot = structuredClone(obj);
+    const { namespace, name } = snapshot.metadata;
+    time.at(lastEventAt, () => (deleted ? stores.sandboxes.remove(namespace, name) : stores.sandboxes.put(snapshot)));
+  };
+  const respond = <T>(result: () => T): Promise<T> => new Promise((resolve, reject) => time.at(time.now + pick(run.responseDelays, 0), () => {
+    try {
+      resolve(result());
+    } catch (error) {
+      reject(error);
+    }
+  }));
+
+  class LaggingServer extends FakeClient {
+    public override async create<T extends KubeObject>(type: ResourceType, ns: string | undefined, body: object, options?: object): Promise<T> {
+      const outcome = pick(outcomes, 'ok');
+      if (outcome === 'refused') return respond(() => { throw apiError(403, 'Forbidden', 'exceeded quota'); });
+      const created = await super.create<T>(type, ns, body, options);
+      emit(created as unknown as Sandbox, false);
+      return respond(() => {
+        if (outcome === 'ambiguous') throw new Error('connection reset');
+        return created;
+      });
+    }
+
+    public override async delete(type: ResourceType, ns: string | undefined, name: string, options?: DeleteOptions): Promise<void> {
+      const doomed = this.live.get(`${type.resource}/${name}`) as Sandbox | undefined;
+      await super.delete(type, ns, name, options);
+      emit(doomed!, true);
+      return respond(() => undefined);
+    }
+  }
+  const client = new LaggingServer(() => time.now);
+  client.seed(RESOURCE_OF, p, TEMPLATE);
+  const flags = poolFlags({ 'sandbox-warm-pool-max-batch-size': run.batch });
+  const reconciler = new WarmPoolReconciler({ client, ...stores, flags, now: () => time.now, memberWriteTtlMs: TTL });
+  reconciler.follow(stores.sandboxes);
+
+  const unclaimed = () => [...client.live.values()].filter((o) => o.kind === 'Sandbox' && isControlledBy(o, p.metadata.uid)).length;
+  let maxUnclaimed = 0;
+  const pass = async () => {
+    let done = false;
+    const result = reconciler.reconcile(KEY).finally(() => (done = true));
+    for (;;) {
+      await new Promise((resolve) => setImmediate(resolve));
+      if (done) break;
+      // The pass waits for a response: let time run to the next delivery.
+      if (!time.step()) throw new Error('the pass waits for a response that is never coming');
+      maxUnclaimed = Math.max(maxUnclaimed, unclaimed());
+    }
+    await result;
+    stores.pools.syncFrom(client, 'sandboxwarmpools');
+  };
+  const claim = (index: number) => {
+    const members = [...client.live.values()].filter((o): o is Sandbox => o.kind === 'Sandbox' && isControlledBy(o, p.metadata.uid));
+    if (members.length === 0) return;
+    const taken = structuredClone(members[index % members.length]);
+    delete taken.metadata.labels![SandboxLabels.WARM_POOL_SANDBOX];
+    taken.metadata.ownerReferences = [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'c', uid: 'claim-uid', controller: true }];
+    taken.metadata.resourceVersion = `${taken.metadata.resourceVersion}-claimed`;
+    client.live.set(`sandboxes/${taken.metadata.name}`, taken);
+    emit(taken, false);
+  };
+
+  return {
+    time,
+    client,
+    stores,
+    flags,
+    get maxUnclaimed() {
+      return maxUnclaimed;
+    },
+    unclaimed,
+    /** From now on every create succeeds. */
+    settle() {
+      outcomes = ['ok'];
+    },
+    async play(actions: readonly Action[]) {
+      for (const action of actions) {
+        if (action.kind === 'tick') time.now += action.ms;
+        time.deliver();
+        if (action.kind === 'pass') await pass();
+        if (action.kind === 'claim') claim(action.pick);
+        maxUnclaimed = Math.max(maxUnclaimed, unclaimed());
+      }
+    },
+    pass,
+  };
 }
 
 const arbAction: fc.Arbitrary<Action> = fc.oneof(
@@ -151,42 +173,45 @@ const arbAction: fc.Arbitrary<Action> = fc.oneof(
 const arbRun = fc.record({
   desired: fc.integer({ min: 0, max: 8 }),
   batch: fc.integer({ min: 1, max: 5 }),
-  actions: fc.array(arbAction, { minLength: 1, maxLength: 80 }),
+  actions: fc.array(arbAction, { minLength: 1, maxLength: 60 }),
   outcomes: fc.array(fc.constantFrom<Outcome>('ok', 'ok', 'ok', 'refused', 'ambiguous'), { maxLength: 10 }),
-  // Watch latency below the expectations timeout: the bound holds only while events arrive in time.
-  eventDelays: fc.array(fc.integer({ min: 0, max: TIMEOUT - 1 }), { maxLength: 10 }),
+  // Watch latency below the TTL: the bound holds only while events arrive in time.
+  eventDelays: fc.array(fc.integer({ min: 0, max: TTL - 1 }), { maxLength: 10 }),
   responseDelays: fc.array(fc.integer({ min: 0, max: 2000 }), { maxLength: 10 }),
 });
 
-describe('warm pool against a lagging cache', () => {
-  test('never more unclaimed members than replicas, however late events and responses arrive (fast-check)', () => {
-    fc.assert(fc.property(arbRun, (run) => {
-      const { maxMembers } = runWorld({ ...run, lose: [] });
-      expect(maxMembers).toBeLessThanOrEqual(run.desired);
-    }), { numRuns: 300 });
+describe('WarmPoolReconciler against a lagging cache', () => {
+  test('never more unclaimed members than replicas, however late events and responses arrive (fast-check)', async () => {
+    await fc.assert(fc.asyncProperty(arbRun, async (run) => {
+      const sim = simulate(run);
+      await sim.play(run.actions);
+      expect(sim.maxUnclaimed).toBeLessThanOrEqual(run.desired);
+    }), { numRuns: 150 });
   });
 
-  test('lost events never wedge the pool: one timeout after the last write it creates the whole deficit it sees (fast-check)', () => {
-    fc.assert(fc.property(arbRun, fc.array(fc.boolean(), { minLength: 1, maxLength: 7 }), (run, lose) => {
-      // Let every response arrive and every record expire, then look once more.
-      const after = runWorld({ ...run, lose, actions: [...run.actions, { kind: 'tick', ms: 2000 + TIMEOUT }] }).world;
-      expect(after.expectations.pendingCreates(after.now, (uid) => after.cache.has(uid))).toBe(0);
-      const seen = (uid: string) => after.cache.has(uid);
-      const p = pool({ replicas: run.desired });
-      const flags = poolFlags({ 'sandbox-warm-pool-max-batch-size': run.batch });
-      const members = classifyMembers(p, TEMPLATE, [...after.cache.values()], after.now, flags, after.expectations.pendingDeletes(after.now, seen));
-      const plan = planPool({ pool: p, template: TEMPLATE, members, pendingCreates: 0, state: after.state, flags, now: after.now });
+  test('lost events never wedge the pool: one TTL after the last write it creates the whole deficit it sees (fast-check)', async () => {
+    await fc.assert(fc.asyncProperty(arbRun, fc.array(fc.boolean(), { minLength: 1, maxLength: 7 }), async (run, lose) => {
+      const sim = simulate({ ...run, lose });
+      // Let every response arrive and every write expire, then look once more.
+      await sim.play([...run.actions, { kind: 'tick', ms: 2000 + TTL }]);
+      const p = sim.stores.pools.get('team-a', 'py-pool') as SandboxWarmPool;
+      const members = classifyMembers(p, TEMPLATE as SandboxTemplate, sim.stores.sandboxes.list(), sim.time.now, sim.flags);
       const visible = members.active.length + members.terminating.length;
-      expect(plan.creates).toBe(Math.min(run.batch, Math.max(0, run.desired - visible)));
-    }), { numRuns: 200 });
+      sim.client.calls.length = 0;
+      sim.settle();
+      await sim.pass();
+      const creates = sim.client.calls.filter((c) => c.verb === 'create').length;
+      expect(creates).toBe(Math.min(run.batch, Math.max(0, run.desired - visible)));
+    }), { numRuns: 100 });
   });
 
-  test('with prompt events the pool fills to replicas and stays there under claims', () => {
+  test('with prompt events the pool fills to replicas and stays there under claims', async () => {
     const actions: Action[] = [];
     for (let i = 0; i < 30; i++) actions.push({ kind: 'pass' }, { kind: 'tick', ms: 50 }, { kind: 'claim', pick: i }, { kind: 'tick', ms: 50 });
     actions.push({ kind: 'pass' }, { kind: 'tick', ms: 50 }, { kind: 'pass' });
-    const { world, maxMembers } = runWorld({ desired: 5, batch: 300, actions, outcomes: ['ok'], eventDelays: [10], responseDelays: [5], lose: [] });
-    expect(maxMembers).toBe(5);
-    expect([...world.server.values()].filter(isMember).length).toBe(5);
+    const sim = simulate({ desired: 5, batch: 300, actions, outcomes: ['ok'], eventDelays: [10], responseDelays: [5] });
+    await sim.play(actions);
+    expect(sim.maxUnclaimed).toBe(5);
+    expect(sim.unclaimed()).toBe(5);
   });
 });
