@@ -47,8 +47,6 @@ export interface PendingMemberWrites {
   readonly creates: number;
   /** UIDs of the members whose delete the cache has not shown. */
   readonly deletes: ReadonlySet<string>;
-  /** When the earliest of them expires: the pool looks again then, in case an event was lost. */
-  readonly expireAtMs?: number;
 }
 
 /** The pool's writes the cache has not shown yet (dropping, for every pool, those it shows and those expired). */
@@ -60,8 +58,12 @@ export function pendingMemberWrites(writes: MemberWrites, poolUid: string, sandb
     if (write.deletedUid === undefined) creates++;
     else deletes.add(write.deletedUid);
   }
-  const expireAtMs = writes.nextExpiryAtMs((write) => write.pool === poolUid);
-  return { creates, deletes, ...(expireAtMs !== undefined ? { expireAtMs } : {}) };
+  return { creates, deletes };
+}
+
+/** When the pool's earliest member write expires, if any: it looks again then, in case an event was lost. */
+export function memberWritesExpireAtMs(writes: MemberWrites, poolUid: string): number | undefined {
+  return writes.nextExpiryAtMs((write) => write.pool === poolUid);
 }
 
 /**

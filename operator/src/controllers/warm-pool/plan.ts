@@ -52,8 +52,6 @@ export interface PoolPlanInput {
   readonly members: PoolMembers;
   /** Creates issued and not yet in the cache (pendingMemberWrites). */
   readonly pendingCreates: number;
-  /** When the earliest of the pool's pending member writes expires (pendingMemberWrites). */
-  readonly expectationsExpireAtMs?: number;
   readonly state: PoolState;
   readonly flags: PoolFlags;
   readonly now: number;
@@ -75,7 +73,7 @@ export interface PoolPlan {
   readonly statusChanged: boolean;
   readonly events: PoolEvent[];
   readonly state: PoolState;
-  /** Look again after this long (grace deadlines, rechecks, the replenish hold, pacing, expectations). */
+  /** Look again after this long (grace deadlines, rechecks, the replenish hold, pacing). */
   readonly requeueAfterMs?: number;
 }
 
@@ -171,7 +169,6 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   }
 
   if (members.nextStuckCheckAtMs !== undefined) requeues.push(members.nextStuckCheckAtMs - now);
-  if (input.expectationsExpireAtMs !== undefined) requeues.push(input.expectationsExpireAtMs - now);
   const requeueAfterMs = requeues.length > 0 ? Math.max(0, Math.min(...requeues)) : undefined;
 
   return {

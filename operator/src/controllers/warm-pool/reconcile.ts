@@ -9,7 +9,7 @@ import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconci
 import { POOL_LABEL_INDEX } from '../extension-informers';
 import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
-import { forgetMemberWrites, memberWrites, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
+import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { type PoolFlags } from './types';
 import { RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
@@ -83,7 +83,6 @@ export class WarmPoolReconciler implements Reconciler {
       template,
       members,
       pendingCreates: pending.creates,
-      ...(pending.expireAtMs !== undefined ? { expectationsExpireAtMs: pending.expireAtMs } : {}),
       state: memory.state,
       flags,
       now,
@@ -129,7 +128,12 @@ export class WarmPoolReconciler implements Reconciler {
         if (!(error instanceof ApiError && error.notFound)) throw error;
       }
     }
-    return plan.requeueAfterMs === undefined ? undefined : { requeueAfterMs: plan.requeueAfterMs };
+    // Also when a member write (this pass's too) expires, in case its event was lost: a quiet pool
+    // may see no other event to bring it back.
+    const expireAtMs = memberWritesExpireAtMs(this.writes, uid);
+    const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(0, expireAtMs - this.now())];
+    const requeueAfterMs = Math.min(...requeues.filter((ms): ms is number => ms !== undefined));
+    return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : undefined;
   }
 
   /** The pool is gone or replaced: forget its pacing and member writes. */

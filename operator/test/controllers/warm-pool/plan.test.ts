@@ -142,21 +142,6 @@ describe('planPool', () => {
     expect(plan({ sandboxes: [...readyMembers(2), young] }).requeueAfterMs).toBe(GRACE - 1000);
   });
 
-  test('an expiring expectation brings the pool back', () => {
-    const p = pool();
-    const input: PoolPlanInput = {
-      pool: p,
-      template: TEMPLATE,
-      members: classifyMembers(p, TEMPLATE, readyMembers(2), NOW, FLAGS),
-      pendingCreates: 1,
-      expectationsExpireAtMs: NOW + 4000,
-      state: INITIAL_POOL_STATE,
-      flags: FLAGS,
-      now: NOW,
-    };
-    expect(planPool(input).requeueAfterMs).toBe(4000);
-  });
-
   const arbSetup = fc.record({
     replicas: fc.option(fc.integer({ min: 0, max: 8 }), { nil: undefined }),
     batch: fc.integer({ min: 1, max: 6 }),
