@@ -13,6 +13,7 @@ import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMember
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { type PoolFlags } from './types';
 import { RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
+import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
@@ -45,6 +46,8 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly memory = new Map<string, PoolMemory>();
   /** Member writes of every pool, by the member's key. */
   private readonly writes: MemberWrites;
+  /** Our status writes the pool cache has not shown yet: decided on, so the same status is not written twice. */
+  private readonly statusWrites = new OwnWrites<SandboxWarmPool>();
   private readonly now: () => number;
   private readonly log: Logger;
 
@@ -61,19 +64,20 @@ export class WarmPoolReconciler implements Reconciler {
 
   public async reconcile(key: string): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
-    const pool = this.opts.pools.get(namespace, name);
-    if (!pool) {
+    const cached = this.opts.pools.get(namespace, name);
+    if (!cached) {
       this.forget(key);
       return;
     }
-    if (pool.metadata.deletionTimestamp) return;
-    const uid = pool.metadata.uid ?? '';
+    if (cached.metadata.deletionTimestamp) return;
+    const uid = cached.metadata.uid ?? '';
     // A namesake (deleted and created again) starts afresh, as a new pool.
     if (this.memory.get(key)?.uid !== uid) this.forget(key);
     const memory = this.memory.get(key) ?? { uid, state: INITIAL_POOL_STATE };
     this.memory.set(key, memory);
     const { sandboxes, flags } = this.opts;
     const now = this.now();
+    const pool = this.statusWrites.current(key, cached, now);
     const template = this.opts.templates.get(namespace, pool.spec.sandboxTemplateRef.name);
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
     const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
@@ -123,7 +127,8 @@ export class WarmPoolReconciler implements Reconciler {
     if (plan.statusChanged) {
       try {
         // No resourceVersion: the status is this controller's alone, and recomputed every pass.
-        await client.patch(RESOURCES.warmPools, namespace, name, 'merge', { status: plan.status }, { ...write, subresource: 'status' });
+        const result = await client.patch<SandboxWarmPool>(RESOURCES.warmPools, namespace, name, 'merge', { status: plan.status }, { ...write, subresource: 'status' });
+        this.statusWrites.wrote(key, cached, result, this.now());
       } catch (error) {
         if (!(error instanceof ApiError && error.notFound)) throw error;
       }
@@ -136,8 +141,9 @@ export class WarmPoolReconciler implements Reconciler {
     return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : undefined;
   }
 
-  /** The pool is gone or replaced: forget its pacing and member writes. */
+  /** The pool is gone or replaced: forget its pacing, member writes and status writes. */
   private forget(key: string): void {
+    this.statusWrites.forget(key);
     const memory = this.memory.get(key);
     if (!memory) return;
     this.memory.delete(key);
