@@ -1,0 +1,200 @@
+/**
+ * The WarmPoolReconciler over the fake API server and its caches: which writes a pass makes, and
+ * what a lagging cache, a lost event, a 409, an unknown outcome or a crash between writes does.
+ */
+import { FLAGS, NOW, NS, TEMPLATE, member, pool } from './fixtures';
+import { RESOURCE_OF, poolStores } from './harness';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
+import { isControlledBy, type Sandbox, type SandboxWarmPool } from '../../../src/model';
+import type { KubeObject, ResourceType } from '../../../src/runtime/types';
+import { FakeClient, apiError } from '../../fake-kube';
+
+const KEY = `${NS}/py-pool`;
+const TTL = 10_000;
+const CREATE = 'create sandboxes py-pool-*';
+const STATUS = 'patch sandboxwarmpools py-pool/status';
+
+/** A server whose next `resets` creates are made but answered with a connection reset, and which `reachable` creates reach at most. */
+class FlakyServer extends FakeClient {
+  public resets = 0;
+  public reachable = Infinity;
+
+  public override async create<T extends KubeObject>(type: ResourceType, ns: string | undefined, body: object, options?: object): Promise<T> {
+    if (this.reachable-- <= 0) throw new Error('operator killed');
+    const created = await super.create<T>(type, ns, body, options);
+    if (this.resets-- > 0) throw new Error('connection reset');
+    return created;
+  }
+}
+
+function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[] } = {}) {
+  const clock = { now: NOW };
+  const p = o.pool ?? pool();
+  const members = o.members ?? [];
+  const client = new FlakyServer(() => clock.now).seed(RESOURCE_OF, p, TEMPLATE, ...members, ...(o.live ?? []));
+  const stores = poolStores();
+  stores.pools.put(p);
+  stores.templates.put(TEMPLATE);
+  stores.sandboxes.put(...members);
+  const reconciler = new WarmPoolReconciler({ client, ...stores, flags: FLAGS, now: () => clock.now, memberWriteTtlMs: TTL });
+  reconciler.follow(stores.sandboxes);
+  /** The writes of one pass, member names masked (the pool picks them at random). */
+  const pass = async (r: WarmPoolReconciler = reconciler) => {
+    client.calls.length = 0;
+    const result = await r.reconcile(KEY);
+    return { writes: client.writes.map((w) => w.replace(/^create sandboxes py-pool-\w{5}$/, CREATE)), result };
+  };
+  /** Every watch caught up. */
+  const catchUp = () => {
+    stores.sandboxes.syncFrom(client, 'sandboxes');
+    stores.pools.syncFrom(client, 'sandboxwarmpools');
+  };
+  const owned = () => [...client.live.values()].filter((obj) => obj.kind === 'Sandbox' && isControlledBy(obj, p.metadata.uid));
+  return { client, stores, reconciler, clock, pass, catchUp, owned };
+}
+
+/** `sandbox` as a claim left it: controlled by the claim, out of the pool, a new resourceVersion. */
+function claimed(sandbox: Sandbox): Sandbox {
+  return member({ name: sandbox.metadata.name, owner: 'claim', labels: { 'agents.x-k8s.io/warm-pool-sandbox': undefined } });
+}
+
+const withVersion = (sandbox: Sandbox, resourceVersion: string): Sandbox => ({ ...sandbox, metadata: { ...sandbox.metadata, resourceVersion } });
+
+describe('WarmPoolReconciler', () => {
+  test('an empty pool: every member created from the template, named as its pod-name annotation says, then the status', async () => {
+    const { client, pass } = setup();
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
+    const creates = client.calls.filter((c) => c.verb === 'create');
+    for (const c of creates) {
+      expect(c.body.metadata.annotations[SandboxAnnotations.POD_NAME]).toBe(c.name);
+      expect(c.options).toEqual({ fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
+    }
+    expect(new Set(creates.map((c) => c.name)).size).toBe(3);
+    expect(client.calls.at(-1)!.body).toEqual({ status: { replicas: 0, readyReplicas: 0, selector: expect.any(String), observedGeneration: 2 } });
+  });
+
+  test('a pass on caches that have shown nothing yet writes nothing: no second create, no second status', async () => {
+    const { pass, catchUp } = setup();
+    await pass();
+    expect((await pass()).writes).toEqual([]);
+    catchUp();
+    expect((await pass()).writes).toEqual([STATUS]);
+    catchUp();
+    expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a foreign change to the pool wins over our last status write', async () => {
+    const { client, stores, pass } = setup();
+    await pass();
+    const scaledUp = { ...pool({ replicas: 4 }), metadata: { ...pool().metadata, resourceVersion: '900' } };
+    client.live.set('sandboxwarmpools/py-pool', scaledUp);
+    stores.pools.put(scaledUp);
+    expect((await pass()).writes).toEqual([CREATE, STATUS]);
+  });
+
+  test('a delete the cache has not shown is not made twice; the member counts as going away meanwhile', async () => {
+    const members = [member({ name: 'py-pool-old', age: 120_000 }), member({ name: 'py-pool-new' })];
+    const { client, pass, catchUp } = setup({ pool: pool({ replicas: 1 }), members });
+    expect((await pass()).writes).toEqual(['delete sandboxes py-pool-new', STATUS]);
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(client.calls.at(-1)!.body.status.replicas).toBe(1);
+    catchUp();
+    expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a scale-down delete that loses to a claim (409 on the resourceVersion) leaves the member to the claim', async () => {
+    const doomed = member({ name: 'py-pool-a' });
+    const { client, pass, catchUp } = setup({ pool: pool({ replicas: 0 }), members: [doomed] });
+    client.live.set('sandboxes/py-pool-a', withVersion(claimed(doomed), '150'));
+    await expect(pass()).resolves.toMatchObject({ writes: ['delete sandboxes py-pool-a', STATUS] });
+    expect(client.live.get('sandboxes/py-pool-a')).toBeDefined();
+    catchUp();
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(client.live.get('sandboxes/py-pool-a')).toBeDefined();
+  });
+
+  test('an adoption that loses to a claim (409) is not an error; the next pass refills what the claim took', async () => {
+    const orphan = member({ name: 'py-pool-orphan', owner: 'none' });
+    const { client, pass, catchUp, owned } = setup({ members: [orphan] });
+    client.live.set('sandboxes/py-pool-orphan', withVersion(claimed(orphan), '150'));
+    expect((await pass()).writes).toEqual(['patch sandboxes py-pool-orphan', CREATE, CREATE, STATUS]);
+    catchUp();
+    expect((await pass()).writes).toEqual([CREATE, STATUS]);
+    expect(owned()).toHaveLength(3);
+  });
+
+  test('crash half-way through the creates: a fresh reconciler over the server\'s state creates only the rest', async () => {
+    const first = setup();
+    // The operator dies after the first wave (one create): the second wave's calls never reach the server.
+    first.client.reachable = 1;
+    await first.pass();
+    expect(first.owned()).toHaveLength(1);
+    const { client, stores, pass, catchUp, owned } = setup();
+    for (const obj of first.owned()) client.live.set(`sandboxes/${obj.metadata.name}`, obj);
+    catchUp();
+    expect(stores.sandboxes.list()).toHaveLength(1);
+    expect((await pass()).writes).toEqual([CREATE, CREATE, STATUS]);
+    expect(owned()).toHaveLength(3);
+  });
+
+  test('a lost event holds its slot until the TTL; the pass that wrote looks again then, and creates anew', async () => {
+    const { client, clock, pass } = setup({ pool: pool({ replicas: 1 }) });
+    expect(await pass()).toEqual({ writes: [CREATE, STATUS], result: { requeueAfterMs: TTL } });
+    // The member was deleted, and neither its add nor its delete event ever arrived.
+    for (const obj of [...client.live.values()]) if (obj.kind === 'Sandbox') client.live.delete(`sandboxes/${obj.metadata.name}`);
+    clock.now += TTL - 1;
+    expect(await pass()).toEqual({ writes: [], result: { requeueAfterMs: 1 } });
+    clock.now += 1;
+    expect((await pass()).writes).toEqual([CREATE]);
+  });
+
+  test('a refused create (4xx) frees its slot at once and skips the rest of the pass', async () => {
+    const { client, pass } = setup();
+    client.failOnce({ verb: 'create', resource: 'sandboxes', error: apiError(403, 'Forbidden', 'exceeded quota') });
+    expect((await pass()).writes).toEqual([CREATE, STATUS]);
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE]);
+  });
+
+  test('a create of unknown outcome keeps its slot until the cache shows the member, or the TTL', async () => {
+    const { client, pass, catchUp, owned } = setup({ pool: pool({ replicas: 1 }) });
+    client.resets = 1;
+    expect((await pass()).writes).toEqual([CREATE, STATUS]);
+    expect((await pass()).writes).toEqual([]);
+    catchUp();
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(owned()).toHaveLength(1);
+
+    // Not made at all: held until the TTL.
+    const lost = setup({ pool: pool({ replicas: 1 }) });
+    lost.client.failOnce({ verb: 'create', resource: 'sandboxes', error: new Error('socket hang up') });
+    await lost.pass();
+    lost.clock.now += TTL - 1;
+    expect((await lost.pass()).writes).toEqual([]);
+    lost.clock.now += 1;
+    expect((await lost.pass()).writes).toEqual([CREATE]);
+  });
+
+  test('a name collision (AlreadyExists) is retried under another name', async () => {
+    const { client, pass, owned } = setup({ pool: pool({ replicas: 1 }) });
+    client.failOnce({ verb: 'create', resource: 'sandboxes', error: apiError(409, 'AlreadyExists') });
+    expect((await pass()).writes).toEqual([CREATE, CREATE, STATUS]);
+    expect(owned()).toHaveLength(1);
+  });
+
+  test('a pool deleted and created again under its name starts afresh: the old one\'s creates do not hold it back', async () => {
+    const { client, stores, pass } = setup();
+    await pass();
+    stores.pools.remove(NS, 'py-pool');
+    expect((await pass()).writes).toEqual([]);
+    const again = pool({}, { uid: 'new-pool-uid' });
+    client.live.set('sandboxwarmpools/py-pool', again);
+    stores.pools.put(again);
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
+  });
+
+  test('a pool being deleted is left to garbage collection', async () => {
+    const { pass } = setup({ pool: pool({}, { deletionTimestamp: '2026-09-01T11:00:00Z' }) });
+    expect((await pass()).writes).toEqual([]);
+  });
+});
