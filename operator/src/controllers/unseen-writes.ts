@@ -8,11 +8,13 @@
 import { isDeleting } from '../model';
 import type { KubeObject } from '../runtime/types';
 
-export interface UnseenWrite {
+export interface UnseenWrite<T extends KubeObject = KubeObject> {
+  /** What a create or update returned: the object to decide on until the cache shows it. */
+  readonly result?: T;
+  /** Set for an update: the cached resourceVersion it replaced. */
+  readonly replacedVersion?: string;
   /** Set for a delete: the UID deleted. */
   readonly deletedUid?: string;
-  /** Set for an update: the resourceVersion it replaced. */
-  readonly replacedVersion?: string;
 }
 
 /**
@@ -27,7 +29,12 @@ export function cacheShows(write: UnseenWrite, cached: KubeObject | undefined): 
   return cached !== undefined;
 }
 
-/** `obj` as a delete we made leaves it until the cache shows the delete: terminating. */
-export function asTerminating<T extends KubeObject>(obj: T, nowMs: number): T {
-  return { ...obj, metadata: { ...obj.metadata, deletionTimestamp: new Date(nowMs).toISOString() } };
+/**
+ * The object to decide on: `cached`, unless `pending` (a write of ours the cache has not shown)
+ * says otherwise: the write's result, or after our delete the cached object as terminating.
+ */
+export function decideOn<T extends KubeObject>(cached: T | undefined, pending: UnseenWrite<T> | undefined, nowMs: number): T | undefined {
+  if (!pending) return cached;
+  if (pending.deletedUid === undefined) return pending.result;
+  return cached && { ...cached, metadata: { ...cached.metadata, deletionTimestamp: new Date(nowMs).toISOString() } };
 }

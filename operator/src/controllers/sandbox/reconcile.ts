@@ -17,7 +17,7 @@ import type { Logger } from '../../runtime/log';
 import {
   ApiError, splitKey, type Informer, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
-import { asTerminating, cacheShows, type UnseenWrite } from '../unseen-writes';
+import { cacheShows, decideOn, type UnseenWrite } from '../unseen-writes';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';
@@ -50,17 +50,6 @@ const RESOURCE_OF: Record<ChildKind, (typeof RESOURCES)[keyof typeof RESOURCES]>
 };
 const KIND_NAME: Record<ChildKind, string> = { pod: 'Pod', service: 'Service', pvc: 'PersistentVolumeClaim' };
 
-/**
- * A child create or delete the caches have not shown yet. Without it, a Sandbox event arriving
- * between our create call and the child's own watch event (our pod-name annotation patch causes
- * exactly that) would have the pass create the child again, get AlreadyExists and fetch it: two
- * wasted requests per Sandbox under load; and a deleted Pod would be deleted again.
- */
-interface ChildWrite extends UnseenWrite {
-  /** For a create: the object the API server returned, which the pass decides on meanwhile. */
-  readonly created?: KubeObject;
-}
-
 /** How executing a plan ended. */
 type Outcome =
   | { readonly kind: 'done' }
@@ -84,8 +73,14 @@ export class SandboxReconciler implements Reconciler {
   public readonly name = 'sandbox';
   private readonly now: () => number;
   private readonly log: Logger;
-  /** By `kind/namespace/name`; any informer event showing the child ends its entry (see follow). */
-  private readonly childWrites = new Expectations<ChildWrite>({ isShown: cacheShows });
+  /**
+   * Child creates and deletes the caches have not shown yet, by `kind/namespace/name`. Without them
+   * a Sandbox event arriving between our create call and the child's own watch event (our pod-name
+   * annotation patch causes exactly that) would have the pass create the child again, get
+   * AlreadyExists and fetch it: two wasted requests per Sandbox under load; and a deleted Pod would
+   * be deleted again. Any informer event showing the child ends its entry (see follow).
+   */
+  private readonly childWrites = new Expectations<UnseenWrite>({ isShown: cacheShows });
   /** Sandbox key -> when a progress status was first held back; the window runs from there. */
   private readonly progressHeldSince = new Map<string, number>();
   /** Our writes to the Sandbox the cache has not shown yet: decided on, so they are not made twice. */
@@ -209,10 +204,7 @@ export class SandboxReconciler implements Reconciler {
 
   /** The child to decide on: the cached one, unless a write of ours is not in the cache yet. */
   private resolve<T extends KubeObject>(kind: ChildKind, namespace: string, name: string, cached: T | undefined, nowMs: number): T | undefined {
-    const write = this.childWrites.pending(childKey(kind, namespace, name), cached, nowMs);
-    if (!write) return cached;
-    // A pending delete means the cache still shows the object alive.
-    return cached && write.deletedUid !== undefined ? asTerminating(cached, nowMs) : write.created as T | undefined;
+    return decideOn(cached, this.childWrites.pending(childKey(kind, namespace, name), cached, nowMs) as UnseenWrite<T> | undefined, nowMs);
   }
 
   /**
@@ -242,7 +234,7 @@ export class SandboxReconciler implements Reconciler {
       switch (action.op) {
         case 'create': {
           const object = await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
-          this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { created: object }, this.now());
+          this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { result: object }, this.now());
           created.push({ kind: action.kind, object });
           break;
         }
