@@ -28,9 +28,11 @@ export function createTemplateController(ctx: ControllerContext): RunnableContro
     networkPolicies,
     // The default policy admits the router from the operator's own namespace (it is installed there).
     routerNamespace: podNamespace() ?? DEFAULT_SYSTEM_NAMESPACE,
+    now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxtemplate' }),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-template-concurrent-workers') });
   controller.watch(templates).watch(networkPolicies, templateKeyOfPolicy);
+  reconciler.follow(networkPolicies);
   return controller;
 }

@@ -1,61 +1,98 @@
 /**
  * The thin I/O half of the SandboxTemplate controller: the template-ref-hash label on the template
- * and its `<template>-network-policy`, as decided by desired.ts/decide.ts from the caches.
+ * and its `<template>-network-policy`, as decided by desired.ts/decide.ts from the caches, or from
+ * our own writes while the caches have not shown them.
  */
 import { networkPolicyAction } from './decide';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { type NetworkPolicy, RESOURCES, type SandboxTemplate } from '../../model';
+import { Expectations, OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { ApiError, splitKey, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { cacheShows, decideOn, type UnseenWrite } from '../unseen-writes';
 
 export const TEMPLATE_FIELD_MANAGER = 'sandboxtemplate-controller';
 
 /** After a write raced a stale cache, look again soon; the watch event usually arrives first. */
-const RACE_RETRY_MS = 250;
+export const RACE_RETRY_MS = 250;
 
 export interface TemplateReconcilerOptions extends NetworkPolicyOptions {
   readonly client: KubeClient;
   readonly templates: Store<SandboxTemplate>;
   readonly networkPolicies: Store<NetworkPolicy>;
+  readonly now?: () => number;
   readonly log?: Logger;
 }
 
 export class TemplateReconciler implements Reconciler {
   public readonly name = 'sandboxtemplate';
+  private readonly now: () => number;
   private readonly log: Logger;
   /** Templates whose ownership conflict was reported, so the Warning is emitted once per conflict, not per pass. */
   private readonly reportedConflicts = new Set<string>();
+  /**
+   * Our label patches the template cache has not shown. The patch wakes the template, and a pass
+   * woken by the policy's event before the template's own would otherwise patch again.
+   */
+  private readonly templateWrites = new OwnWrites<SandboxTemplate>();
+  /**
+   * Our policy creates, updates and deletes the policy cache has not shown, by policy key. The
+   * template's own label patch wakes it while its new policy's event may still be on the way; a
+   * pass deciding on the cache alone would create it again and lose a round trip to AlreadyExists.
+   */
+  private readonly policyWrites = new Expectations<UnseenWrite<NetworkPolicy>, NetworkPolicy>({ isShown: cacheShows });
 
   public constructor(private readonly opts: TemplateReconcilerOptions) {
+    this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
+  }
+
+  /** Settle the policy writes from the NetworkPolicy informer's events. */
+  public follow(informer: Informer<NetworkPolicy>): void {
+    this.policyWrites.follow(informer, keyOf);
   }
 
   public async reconcile(key: string): Promise<ReconcileResult | void> {
     const { namespace, name } = splitKey(key);
-    const template = this.opts.templates.get(namespace, name);
-    if (!template || template.metadata.deletionTimestamp) {
+    const policyName = networkPolicyNameFor(name);
+    const policyKey = `${namespace}/${policyName}`;
+    const cached = this.opts.templates.get(namespace, name);
+    if (!cached || cached.metadata.deletionTimestamp) {
       this.reportedConflicts.delete(key);
+      this.templateWrites.forget(key);
+      this.policyWrites.forget(policyKey);
       return;
     }
+    const now = this.now();
+    const template = this.templateWrites.current(key, cached, now);
     const write = { fieldManager: TEMPLATE_FIELD_MANAGER };
     const { client } = this.opts;
     try {
       const labelPatch = templateRefHashLabelPatch(template);
-      if (labelPatch) await client.patch(RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
+      if (labelPatch) {
+        const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
+        this.templateWrites.wrote(key, cached, patched, this.now());
+      }
 
-      const existing = this.opts.networkPolicies.get(namespace, networkPolicyNameFor(name));
+      const cachedPolicy = this.opts.networkPolicies.get(namespace, policyName);
+      const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, now), now);
       const action = networkPolicyAction(template, existing, { routerNamespace: this.opts.routerNamespace });
       if (action.type !== 'conflict') this.reportedConflicts.delete(key);
       switch (action.type) {
-        case 'create':
-          await client.create(RESOURCES.networkPolicies, namespace, action.object, write);
+        case 'create': {
+          const result = await client.create<NetworkPolicy>(RESOURCES.networkPolicies, namespace, action.object, write);
+          this.policyWrites.expect(policyKey, { result }, this.now());
           break;
-        case 'update':
-          await client.update(RESOURCES.networkPolicies, namespace, action.object, write);
+        }
+        case 'update': {
+          const result = await client.update<NetworkPolicy>(RESOURCES.networkPolicies, namespace, action.object, write);
+          this.policyWrites.expect(policyKey, { result, replacedVersion: cachedPolicy?.metadata.resourceVersion }, this.now());
           break;
+        }
         case 'delete':
           await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
+          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.now());
           break;
         case 'conflict':
           // Retrying cannot fix this (upstream backs off forever); the policy's events bring the template back.

@@ -1,0 +1,140 @@
+/**
+ * The TemplateReconciler over the fake API server and its caches: the writes of a pass, and what a
+ * lagging cache, a 409, a foreign policy, a lost event or a crash between the two writes does.
+ */
+import { NOW, NS, ownerRef, template } from './fixtures';
+import { SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
+import { desiredNetworkPolicy } from '../../../src/controllers/template/desired';
+import { RACE_RETRY_MS, TEMPLATE_FIELD_MANAGER, TemplateReconciler } from '../../../src/controllers/template/reconcile';
+import { type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
+import { DEFAULT_EXPECTATION_TTL_MS } from '../../../src/runtime/expectations';
+import type { KubeObject } from '../../../src/runtime/types';
+import { FakeClient, FakeStore, apiError } from '../../fake-kube';
+
+const KEY = `${NS}/python`;
+const POLICY = 'python-network-policy';
+const LABEL = 'patch sandboxtemplates python';
+const CREATE = `create networkpolicies ${POLICY}`;
+
+const labelled = (spec: Partial<SandboxTemplate['spec']> = {}) =>
+  template(spec, { labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('python') } });
+
+/** The policy the template would create, as the server stored it. */
+function policyOf(t: SandboxTemplate, meta: Partial<NetworkPolicy['metadata']> = {}): NetworkPolicy {
+  const policy = desiredNetworkPolicy(t)!;
+  return { ...policy, metadata: { ...policy.metadata, uid: 'policy-uid', resourceVersion: '20', ...meta } };
+}
+
+const resourceOf = (obj: KubeObject) => (obj.kind === 'NetworkPolicy' ? 'networkpolicies' : 'sandboxtemplates');
+
+function setup(t: SandboxTemplate | undefined, policies: NetworkPolicy[] = []) {
+  const clock = { now: NOW };
+  const client = new FakeClient(() => clock.now).seed(resourceOf, ...(t ? [t] : []), ...policies);
+  const stores = {
+    templates: new FakeStore<SandboxTemplate>().put(...(t ? [t] : [])),
+    networkPolicies: new FakeStore<NetworkPolicy>().put(...policies),
+  };
+  const reconciler = new TemplateReconciler({ client, ...stores, now: () => clock.now });
+  reconciler.follow(stores.networkPolicies);
+  const pass = async (r: TemplateReconciler = reconciler) => {
+    client.calls.length = 0;
+    const result = await r.reconcile(KEY);
+    return { writes: client.writes, result };
+  };
+  const catchUp = () => {
+    stores.templates.syncFrom(client, 'sandboxtemplates');
+    stores.networkPolicies.syncFrom(client, 'networkpolicies');
+  };
+  return { client, stores, reconciler, clock, pass, catchUp };
+}
+
+describe('TemplateReconciler', () => {
+  test('a new template: its ref-hash label, then its policy, owned by it, under our field manager', async () => {
+    const { client, pass } = setup(template());
+    expect((await pass()).writes).toEqual([LABEL, CREATE]);
+    expect(client.calls[0].body).toEqual({ metadata: { labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('python') } } });
+    expect(client.calls[1].options).toEqual({ fieldManager: TEMPLATE_FIELD_MANAGER });
+    expect(client.live.get(`networkpolicies/${POLICY}`)!.metadata.ownerReferences).toEqual([{ ...ownerRef('SandboxTemplate', 'python', 'tpl-uid') }]);
+  });
+
+  test('a pass before the caches show our writes makes neither again; nor does one after', async () => {
+    const { pass, catchUp } = setup(template());
+    await pass();
+    // The label patch wakes the template; neither event has reached the caches.
+    expect((await pass()).writes).toEqual([]);
+    catchUp();
+    expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a crash between the label and the policy: a fresh reconciler over the server\'s state only creates the policy', async () => {
+    const first = setup(template());
+    first.client.failOnce({ verb: 'create', resource: 'networkpolicies', error: new Error('operator killed') });
+    await expect(first.pass()).rejects.toThrow('operator killed');
+    const { client, pass, catchUp } = setup(undefined);
+    for (const [key, obj] of first.client.live) client.live.set(key, obj);
+    catchUp();
+    expect((await pass()).writes).toEqual([CREATE]);
+  });
+
+  test('Unmanaged: our policy is deleted with a UID precondition, once, though the cache shows it a while longer', async () => {
+    const unmanaged = labelled({ networkPolicyManagement: 'Unmanaged' });
+    const { client, pass, catchUp } = setup(unmanaged, [policyOf(template())]);
+    expect((await pass()).writes).toEqual([`delete networkpolicies ${POLICY}`]);
+    expect(client.calls[0].options).toEqual({ uid: 'policy-uid' });
+    expect((await pass()).writes).toEqual([]);
+    catchUp();
+    expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a drifted policy is replaced on its cached resourceVersion; losing to another writer (409) retries on the cache that shows it', async () => {
+    const custom = labelled({ networkPolicy: { egress: [] } });
+    const { client, pass, catchUp } = setup(custom, [policyOf(template())]);
+    client.live.set(`networkpolicies/${POLICY}`, policyOf(template(), { resourceVersion: '21' }));
+    expect(await pass()).toEqual({ writes: [`update networkpolicies ${POLICY}`], result: { requeueAfterMs: RACE_RETRY_MS } });
+    catchUp();
+    expect((await pass()).writes).toEqual([`update networkpolicies ${POLICY}`]);
+    expect((client.live.get(`networkpolicies/${POLICY}`) as NetworkPolicy).spec).toEqual(desiredNetworkPolicy(custom)!.spec);
+    // Our update stands in for the cache until it shows it: no second update.
+    expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a policy of that name that is not ours: one Warning, no write; once it is gone, ours is created', async () => {
+    const foreign = policyOf(template(), { ownerReferences: [] });
+    const { client, stores, pass } = setup(labelled(), [foreign]);
+    const warnings: string[] = [];
+    for (let i = 0; i < 2; i++) {
+      expect((await pass()).writes).toEqual([]);
+      warnings.push(...client.calls.filter((c) => c.verb === 'event').map((c) => c.body.reason));
+    }
+    expect(warnings).toEqual(['NetworkPolicyConflict']);
+    client.live.delete(`networkpolicies/${POLICY}`);
+    stores.networkPolicies.remove(NS, POLICY);
+    expect((await pass()).writes).toEqual([CREATE]);
+  });
+
+  test('AlreadyExists (a policy the cache has not shown): a quick retry, not an error', async () => {
+    const { client, pass } = setup(labelled());
+    client.live.set(`networkpolicies/${POLICY}`, policyOf(template()));
+    expect(await pass()).toEqual({ writes: [CREATE], result: { requeueAfterMs: RACE_RETRY_MS } });
+  });
+
+  test('a lost event misleads only until the expectation expires: then the missing policy is created again', async () => {
+    const { client, clock, pass } = setup(labelled());
+    await pass();
+    // The policy was deleted, and neither its add nor its delete event arrived.
+    client.live.delete(`networkpolicies/${POLICY}`);
+    clock.now += DEFAULT_EXPECTATION_TTL_MS - 1;
+    expect((await pass()).writes).toEqual([]);
+    clock.now += 1;
+    expect((await pass()).writes).toEqual([CREATE]);
+  });
+
+  test('a template gone or being deleted is left to garbage collection', async () => {
+    for (const t of [undefined, template({}, { deletionTimestamp: '2026-09-01T11:00:00Z' })]) {
+      const { client, pass } = setup(t);
+      await pass();
+      expect(client.calls).toEqual([]);
+    }
+  });
+});
