@@ -1,7 +1,7 @@
 /**
- * The Sandbox reconcile decision (upstream-behavior.md §1.2–§1.7) as a pure function: from the
- * Sandbox, the children the caches hold and the clock, the writes to make, the status to end up
- * with and when to look again. reconcile.ts only executes the plan.
+ * The Sandbox reconcile decision (upstream's controllers/sandbox_controller.go) as a pure function:
+ * from the Sandbox, the children the caches hold and the clock, the writes to make, the status to
+ * end up with and when to look again. reconcile.ts only executes the plan.
  */
 import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
 import type { ChildKind } from './desired';
@@ -266,7 +266,10 @@ interface ServiceOutcome {
   problem?: Problem;
 }
 
-/** upstream-behavior.md §1.5: the tri-state `spec.service` table. */
+/**
+ * The tri-state `spec.service`: true keeps a Service (created, adopted when headless and adoptable,
+ * corrected on drift); false deletes ours; unset creates none but keeps and corrects one we own.
+ */
 function planService(obs: Observed, blocked: boolean, actions: Action[]): ServiceOutcome {
   const { sandbox } = obs;
   const want = sandbox.spec.service;

@@ -1,7 +1,7 @@
 /**
- * The Sandbox status as a pure function of what the pass saw (upstream-behavior.md §1.6–§1.8):
- * conditions with upstream's exact reasons and messages, pod and service fields, and whether the
- * result differs enough from the stored status to be worth a write.
+ * The Sandbox status as a pure function of what the pass saw: conditions with upstream's exact
+ * reasons and messages, pod and service fields, and whether the result differs enough from the
+ * stored status to be worth a write.
  */
 import { selectorOf } from './desired';
 import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';

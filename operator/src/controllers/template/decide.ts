@@ -1,6 +1,6 @@
 /**
  * The template controller's one decision: what to do about `<template>-network-policy`, given the
- * template and the policy in the cache (upstream-behavior.md §4).
+ * template and the policy in the cache (upstream's extensions/controllers/sandboxtemplate_controller.go).
  */
 import { desiredNetworkPolicy, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';

@@ -1,7 +1,6 @@
 /**
- * What a SandboxTemplate asks for, as objects (upstream-api.md §5.2, §5.3): its shared
- * NetworkPolicy and the template-ref-hash label on the template itself. Pure; decide.ts compares
- * these with what exists.
+ * What a SandboxTemplate asks for, as objects: its shared NetworkPolicy and the template-ref-hash
+ * label on the template itself. Pure; decide.ts compares these with what exists.
  */
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';

@@ -1,6 +1,7 @@
 /**
  * How fast a pool may write: slow-start waves within a pass, and a token bucket across passes
- * (upstream-behavior.md §3.3 step 8, §3.7). Both are pure: state in, state out, time passed in.
+ * (`--sandbox-warm-pool-max-batch-size`, `--sandbox-warm-pool-max-refill-rate`). Both are pure:
+ * state in, state out, time passed in.
  */
 
 /**

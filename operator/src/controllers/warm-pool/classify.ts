@@ -1,6 +1,6 @@
 /**
- * Who is in a warm pool, and in what state (upstream-behavior.md §3.3 steps 3-4, §3.5). The
- * result decides what the pool counts, creates and deletes; see plan.ts.
+ * Who is in a warm pool, and in what state. The result decides what the pool counts, creates and
+ * deletes; see plan.ts.
  */
 import { type PoolFlags } from './types';
 import { ConditionType } from '../../../../src/api/conditions';

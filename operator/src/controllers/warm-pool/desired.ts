@@ -1,6 +1,6 @@
 /**
- * The objects a SandboxWarmPool asks for (upstream-api.md §6.3): its members, built from the
- * template, and the small patches that bring an orphan or an unlabeled member into the pool.
+ * The objects a SandboxWarmPool asks for: its members, built from the template, and the small
+ * patches that bring an orphan or an unlabeled member into the pool.
  */
 import { type PoolFlags } from './types';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';

@@ -1,6 +1,7 @@
 /**
- * One pass of a warm pool, decided (upstream-behavior.md §3.3 steps 5-11): how many members to
- * create, which to delete, which orphans to adopt, the status, the events and when to look again.
+ * One pass of a warm pool, decided (upstream's extensions/controllers/sandboxwarmpool_controller.go):
+ * how many members to create, which to delete, which orphans to adopt, the status, the events and
+ * when to look again.
  * The reconciler performs it: adoptions and label fixes, deletes (each recorded as a pending member
  * write before the call, with the uid and resourceVersion preconditions given here), creates in
  * the given waves (each recorded first), then the status patch if changed.

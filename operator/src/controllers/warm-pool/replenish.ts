@@ -1,7 +1,7 @@
 /**
- * The replenish delay (`--sandbox-warm-pool-replenish-delay`, upstream-behavior.md §3.6): after
- * members are claimed, wait a little before creating replacements, so a burst of claims is
- * refilled in one go rather than one create per claim.
+ * The replenish delay (`--sandbox-warm-pool-replenish-delay`): after members are claimed, wait a
+ * little before creating replacements, so a burst of claims is refilled in one go rather than one
+ * create per claim.
  *
  * Upstream re-arms the delay every time the member count drops. Under a steady stream of claims
  * the count keeps dropping, the delay never ends and the pool drains to zero (measured upstream:
