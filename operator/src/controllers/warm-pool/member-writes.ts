@@ -14,8 +14,9 @@
  *   checked against the cache on every pass, not only through events, so a missed event cannot
  *   leave a stale count behind once the cache has the object (as a member or not: a member claimed
  *   before the pool saw it is still observed).
- * - Every entry expires MEMBER_WRITE_TTL_MS after its call returned. A truly lost event holds
- *   back only its own slot, and only until then: the pool can never be wedged.
+ * - Every entry expires MEMBER_WRITE_TTL_MS after it was recorded (a create's: after its call
+ *   returned). A truly lost event holds back only its own slot, and only until then, and the pass
+ *   that wrote looks again at that time: the pool can never be wedged.
  * - A create whose outcome is unknown (timeout, connection reset, 5xx) keeps its slot until it
  *   expires or the cache shows the member: the object may exist, and counting it avoids a
  *   duplicate. A definite refusal (4xx) frees the slot at once.
