@@ -180,6 +180,70 @@ test('watch: query, events in order, clean end resolves, HTTP error rejects with
   await expect(open.done).resolves.toBeUndefined();
 });
 
+test('rawRequest: any status comes back as it is, the body as text, PATCH as merge unless told, no 429 retry', async () => {
+  let calls = 0;
+  server.onOther = (req, res) => {
+    calls++;
+    if (req.url.pathname === '/readyz') {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      return res.end('[-]etcd failed\n');
+    }
+    if (req.url.pathname === '/busy') {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
+      return res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests' }));
+    }
+    json(res, 200, { echo: true });
+  };
+  await expect(client.rawRequest('GET', '/readyz')).resolves.toEqual({ status: 503, text: '[-]etcd failed\n' });
+  await client.rawRequest('patch', '/api/v1/namespaces/ns/pods/p?dryRun=All', { body: { metadata: {} } });
+  expect([last().method, last().url.search, last().headers['content-type']]).toEqual(['PATCH', '?dryRun=All', 'application/merge-patch+json']);
+  expect(JSON.parse(last().body)).toEqual({ metadata: {} });
+  await client.rawRequest('PATCH', '/api/v1/namespaces/ns/pods/p', { body: [], patchType: 'json' });
+  expect(last().headers['content-type']).toBe('application/json-patch+json');
+  calls = 0;
+  await expect(client.rawRequest('GET', '/busy')).resolves.toMatchObject({ status: 429 });
+  expect(calls).toBe(1);
+});
+
+test('rawRequest and watchPath only take paths on the configured server', async () => {
+  await expect(client.rawRequest('GET', 'http://127.0.0.2:1/api')).rejects.toThrow(/must start with a single \//);
+  await expect(client.rawRequest('GET', '//elsewhere/api')).rejects.toThrow(/must start with a single \//);
+  expect(() => client.watchPath('api/v1/pods?watch=1', () => undefined)).toThrow(/must start with a single \//);
+  expect(server.requests).toHaveLength(0);
+});
+
+test('rawRequest: a per-request timeout', async () => {
+  server.onOther = () => undefined;
+  await expect(client.rawRequest('GET', '/slow', { timeoutMs: 50 })).rejects.toThrow(/GET \/slow: no response within 50 ms/);
+});
+
+test('watchPath: the caller\'s query as it is, onOpen before the first event', async () => {
+  const order: string[] = [];
+  server.scriptWatches([(res) => {
+    openWatch(res);
+    setTimeout(() => res.end(line('ADDED', { metadata: { name: 'a' } })), 20);
+  }]);
+  const handle = client.watchPath('/api/v1/namespaces/ns/pods?watch=true&fieldSelector=metadata.name%3Da', (e) => order.push(`${e.type} ${e.object.metadata.name}`),
+    { onOpen: () => order.push('open') });
+  await handle.done;
+  expect(order).toEqual(['open', 'ADDED a']);
+  expect((await server.watchRequest(1)).search).toBe('?watch=true&fieldSelector=metadata.name%3Da');
+});
+
+test('the metrics hook sees the verb, status and path of every request and watch', async () => {
+  const seen: string[] = [];
+  const counted = new HttpKubeClient({
+    connection: { server: server.url, source: 'test' },
+    metrics: { request: (verb, code, _ms, requestPath) => seen.push(`${verb} ${code} ${requestPath}`) },
+  });
+  server.scriptWatches([(res) => res.end()]);
+  await counted.get(PODS, 'ns', 'p');
+  await counted.rawRequest('GET', '/version');
+  await counted.watchPath('/api/v1/pods?watch=1', () => undefined).done;
+  expect(seen).toEqual(['GET 200 /api/v1/namespaces/ns/pods/p', 'GET 200 /version', 'WATCH 200 /api/v1/pods?watch=1']);
+  counted.close();
+});
+
 test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws', async () => {
   const bodies: any[] = [];
   let fail = false;

@@ -121,7 +121,7 @@ export class ExtensionsApi {
 
 /** `apiserver_request_total` summed by `verb resource[/subresource]`, from the API server's /metrics. */
 export async function apiserverRequests(api: ApiClient): Promise<Map<string, number>> {
-  const res = await api.request<string>('GET', '/metrics', undefined, 30_000);
+  const res = await api.request<string>('GET', '/metrics', undefined, { timeoutMs: 30_000 });
   const out = new Map<string, number>();
   for (const line of String(res.body).split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;

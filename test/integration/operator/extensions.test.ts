@@ -11,11 +11,11 @@ import {
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { condition, isReady } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
-import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
-const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 const OPERATOR_ARGS = ['--extensions=true', '--leader-elect=false'];
 let ns: string;
 let ext: ExtensionsApi;

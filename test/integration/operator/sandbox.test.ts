@@ -8,11 +8,11 @@ import {
   HASH_LABEL, SandboxApi, condition, isReady, sandboxManifest, summarizeLatencies,
 } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
-import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
-const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 let ns: string;
 let sbx: SandboxApi;
 let op: OperatorProcess;
