@@ -25,10 +25,10 @@ let op: OperatorProcess;
 
 /** `rules` without `verb` on core `resource`; fails if no rule granted it, so the edit cannot silently do nothing. */
 function withoutVerb(rules: PolicyRule[], resource: string, verb: string): PolicyRule[] {
-  const grants = (r: PolicyRule) => (r.apiGroups ?? []).includes('') && (r.resources ?? []).includes(resource) && r.verbs.includes(verb);
-  if (!rules.some(grants)) throw new Error(`no rule grants ${verb} on ${resource}`);
+  const granting = (r: PolicyRule) => (r.apiGroups ?? []).includes('') && (r.resources ?? []).includes(resource) && r.verbs.includes(verb);
+  if (!rules.some(granting)) throw new Error(`no rule grants ${verb} on ${resource}`);
   return rules.flatMap((r) => {
-    if (!grants(r)) return [r];
+    if (!granting(r)) return [r];
     // Split the rule so only this resource loses the verb; everything else it granted stays.
     const others = r.resources!.filter((x) => x !== resource);
     return [
