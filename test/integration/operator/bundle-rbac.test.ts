@@ -12,7 +12,7 @@
  */
 import { BundleRbac, PolicyRule } from './bundle-rbac';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
-import { HASH_LABEL, SandboxApi, condition, isReady, sandboxManifest } from './sandbox-api';
+import { HASH_LABEL, SandboxApi, condition, deleteSandboxes, isReady, sandboxManifest } from './sandbox-api';
 import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
@@ -61,7 +61,10 @@ afterAll(async () => {
   // eslint-disable-next-line no-console
   console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
   await rbac?.remove();
-  if (ns) await kube.deleteNamespace(ns);
+  if (ns) {
+    await deleteSandboxes(api, ns);
+    await kube.deleteNamespace(ns);
+  }
 });
 
 test('the operator authenticates as the bundle ServiceAccount, and its rules are the shipped ones minus create on pods', async () => {

@@ -59,6 +59,18 @@ export async function sandboxBarrier(api: ApiClient, ns: string): Promise<string
   return name;
 }
 
+/**
+ * Deletes every Sandbox in `ns` and waits until they are gone. Test files call it before deleting
+ * their namespace: the next file's operator watches every namespace, and would otherwise find
+ * Sandboxes whose Pods the namespace controller removed, try to create them again in the
+ * terminating namespace, and log the refusals as reconcile errors (which that file asserts against).
+ */
+export async function deleteSandboxes(api: ApiClient, ns: string): Promise<void> {
+  const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+  await api.call('DELETE', base);
+  await waitFor(async () => (await api.call('GET', base)).items.length === 0, 60_000, `every Sandbox in ${ns} to be gone`);
+}
+
 export class SandboxApi {
   public constructor(private readonly api: ApiClient, private readonly ns: string) {}
 

@@ -8,7 +8,7 @@
 import { BundleRbac } from './bundle-rbac';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import {
-  HASH_LABEL, SandboxApi, condition, isReady, sandboxManifest, summarizeLatencies,
+  HASH_LABEL, SandboxApi, condition, deleteSandboxes, isReady, sandboxManifest, summarizeLatencies,
 } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
@@ -34,7 +34,10 @@ afterAll(async () => {
   // eslint-disable-next-line no-console
   console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
   await rbac?.remove();
-  if (ns) await kube.deleteNamespace(ns);
+  if (ns) {
+    await deleteSandboxes(api, ns);
+    await kube.deleteNamespace(ns);
+  }
 });
 
 test('create: one Pod named after the Sandbox, owned and hash-labeled; Ready with pod IPs and node; no Service unless asked', async () => {
