@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
 import { HttpKubeClient } from '../../src/runtime/kube-client';
+import { Logger, SILENT_LOGGER } from '../../src/runtime/log';
 import { ApiError, KubeObject, ResourceType, WatchEvent } from '../../src/runtime/types';
 
 const SANDBOXES: ResourceType = { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', namespaced: true };
@@ -244,22 +245,45 @@ test('the metrics hook sees the verb, status and path of every request and watch
   counted.close();
 });
 
-test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws', async () => {
+test('event() writes an events.k8s.io/v1 Event with a MicroTime; a failed write is logged, never thrown', async () => {
   const bodies: any[] = [];
-  let fail = false;
   server.onOther = (req, res) => {
-    bodies.push({ path: req.url.pathname, body: JSON.parse(req.body) });
-    if (fail) return status(res, 500, 'InternalError', 'nope');
+    const body = JSON.parse(req.body);
+    bodies.push({ path: req.url.pathname, body });
+    // The second Event fails on the server: event() must swallow that, not throw or reject.
+    if (body.reason === 'Created') return status(res, 500, 'InternalError', 'nope');
     json(res, 201, {});
   };
-  const reporting = new HttpKubeClient({ connection: { server: server.url, source: 'test' }, eventSource: { controller: 'agent-sandbox-controller', instance: 'pod-1' } });
+  // Both writes are awaited through the client's own hooks (the request metric, the failure log),
+  // so the test neither sleeps nor misses a write that is still in flight.
+  const codes: string[] = [];
+  let bothDone!: () => void;
+  const done = new Promise<void>((resolve) => (bothDone = resolve));
+  let failureLogged!: (fields: any) => void;
+  const failure = new Promise<any>((resolve) => (failureLogged = resolve));
+  const log: Logger = {
+    ...SILENT_LOGGER,
+    debug: ((fields: any, msg?: string) => { if (msg === 'could not write an Event') failureLogged(fields); }) as Logger['debug'],
+    child: () => log,
+  };
+  const reporting = new HttpKubeClient({
+    connection: { server: server.url, source: 'test' },
+    eventSource: { controller: 'agent-sandbox-controller', instance: 'pod-1' },
+    log,
+    metrics: { request: (verb, code) => { codes.push(`${verb} ${code}`); if (codes.length === 2) bothDone(); } },
+  });
   const regarding = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5' } };
   reporting.event(regarding, 'Warning', 'PodFailed', 'Reconcile', `é${'x'.repeat(2000)}`);
-  fail = true;
   expect(() => reporting.event(regarding, 'Normal', 'Created', 'Create', 'second')).not.toThrow();
-  await new Promise((r) => setTimeout(r, 100));
+  await done;
+  expect(codes.sort()).toEqual(['POST 201', 'POST 500']);
+  const logged = await failure;
+  expect(logged).toMatchObject({ reason: 'Created', object: 's' });
+  expect(logged.err).toBeInstanceOf(ApiError);
+  expect(logged.err.statusCode).toBe(500);
   expect(bodies).toHaveLength(2);
-  const [first, second] = bodies;
+  const first = bodies.find((b) => b.body.reason === 'PodFailed');
+  const second = bodies.find((b) => b.body.reason === 'Created');
   expect(first.path).toBe('/apis/events.k8s.io/v1/namespaces/ns/events');
   expect(first.body).toMatchObject({
     apiVersion: 'events.k8s.io/v1',
@@ -273,9 +297,35 @@ test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws
   });
   expect(first.body.eventTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   expect(Buffer.byteLength(first.body.note)).toBeLessThanOrEqual(1024);
+  expect(first.body.note.startsWith('éx')).toBe(true);
   expect(first.body.metadata.name).toMatch(/^s\.[0-9a-f]+$/);
   expect(second.body.metadata.name).not.toBe(first.body.metadata.name);
   reporting.close();
-  // Without an event source the client writes nothing.
-  client.event(regarding, 'Normal', 'X', 'Y', 'z');
+});
+
+test('event() without an event source sends nothing', async () => {
+  // Counts the writes event() starts; it returns synchronously, so the count is final at once.
+  class CountingClient extends HttpKubeClient {
+    public creates = 0;
+    public override create<T extends KubeObject>(...args: Parameters<HttpKubeClient['create']>): Promise<T> {
+      this.creates++;
+      return super.create<T>(...args);
+    }
+  }
+  const regarding = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', uid: 'u' } };
+  const silent = new CountingClient({ connection: { server: server.url, source: 'test' } });
+  silent.event(regarding, 'Normal', 'X', 'Y', 'z');
+  expect(silent.creates).toBe(0);
+  // The same call with a source does write, so the count above is not vacuous.
+  let written!: (code: string) => void;
+  const finished = new Promise<string>((resolve) => (written = resolve));
+  const reporting = new CountingClient({
+    connection: { server: server.url, source: 'test' }, eventSource: { controller: 'c', instance: 'i' }, metrics: { request: (_verb, code) => written(code) },
+  });
+  reporting.event(regarding, 'Normal', 'X', 'Y', 'z');
+  expect(reporting.creates).toBe(1);
+  expect(await finished).toBe('200');
+  expect(server.requests.map((r) => `${r.method} ${r.url.pathname}`)).toEqual(['POST /apis/events.k8s.io/v1/namespaces/ns/events']);
+  silent.close();
+  reporting.close();
 });
