@@ -11,13 +11,12 @@ import { ConditionType, SandboxReadyReason } from '../../../../src/api/condition
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { applyMergePatch, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
-import { Expectations, OwnWrites } from '../../runtime/expectations';
+import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
 import {
   ApiError, splitKey, type Informer, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
-import { cacheShows, decideOn, type UnseenWrite } from '../unseen-writes';
 
 /** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
 export const CONTROLLER_UID_INDEX = 'controller-uid';

@@ -7,10 +7,9 @@ import { networkPolicyAction } from './decide';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { type NetworkPolicy, RESOURCES, type SandboxTemplate } from '../../model';
-import { Expectations, OwnWrites } from '../../runtime/expectations';
+import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { cacheShows, decideOn, type UnseenWrite } from '../unseen-writes';
 
 export const TEMPLATE_FIELD_MANAGER = 'sandboxtemplate-controller';
 

@@ -22,9 +22,8 @@
  *   duplicate. A definite refusal (4xx) frees the slot at once.
  */
 import { type Sandbox } from '../../model';
-import { Expectations } from '../../runtime/expectations';
+import { cacheShows, Expectations, type UnseenWrite } from '../../runtime/expectations';
 import { splitKey, type Store } from '../../runtime/types';
-import { cacheShows, type UnseenWrite } from '../unseen-writes';
 
 /** Far above watch latency (milliseconds), short enough that a lost event costs little. */
 export const MEMBER_WRITE_TTL_MS = 60_000;
