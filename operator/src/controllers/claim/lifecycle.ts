@@ -1,5 +1,5 @@
 /**
- * Claim expiry (upstream-behavior.md §2.7, upstream-api.md §7.4): when a claim expires and what
+ * Claim expiry (as upstream's internal/lifecycle/expiry.go): when a claim expires and what
  * then happens, decided from the claim, its Sandbox and the time. The wiring arms a timer at
  * `atMs` (no polling) and performs the plan.
  */

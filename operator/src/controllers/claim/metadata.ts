@@ -1,6 +1,7 @@
 /**
- * A claim's `additionalPodMetadata` (upstream-api.md §7.7): validated against the shared rules of
- * src/api/claim-rules.ts, then merged over the template's Pod metadata without overriding it.
+ * A claim's `additionalPodMetadata`, as upstream's claim controller treats it: validated against
+ * the shared rules of src/api/claim-rules.ts, then merged over the template's Pod metadata without
+ * overriding it.
  */
 import { fail, ok, type ClaimProblem, type Outcome } from './types';
 import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '../../../../src/api/claim-rules';

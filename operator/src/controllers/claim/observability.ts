@@ -1,6 +1,7 @@
 /**
- * The claim's observability annotations (upstream-behavior.md §2.9, §5.2): when the controller first
- * saw it, its trace context, when it first became Ready.
+ * The claim's observability annotations (upstream's initializeAnnotations and claim-first-ready-at
+ * in extensions/controllers/sandboxclaim_controller.go): when the controller first saw it, its
+ * trace context, when it first became Ready.
  *
  * Upstream writes them in two separate metadata patches, one of them before any real work, so they
  * cost two of its five writes per warm claim. Here they are one patch, written after the status

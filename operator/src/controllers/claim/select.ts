@@ -1,8 +1,9 @@
 /**
- * Which warm Sandbox a claim takes (upstream-behavior.md §2.4-§2.5), chosen from the informer's
- * index of the pool's members rather than from upstream's process-local queue: the index is the
- * cache itself, so it holds no ghosts (deleted or already-claimed keys) and is complete after a
- * restart without being rebuilt from create events.
+ * Which warm Sandbox a claim takes (upstream's getCandidate in
+ * extensions/controllers/sandboxclaim_controller.go), chosen from the informer's index of the
+ * pool's members rather than from upstream's process-local queue: the index is the cache itself,
+ * so it holds no ghosts (deleted or already-claimed keys) and is complete after a restart without
+ * being rebuilt from create events.
  */
 import { type ClaimProblem } from './types';
 import { ClaimReadyReason } from '../../../../src/api/conditions';

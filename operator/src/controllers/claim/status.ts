@@ -1,8 +1,8 @@
 /**
- * The claim's status (upstream-behavior.md §2.8): Ready derived from the outcome of the pass and the
- * bound Sandbox, Finished mirrored, `status.sandbox` naming the Sandbox and its Pod IPs. Written
- * only when it changed, as one merge patch on the status subresource with a resourceVersion
- * precondition.
+ * The claim's status, as upstream's extensions/controllers/sandboxclaim_controller.go writes it:
+ * Ready derived from the outcome of the pass and the bound Sandbox, Finished mirrored,
+ * `status.sandbox` naming the Sandbox and its Pod IPs. Written only when it changed, as one merge
+ * patch on the status subresource with a resourceVersion precondition.
  */
 import { type ClaimProblem } from './types';
 import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
