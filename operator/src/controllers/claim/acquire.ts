@@ -6,12 +6,11 @@
 import { NameHash } from '../../../../src/api/name-hash';
 import { ApiError, type KubeClient, type Store } from '../../runtime/types';
 import { POOL_LABEL_INDEX } from '../extension-informers';
-import { adoptionPatch } from './adopt';
+import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
-import { validateAdditionalPodMetadata } from './metadata';
 import type { Binding } from './recover';
 import { claimPath, needsColdStart, selectCandidate } from './select';
-import { ClaimEvents, type ClaimEvent, type ClaimProblem } from './types';
+import { ClaimEvents, type ClaimEvent, type ClaimProblem } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';

@@ -4,8 +4,8 @@
  * volume claim templates merged in as far as the template's policies allow. Each refusal carries
  * upstream's reason.
  */
-import { claimPodMetadata, validateAdditionalPodMetadata } from './metadata';
-import { fail, ok, type Outcome } from './types';
+import { claimPodMetadata, validateAdditionalPodMetadata } from './adopt';
+import { fail, ok, type Outcome } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';

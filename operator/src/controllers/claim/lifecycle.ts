@@ -3,7 +3,7 @@
  * then happens, decided from the claim, its Sandbox and the time. The wiring arms a timer at
  * `atMs` (no polling) and performs the plan.
  */
-import { ClaimEvents, type ClaimEvent } from './types';
+import { ClaimEvents, type ClaimEvent } from './status';
 import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
 import { ClaimShutdownPolicy } from '../../../../src/api/enums';
 import { findCondition, isControlledBy, isDeleting, type Sandbox, type SandboxClaim, timeMs } from '../../model';

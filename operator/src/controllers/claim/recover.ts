@@ -8,7 +8,7 @@
  * bridges the moment when the cache has not caught up with our own write yet: the claim waits for
  * the cache instead of adopting a second Sandbox. A new process lists fresh, so needs no record.
  */
-import { type ClaimProblem } from './types';
+import { type ClaimProblem } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';

@@ -5,7 +5,7 @@
  * so it holds no ghosts (deleted or already-claimed keys) and is complete after a restart without
  * being rebuilt from create events.
  */
-import { type ClaimProblem } from './types';
+import { type ClaimProblem } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
