@@ -15,7 +15,7 @@
  */
 import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import { type Condition, findCondition, type MergePatch, metaTime, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxClaimStatus } from '../../model';
+import { type Condition, findCondition, isConditionTrue, isReady, type MergePatch, metaTime, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxClaimStatus } from '../../model';
 import { canonicalJson } from '../../model/blueprint';
 
 /** Why a claim cannot make progress: its Ready=False reason (ClaimReadyReason) and message. */
@@ -183,4 +183,32 @@ export function observabilityPatch(input: ObservabilityInput): MergePatch | unde
     add[SandboxAnnotations.CLAIM_FIRST_READY_AT] = input.wasReady ? FIRST_READY_UNKNOWN : rfc3339Nano(input.now);
   }
   return Object.keys(add).length > 0 ? { metadata: { annotations: add } } : undefined;
+}
+
+export interface AfterStatusInput {
+  /** The claim as the pass saw it, with the annotations we wrote that the cache does not show yet. */
+  readonly claim: SandboxClaim;
+  /** The status the claim has now (written by this pass, or unchanged). */
+  readonly status: SandboxClaimStatus;
+  readonly firstObservedAtMs: number;
+  readonly now: number;
+  /** --disable-claim-observability-annotations. */
+  readonly disabled?: boolean;
+}
+
+export interface AfterStatus {
+  /** The claim's Ready=True has just been persisted for the first time: observe the latency histograms. */
+  readonly firstReady: boolean;
+  /** The observability annotations to add, if any are missing. */
+  readonly patch?: MergePatch;
+}
+
+/** What follows a persisted status: the first-Ready latencies and the observability annotations. */
+export function afterStatus(input: AfterStatusInput): AfterStatus {
+  const { claim, now } = input;
+  const wasReady = isReady(claim);
+  const nowReady = isConditionTrue(input.status.conditions, ConditionType.READY);
+  const firstReady = nowReady && !wasReady && !claim.metadata.annotations?.[SandboxAnnotations.CLAIM_FIRST_READY_AT];
+  const patch = observabilityPatch({ claim, firstObservedAtMs: input.firstObservedAtMs, wasReady, isReady: nowReady, now, disabled: input.disabled });
+  return { firstReady, ...(patch ? { patch } : {}) };
 }
