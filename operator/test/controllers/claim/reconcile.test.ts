@@ -69,7 +69,10 @@ describe('ClaimReconciler', () => {
     expect(status.options).toMatchObject({ subresource: 'status', priority: 'claim' });
     expect(annotations.body).toEqual({
       metadata: {
-        annotations: { [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]: rfc3339Nano(NOW), [SandboxAnnotations.CLAIM_FIRST_READY_AT]: rfc3339Nano(NOW) },
+        annotations: {
+          [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]: rfc3339Nano(NOW),
+          [SandboxAnnotations.CLAIM_FIRST_READY_AT]: rfc3339Nano(NOW),
+        },
       },
     });
     expect(annotations.options).toMatchObject({ priority: 'background' });
