@@ -39,7 +39,7 @@ export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
 export const ALLOWED_LABEL_DOMAINS_FILE = '/etc/sandbox-config/allowed-label-domains';
 /** How long an expectation waits for the cache: far above watch latency; a lost event only delays a claim this long. */
-export const CACHE_LAG_TTL_MS = 60_000;
+const CACHE_LAG_TTL_MS = 60_000;
 /** The status write lost an optimistic-lock race (the claim changed): the claim's event is on its way. */
 const STATUS_CONFLICT_RETRY_MS = 100;
 
@@ -132,7 +132,7 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
  * spends queued behind others is part of its latency. Nothing here waits for the cache, so it is
  * a plain map, not an Expectations.
  */
-export class FirstSightings {
+class FirstSightings {
   private readonly atMs = new Map<string, number>();
 
   /** The claim's first sighting, noting `nowMs` if it has none. */

@@ -29,13 +29,13 @@ import {
 } from '../../model';
 
 /** Our adoption or create is not in the cache yet: its watch event normally wakes the claim first. */
-export const PENDING_SANDBOX_RECHECK_MS = 1_000;
+const PENDING_SANDBOX_RECHECK_MS = 1_000;
 /** Pool or template missing: their events bring the claim back; this is only a safety net (upstream's minute). */
-export const MISSING_DEPENDENCY_RECHECK_MS = 60_000;
+const MISSING_DEPENDENCY_RECHECK_MS = 60_000;
 /** A cold create found the claim-named Sandbox in the way and the cache not showing it: look again shortly (upstream's 200 ms). */
-export const CREATE_PENDING_RECHECK_MS = 200;
+const CREATE_PENDING_RECHECK_MS = 200;
 /** Adoption writes tried in one pass before leaving the rest to a quick requeue. */
-export const MAX_ADOPTION_ATTEMPTS = 5;
+const MAX_ADOPTION_ATTEMPTS = 5;
 
 export type Binding =
   /** The claim owns `sandbox`; `launchTypePatch` repairs a missing launch-type label. */

@@ -60,7 +60,7 @@ export interface StatusInput {
    * lagging, a lookup failing) must not erase the binding, or the next pass would start cold.
    */
   readonly keepBinding?: boolean;
-  /** The claim has expired (lifecycle.ts). */
+  /** The claim has expired (claimExpiry in plan.ts). */
   readonly expired?: boolean;
   readonly now: number;
 }
