@@ -18,7 +18,7 @@ import * as fs from 'node:fs';
 import { ClaimMetrics } from './metrics';
 import {
   type Acquired, type Acquisition, type Adoption, type ClaimState, type Creation, type ExpirePlan, expiredStatus, minDefined, planClaim,
-  servedRequeueMs, servedStatus,
+  servedRequeueMs, servedStatus, type ServePlan,
 } from './plan';
 import { afterStatus, ClaimEvents, type ClaimEvent, type StatusDecision } from './status';
 import { ConditionType } from '../../../../src/api/conditions';
@@ -126,11 +126,10 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
 }
 
 /**
- * When this process first saw each claim, by UID: the start of the controller latency and the
- * controller-first-observed-at annotation, kept until the claim is gone. Taken at the informer's
- * add, as upstream takes it in its claim watch's predicate, not at the first pass: time a claim
- * spends queued behind others is part of its latency. Nothing here waits for the cache, so it is
- * a plain map, not an Expectations.
+ * When this process first saw each claim (by UID): where the controller latency and the
+ * controller-first-observed-at annotation start. Taken at the informer's add, as upstream takes it
+ * in its claim watch's predicate, not at the first pass: time queued behind other claims counts.
+ * Nothing here waits for the cache, so it is a plain map, not an Expectations.
  */
 class FirstSightings {
   private readonly atMs = new Map<string, number>();
@@ -217,17 +216,7 @@ export class ClaimReconciler implements Reconciler {
     const state = this.observe(key, cached);
     const plan = planClaim(state);
     if (plan.kind === 'wait-for-cache') return { requeueAfterMs: plan.requeueAfterMs };
-    // An adoption raced a lagging cache; the extras go back to garbage collection.
-    await Promise.all(plan.release.map((s) =>
-      this.deleteQuietly(RESOURCES.sandboxes, s.metadata.namespace, s.metadata.name, { uid: s.metadata.uid })));
-    if (plan.release.length > 0) {
-      const kept = plan.kind === 'expire' ? plan.sandbox : plan.acquisition.kind === 'sandbox' ? plan.acquisition.sandbox : undefined;
-      this.log.warn({ claim: key, kept: kept?.metadata.name, released: plan.release.map((s) => s.metadata.name) }, 'claim owned several Sandboxes; released the extras');
-    }
-    if (plan.repair) {
-      await this.opts.client.patch(RESOURCES.sandboxes, namespace, plan.repair.sandbox.metadata.name, 'merge', plan.repair.patch,
-        { fieldManager: CLAIM_FIELD_MANAGER });
-    }
+    await this.cleanUp(key, plan);
     if (plan.kind === 'expire') return this.expire(key, cached, state.claim, plan);
 
     const acquired = await this.acquire(state.claim, plan.acquisition);
@@ -238,6 +227,20 @@ export class ClaimReconciler implements Reconciler {
     await this.annotate(key, cached, state.claim, acquired.kind === 'sandbox' ? acquired.sandbox : undefined, status);
     const requeueAfterMs = servedRequeueMs(plan, state.claim, acquired, state.now);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /** Release a claim's extra Sandboxes to garbage collection; restore a missing launch-type label. */
+  private async cleanUp(key: string, { release, repair }: ExpirePlan | ServePlan): Promise<void> {
+    if (release) {
+      const { namespace } = release.keep.metadata;
+      await Promise.all(release.extras.map((s) => this.deleteQuietly(RESOURCES.sandboxes, namespace, s.metadata.name, { uid: s.metadata.uid })));
+      const released = release.extras.map((s) => s.metadata.name);
+      this.log.warn({ claim: key, kept: release.keep.metadata.name, released }, 'claim owned several Sandboxes; released the extras');
+    }
+    if (repair) {
+      await this.opts.client.patch(RESOURCES.sandboxes, repair.sandbox.metadata.namespace, repair.sandbox.metadata.name, 'merge', repair.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER });
+    }
   }
 
   /** The claim's state from the caches, with our writes they do not show yet. */

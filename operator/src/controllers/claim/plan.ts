@@ -254,8 +254,8 @@ export interface LaunchTypeRepair {
 }
 
 interface Cleanup {
-  /** Extra Sandboxes the claim owns (an adoption raced a lagging cache): delete each, uid precondition. */
-  readonly release: readonly Sandbox[];
+  /** The claim owns several Sandboxes (an adoption raced a lagging cache): delete the extras, uid preconditions. */
+  readonly release?: { readonly keep: Sandbox; readonly extras: readonly Sandbox[] };
   readonly repair?: LaunchTypeRepair;
 }
 
@@ -286,7 +286,7 @@ export function planClaim(state: ClaimState): ClaimPlan {
   if (binding.kind === 'pending') return { kind: 'wait-for-cache', requeueAfterMs: PENDING_SANDBOX_RECHECK_MS };
   const sandbox = binding.kind === 'bound' ? binding.sandbox : binding.kind === 'multiple' ? binding.keep : undefined;
   const cleanup: Cleanup = {
-    release: binding.kind === 'multiple' ? binding.release : [],
+    ...(binding.kind === 'multiple' ? { release: { keep: binding.keep, extras: binding.release } } : {}),
     ...(binding.kind === 'bound' && binding.launchTypePatch ? { repair: { sandbox: binding.sandbox, patch: binding.launchTypePatch } } : {}),
   };
   const expiry = claimExpiry(claim, sandbox, now);

@@ -30,7 +30,7 @@ function state(over: Partial<ClaimState> = {}, members: Sandbox[] = []): ClaimSt
 function summary(plan: ClaimPlan): string {
   if (plan.kind === 'wait-for-cache') return `wait-for-cache ${plan.requeueAfterMs}`;
   const cleanup = [
-    ...plan.release.map((s) => `release ${s.metadata.name}`),
+    ...(plan.release?.extras ?? []).map((s) => `release ${s.metadata.name}`),
     ...(plan.repair ? [`repair ${plan.repair.sandbox.metadata.name} ${JSON.stringify(plan.repair.patch)}`] : []),
   ];
   if (plan.kind === 'expire') {

@@ -5,7 +5,7 @@
  */
 import { Registry } from 'prom-client';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
-import { SandboxAnnotations } from '../../../../src/api/labels';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { ClaimReconciler, CLAIM_FIELD_MANAGER } from '../../../src/controllers/claim/controller';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
 import { extensionInformers } from '../../../src/controllers/extension-informers';
@@ -156,6 +156,14 @@ describe('ClaimReconciler', () => {
     expect(client.calls[0].options).toEqual({ uid: 'py-pool-extra-uid' });
     expect(client.live.has('sandboxes/py-pool-extra')).toBe(false);
     expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-kept');
+  });
+
+  test('a bound Sandbox without a launch-type label gets it back', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, ofClaim('py-pool-mine', { labels: { [SandboxLabels.LAUNCH_TYPE]: undefined } })]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes[0]).toBe('patch sandboxes py-pool-mine');
+    expect(client.calls[0].body).toEqual({ metadata: { labels: { [SandboxLabels.LAUNCH_TYPE]: 'warm' } } });
+    expect(live(client, 'sandboxes', 'py-pool-mine').metadata.labels[SandboxLabels.LAUNCH_TYPE]).toBe('warm');
   });
 
   const expiredClaim = (shutdownPolicy: 'Retain' | 'Delete' | 'DeleteForeground') => claim({ lifecycle: { shutdownTime: iso(NOW - 1000), shutdownPolicy } });
