@@ -1,129 +1,84 @@
 /**
- * The load generator's HTTPS client: keep-alive sockets (a TLS handshake per claim would be part
- * of every measured latency), raw requests with an explicit patch type, and long-lived watches
- * that stream every event to a callback. Loopback only, like tools/control-plane/api.ts.
+ * The load generator's client: the harness's ApiClient (the operator's HTTP client, loopback
+ * only) with many keep-alive sockets, since a TLS handshake per claim would be part of every
+ * measured latency, a count of the harness's own requests, and long-lived watches that stream
+ * every event through the operator's informer.
  */
-import * as https from 'https';
-import { ApiCredentials, assertLoopback } from '../tools/control-plane/api';
-
-export type PatchType = 'merge' | 'json' | 'strategic';
-const PATCH_CT: Record<PatchType, string> = {
-  merge: 'application/merge-patch+json',
-  json: 'application/json-patch+json',
-  strategic: 'application/strategic-merge-patch+json',
-};
+import { SharedInformer } from '../operator/src/runtime/informer';
+import { Logger, SILENT_LOGGER } from '../operator/src/runtime/log';
+import { KubeObject, ResourceType } from '../operator/src/runtime/types';
+import { ApiClient, ClusterConnection } from '../tools/control-plane/api';
 
 export interface Watch {
-  /** Resolves once the server has answered the watch request (events may follow). */
+  /** Resolves once the first list is in: every later change arrives as an event. */
   readonly ready: Promise<void>;
   close(): void;
 }
 
-export class BenchClient {
-  /** Requests issued by the harness itself, by `VERB resource`, so they can be taken out of the apiserver totals. */
-  public readonly issued = new Map<string, number>();
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export class BenchClient extends ApiClient {
+  /**
+   * Requests issued by the harness itself and answered, by `VERB resource` as the apiserver
+   * counts them (lists are LIST, watches WATCH), so they can be taken out of its totals.
+   */
+  public readonly issued: Map<string, number>;
   /** Watches that had to be resumed (ended by the server, or failed). */
   public watchRestarts = 0;
-  private readonly agent: https.Agent;
 
-  public constructor(private readonly creds: ApiCredentials, maxSockets = 64) {
-    assertLoopback(creds.server);
-    this.agent = new https.Agent({ keepAlive: true, maxSockets, ca: creds.ca, cert: creds.cert, key: creds.key });
-  }
-
-  public async request<T = any>(method: string, path: string, body?: unknown, patch: PatchType = 'merge', timeoutMs = 60_000): Promise<{ status: number; body: T }> {
-    this.count(method, path);
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise((resolve, reject) => {
-      const headers: Record<string, string | number> = { accept: 'application/json' };
-      if (payload !== undefined) {
-        headers['content-type'] = method === 'PATCH' ? PATCH_CT[patch] : 'application/json';
-        headers['content-length'] = Buffer.byteLength(payload);
-      }
-      const req = https.request(new URL(path, this.creds.server), { agent: this.agent, method, headers, timeout: timeoutMs }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: any = text;
-          try { parsed = JSON.parse(text); } catch { /* text endpoints */ }
-          resolve({ status: res.statusCode ?? 0, body: parsed });
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within ${timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(payload);
+  public constructor(connection: ClusterConnection, maxSockets = 64) {
+    const issued = new Map<string, number>();
+    super(connection, {
+      maxSockets,
+      requestTimeoutMs: 60_000,
+      metrics: {
+        request: (verb, code, _ms, path) => {
+          // No status means no answer: the apiserver may never have seen the request.
+          if (code === '<error>') return;
+          const key = `${verb} ${resourceOf(path)}`;
+          issued.set(key, (issued.get(key) ?? 0) + 1);
+        },
+      },
     });
-  }
-
-  /** Like request(), but throws on a status >= 300. */
-  public async call<T = any>(method: string, path: string, body?: unknown, patch: PatchType = 'merge'): Promise<T> {
-    const res = await this.request<any>(method, path, body, patch);
-    if (res.status >= 300) throw new Error(`${method} ${path} -> HTTP ${res.status}: ${res.body?.message ?? res.body}`);
-    return res.body;
+    this.issued = issued;
   }
 
   /**
-   * A list-then-watch that streams every event to `onEvent` until close(), like an informer
-   * without a cache: items already present arrive as ADDED, a watch that ends (the apiserver drops
-   * watchers that fall behind) resumes from the last resourceVersion, and a 410 Gone re-lists.
-   * Its own socket per stream, so it never holds up a request.
+   * Every event of one resource in `namespace` until close(), like an informer's handlers: items
+   * already present arrive as ADDED, a watch that ends (the apiserver drops watchers that fall
+   * behind) resumes from the last resourceVersion, a 410 Gone relists, and a deletion carries the
+   * last state seen. `ready` rejects when the first list fails, rather than retrying forever.
    */
-  public watch(path: string, onEvent: (type: string, obj: any) => void): Watch {
-    let rv: string | undefined;
-    let closed = false;
-    let req: ReturnType<typeof https.get> | undefined;
-    let resolveReady!: () => void;
-    let rejectReady!: (e: Error) => void;
-    const ready = new Promise<void>((res, rej) => { resolveReady = res; rejectReady = rej; });
-    const self = this;
-    const restart = (why: string) => {
-      if (closed) return;
-      self.watchRestarts++;
-      process.stderr.write(`[bench] watch ${path}: ${why}; resuming\n`);
-      setTimeout(() => { connect().catch((e) => restart(e.message)); }, 50);
-    };
-    async function connect(): Promise<void> {
-      if (rv === undefined) {
-        const list = await self.call('GET', path);
-        for (const item of list.items ?? []) onEvent('ADDED', item);
-        rv = list.metadata.resourceVersion;
-      }
-      self.count('WATCH', path);
-      const sep = path.includes('?') ? '&' : '?';
-      const url = new URL(`${path}${sep}watch=true&allowWatchBookmarks=true&timeoutSeconds=3600&resourceVersion=${rv}`, self.creds.server);
-      req = https.get(url, { ca: self.creds.ca, cert: self.creds.cert, key: self.creds.key, agent: false, headers: { accept: 'application/json' } }, (res) => {
-        if ((res.statusCode ?? 0) >= 300) {
-          rejectReady(new Error(`watch ${path} -> HTTP ${res.statusCode}`));
-          res.resume();
-          return;
-        }
-        resolveReady();
-        let buffered = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffered += chunk;
-          let nl: number;
-          while ((nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl).trim();
-            buffered = buffered.slice(nl + 1);
-            if (!line) continue;
-            const ev = JSON.parse(line);
-            if (ev.type === 'ERROR') {
-              if (ev.object?.code === 410) rv = undefined;
-              continue;
-            }
-            if (ev.object?.metadata?.resourceVersion) rv = ev.object.metadata.resourceVersion;
-            if (ev.type !== 'BOOKMARK') onEvent(ev.type, ev.object);
+  public stream(type: ResourceType, namespace: string, onEvent: (type: WatchEventType, obj: any) => void): Watch {
+    const what = `${type.resource} in ${namespace}`;
+    let lastError = '';
+    let failFirstList!: (e: Error) => void;
+    const firstListFailed = new Promise<never>((_, reject) => (failFirstList = reject));
+    const informer = new SharedInformer<KubeObject>(this.kube, type, {
+      namespace,
+      // One watch for a whole run: restarts should mean trouble, not routine timeouts.
+      watchTimeoutSeconds: 3600,
+      log: stderrWarnings(`watch ${what}`, (message) => (lastError = message)),
+      metrics: {
+        watchRestarted: (reason) => {
+          if (!informer.hasSynced) {
+            informer.stop();
+            failFirstList(new Error(`watch ${what}: the first list failed: ${lastError || reason}`));
+            return;
           }
-        });
-        res.on('end', () => restart('the stream ended'));
-        res.on('error', (e) => restart(e.message));
-      });
-      req.on('error', (e) => restart(e.message));
-    }
-    connect().catch((e) => rejectReady(e));
-    return { ready, close: () => { closed = true; req?.destroy(); } };
+          this.watchRestarts++;
+          process.stderr.write(`[bench] watch ${what}: ${reason}; resuming\n`);
+        },
+      },
+    });
+    informer.addHandlers({
+      onAdd: (obj) => onEvent('ADDED', obj),
+      onUpdate: (_old, obj) => onEvent('MODIFIED', obj),
+      onDelete: (obj) => onEvent('DELETED', obj),
+    });
+    informer.start();
+    const ready = Promise.race([informer.synced, firstListFailed]);
+    return { ready, close: () => informer.stop() };
   }
 
   /**
@@ -134,15 +89,21 @@ export class BenchClient {
   public async warm(n: number): Promise<void> {
     await Promise.all(Array.from({ length: n }, () => this.request('GET', '/version')));
   }
+}
 
-  public close(): void {
-    this.agent.destroy();
-  }
-
-  public count(method: string, path: string): void {
-    const key = `${method} ${resourceOf(path)}`;
-    this.issued.set(key, (this.issued.get(key) ?? 0) + 1);
-  }
+/** The informer's warnings on stderr, the message of each also handed to `onMessage`. */
+function stderrWarnings(prefix: string, onMessage: (message: string) => void): Logger {
+  const log: Logger = {
+    ...SILENT_LOGGER,
+    warn: (fields: object | string, message?: string) => {
+      const err = typeof fields === 'object' ? (fields as { err?: Error }).err : undefined;
+      const text = [message ?? (typeof fields === 'string' ? fields : ''), err?.message].filter(Boolean).join(': ');
+      onMessage(text);
+      process.stderr.write(`[bench] ${prefix}: ${text}\n`);
+    },
+    child: () => log,
+  };
+  return log;
 }
 
 /** `sandboxclaims`, `sandboxes/status`, ... from an API path (the apiserver metric's resource[/subresource]). */

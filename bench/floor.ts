@@ -9,6 +9,7 @@
  * pattern; each controller is reported as a ratio to it.
  */
 import { BenchClient, Watch } from './client';
+import { CLAIMS } from './measure';
 import { WarmSetup } from './scenarios/burst';
 import { CORE, EXT, ScenarioContext } from './scenarios/common';
 
@@ -45,7 +46,7 @@ export class FloorAdopter {
 
   public async start(): Promise<void> {
     await this.client.warm(32);
-    this.watch = this.client.watch(`${EXT}/namespaces/${this.ns}/sandboxclaims`, (type, claim) => {
+    this.watch = this.client.stream(CLAIMS, this.ns, (type, claim) => {
       if (type !== 'ADDED' || this.seen.has(claim.metadata.uid)) return;
       this.seen.add(claim.metadata.uid);
       this.adopt(claim).catch((e) => process.stderr.write(`[floor] ${claim.metadata.name}: ${(e as Error).message}\n`));

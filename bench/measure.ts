@@ -7,6 +7,10 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import { performance } from 'perf_hooks';
 import { BenchClient, Watch } from './client';
+import { ResourceType } from '../operator/src/runtime/types';
+
+export const CLAIMS: ResourceType = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxclaims', namespaced: true };
+export const SANDBOXES: ResourceType = { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', namespaced: true };
 
 export const now = (): number => performance.now();
 
@@ -30,7 +34,7 @@ export class ClaimTracker {
   public constructor(private readonly client: BenchClient, private readonly ns: string) {}
 
   public async start(): Promise<void> {
-    this.watch = this.client.watch(`/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${this.ns}/sandboxclaims`, (type, obj) => {
+    this.watch = this.client.stream(CLAIMS, this.ns, (type, obj) => {
       const name = obj?.metadata?.name;
       if (type === 'DELETED' || !name) return;
       this.noteControllerTimes(name, obj);
@@ -154,7 +158,7 @@ export class SandboxTracker {
   public constructor(private readonly client: BenchClient, private readonly ns: string) {}
 
   public async start(): Promise<void> {
-    this.watch = this.client.watch(`/apis/agents.x-k8s.io/v1beta1/namespaces/${this.ns}/sandboxes`, (type, obj) => {
+    this.watch = this.client.stream(SANDBOXES, this.ns, (type, obj) => {
       const name = obj?.metadata?.name;
       if (!name) return;
       if (type === 'DELETED' || obj.metadata.deletionTimestamp) {
@@ -199,7 +203,7 @@ export function round(x: number, digits = 1): number {
 
 /** `apiserver_request_total` summed by `VERB resource[/subresource]` (WATCH and LIST included). */
 export async function apiserverRequests(client: BenchClient): Promise<Map<string, number>> {
-  const res = await client.request<string>('GET', '/metrics', undefined, 'merge', 30_000);
+  const res = await client.request<string>('GET', '/metrics', undefined, { timeoutMs: 30_000 });
   const out = new Map<string, number>();
   for (const line of String(res.body).split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;

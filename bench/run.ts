@@ -18,7 +18,7 @@ import * as path from 'path';
 import { Testing } from 'cdk8s';
 import * as yaml from 'yaml';
 import { SandboxCrds } from '../src/crds';
-import { credentialsFromKubeconfig } from '../tools/control-plane/api';
+import { connectionFromKubeconfig } from '../tools/control-plane/api';
 import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
 import { Kube, waitFor } from '../tools/control-plane/kube';
 import { BenchClient } from './client';
@@ -138,7 +138,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
   const controlPlaneStartSeconds = (Date.now() - t0) / 1000;
   // Other work on the machine shows up here (2 cores are shared with everything else running).
   const load0 = Math.round(os.loadavg()[0] * 100) / 100;
-  const client = new BenchClient(credentialsFromKubeconfig(kubeconfig), 128);
+  const client = new BenchClient(connectionFromKubeconfig(kubeconfig), 128);
   const kube = new Kube({ kubeconfig, binDir: cp?.binDir ?? path.dirname(upstreamBin ?? '') });
   let ctrl: RunningController | undefined;
   let floor: FloorAdopter | undefined;
@@ -152,7 +152,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
   const ns = await kube.createNamespace(`bench-${job.scenario}-${job.controller}`);
   try {
     if (job.controller === 'floor') {
-      floor = new FloorAdopter(new BenchClient(credentialsFromKubeconfig(kubeconfig), 128), ns);
+      floor = new FloorAdopter(new BenchClient(connectionFromKubeconfig(kubeconfig), 128), ns);
     } else {
       ctrl = await startController(job.controller, {
         kubeconfig, settings: DEFAULT_SETTINGS, logDir: path.join(runDir, 'logs'), upstreamBin,

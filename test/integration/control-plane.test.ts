@@ -6,12 +6,12 @@
 import * as fs from 'fs';
 import * as net from 'net';
 import { performance } from 'perf_hooks';
-import { ApiClient, credentialsFromKubeconfig } from '../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { DEFAULT_POD_CIDR, STORAGE_CLASS } from '../../tools/control-plane/control-plane';
 import { Kube, waitFor } from '../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
-const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 let ns: string;
 
 beforeAll(async () => {

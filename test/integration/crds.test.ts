@@ -6,11 +6,11 @@
 import { App, Chart, Testing } from 'cdk8s';
 import { EXAMPLES } from '../../examples';
 import { AgentSandboxSystem, NameHash, SandboxCrds } from '../../src';
-import { ApiClient, credentialsFromKubeconfig } from '../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { Kube, KubectlError, waitFor } from '../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
-const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 const MANAGER = 'integration-test';
 let ns: string;
 

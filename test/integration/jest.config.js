@@ -14,9 +14,11 @@ module.exports = {
   },
   globalSetup: '<rootDir>/test/integration/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/integration/setup/global-teardown.ts',
-  // Test files share one cluster and each uses its own namespace; two workers keep the
-  // 2-core machine responsive for the control plane itself.
-  maxWorkers: 2,
+  // Test files share one cluster and each uses its own namespace, but the operator each operator
+  // test starts watches every namespace: two files at once would have two operators reconciling
+  // each other's objects, so a crash test's restart, a write count or a denied permission could pass
+  // or fail because of the other one. One file at a time, as `projen test:integration` runs them.
+  maxWorkers: 1,
   testTimeout: 180_000,
   collectCoverage: false,
   // Its own file next to the unit run's junit.xml, so .ci/run counts both.

@@ -1,30 +1,33 @@
 /**
- * A deliberately tiny HTTPS client for the local kube-apiserver: readiness probes, raw
- * requests and single-purpose watches. It exists next to the kubectl wrapper (kube.ts)
- * because start-up probes and latency measurements must not pay a kubectl process start
- * per call. It only ever talks to loopback addresses.
+ * The harness's API client: the operator's HttpKubeClient behind the raw-path calls that
+ * readiness probes, tests and the benchmark want, restricted to loopback servers. It exists next
+ * to the kubectl wrapper (kube.ts) because start-up probes and latency measurements must not pay
+ * a kubectl process start per call.
  */
-import * as fs from 'fs';
-import * as https from 'https';
-import { parse as parseYaml } from 'yaml';
+import { ClientMetrics, HttpKubeClient } from '../../operator/src/runtime/kube-client';
+import { ClusterConnection, fromKubeconfigFiles } from '../../operator/src/runtime/kubeconfig';
+import { PatchType, WatchEvent } from '../../operator/src/runtime/types';
 
-/** Client TLS material and the server URL, as found in a kubeconfig. */
-export interface ApiCredentials {
-  readonly server: string;
-  readonly ca: Buffer;
-  readonly cert: Buffer;
-  readonly key: Buffer;
-}
+export type { ClusterConnection, PatchType, WatchEvent };
 
 export interface ApiResponse<T = unknown> {
   readonly status: number;
+  /** Parsed JSON, or the text when the endpoint does not answer JSON (/readyz, /metrics). */
   readonly body: T;
 }
 
-/** A watch event as sent by the apiserver (one JSON object per line). */
-export interface WatchEvent<T = any> {
-  readonly type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
-  readonly object: T;
+export interface RequestOptions {
+  /** @default 'merge' */
+  readonly patchType?: PatchType;
+  readonly timeoutMs?: number;
+}
+
+export interface ApiClientOptions {
+  /** Keep-alive sockets for requests (watches have their own). @default 32 */
+  readonly maxSockets?: number;
+  /** @default 10_000 */
+  readonly requestTimeoutMs?: number;
+  readonly metrics?: ClientMetrics;
 }
 
 /**
@@ -37,60 +40,42 @@ export function assertLoopback(url: string): void {
   throw new Error(`refusing to connect to ${url}: only loopback (127.0.0.0/8) is allowed`);
 }
 
-/** Reads server and embedded credentials from a kubeconfig written by this harness. */
-export function credentialsFromKubeconfig(kubeconfigPath: string): ApiCredentials {
-  const cfg = parseYaml(fs.readFileSync(kubeconfigPath, 'utf8'));
-  const cluster = cfg?.clusters?.[0]?.cluster;
-  const user = cfg?.users?.[0]?.user;
-  if (!cluster?.server || !cluster['certificate-authority-data'] || !user?.['client-certificate-data']) {
-    throw new Error(`${kubeconfigPath}: expected a kubeconfig with embedded CA and client certificate`);
-  }
-  const b64 = (s: string) => Buffer.from(s, 'base64');
-  return {
-    server: cluster.server,
-    ca: b64(cluster['certificate-authority-data']),
-    cert: b64(user['client-certificate-data']),
-    key: b64(user['client-key-data']),
-  };
+/** The server and credentials of a kubeconfig's current context, read as the operator reads it. */
+export function connectionFromKubeconfig(kubeconfigPath: string): ClusterConnection {
+  return fromKubeconfigFiles([kubeconfigPath]);
 }
 
 export class ApiClient {
-  public constructor(private readonly creds: ApiCredentials) {
-    assertLoopback(creds.server);
-  }
+  protected readonly kube: HttpKubeClient;
 
-  /** One request; resolves with any HTTP status (callers decide what is an error). */
-  public request<T = any>(method: string, path: string, body?: unknown, timeoutMs = 10_000): Promise<ApiResponse<T>> {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise((resolve, reject) => {
-      const req = https.request(this.url(path), {
-        ...this.tls(),
-        method,
-        timeout: timeoutMs,
-        headers: payload === undefined ? { accept: 'application/json' } : {
-          'accept': 'application/json',
-          'content-type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
-          'content-length': Buffer.byteLength(payload),
-        },
-      }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let parsed: unknown = text;
-          try { parsed = JSON.parse(text); } catch { /* plain-text endpoints such as /readyz */ }
-          resolve({ status: res.statusCode ?? 0, body: parsed as T });
-        });
-      });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within ${timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(payload);
+  public constructor(connection: ClusterConnection, options: ApiClientOptions = {}) {
+    assertLoopback(connection.server);
+    this.kube = new HttpKubeClient({
+      connection,
+      maxSockets: options.maxSockets,
+      // The harness measures the API server and the controller under test: no client-side
+      // pacing or queueing of its own.
+      qps: -1,
+      maxInFlight: 0,
+      requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+      userAgent: 'cdk8s-agent-sandbox-harness',
+      metrics: options.metrics,
     });
   }
 
+  /** One request; resolves with any HTTP status (callers decide what is an error). */
+  public async request<T = any>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<ApiResponse<T>> {
+    const res = await this.kube.rawRequest(method, path, { body, ...options });
+    let parsed: unknown = res.text;
+    try {
+      parsed = JSON.parse(res.text);
+    } catch { /* a plain-text endpoint */ }
+    return { status: res.status, body: parsed as T };
+  }
+
   /** Like request(), but rejects on any status >= 300 with the server's message. */
-  public async call<T = any>(method: string, path: string, body?: unknown): Promise<T> {
-    const res = await this.request<any>(method, path, body);
+  public async call<T = any>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    const res = await this.request<any>(method, path, body, options);
     if (res.status >= 300) {
       const msg = typeof res.body === 'object' && res.body?.message ? res.body.message : String(res.body);
       throw new Error(`${method} ${path} -> HTTP ${res.status}: ${msg}`);
@@ -104,59 +89,35 @@ export class ApiClient {
    * opened first and `onReady` runs once the server has answered, so a create issued from
    * `onReady` cannot race past the watch.
    */
-  public watch<R>(
-    path: string,
-    onEvent: (ev: WatchEvent) => R | undefined,
-    opts: { timeoutMs: number; onReady?: () => Promise<unknown> },
-  ): Promise<R> {
+  public watch<R>(path: string, onEvent: (ev: WatchEvent<any>) => R | undefined,
+    opts: { timeoutMs: number; onReady?: () => Promise<unknown> }): Promise<R> {
     const sep = path.includes('?') ? '&' : '?';
-    const url = this.url(`${path}${sep}watch=true&allowWatchBookmarks=false&timeoutSeconds=${Math.ceil(opts.timeoutMs / 1000) + 5}`);
+    // The server ends the watch a little after the caller gives up, never before.
+    const query = `watch=1&allowWatchBookmarks=false&timeoutSeconds=${Math.ceil(opts.timeoutMs / 1000) + 5}`;
     return new Promise<R>((resolve, reject) => {
       let done = false;
       const finish = (err: Error | undefined, value?: R) => {
         if (done) return;
         done = true;
         clearTimeout(timer);
-        req.destroy();
+        handle.abort();
         if (err) reject(err); else resolve(value as R);
       };
+      const handle = this.kube.watchPath(`${path}${sep}${query}`, (ev) => {
+        if (done) return;
+        const result = onEvent(ev);
+        if (result !== undefined) finish(undefined, result);
+      }, { onOpen: () => void opts.onReady?.().catch((e) => finish(e)) });
       const timer = setTimeout(() => finish(new Error(`watch ${path}: condition not met within ${opts.timeoutMs} ms`)), opts.timeoutMs);
-      const req = https.get(url, { ...this.tls(), headers: { accept: 'application/json' } }, (res) => {
-        if ((res.statusCode ?? 0) >= 300) {
-          finish(new Error(`watch ${path} -> HTTP ${res.statusCode}`));
-          return;
-        }
-        let buffered = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          buffered += chunk;
-          let nl: number;
-          while (!done && (nl = buffered.indexOf('\n')) >= 0) {
-            const line = buffered.slice(0, nl).trim();
-            buffered = buffered.slice(nl + 1);
-            if (!line) continue;
-            try {
-              const result = onEvent(JSON.parse(line));
-              if (result !== undefined) finish(undefined, result);
-            } catch (e) {
-              finish(e as Error);
-            }
-          }
-        });
-        res.on('end', () => finish(new Error(`watch ${path}: server closed the stream before the condition was met`)));
-        opts.onReady?.().catch((e) => finish(e));
-      });
-      req.on('error', (e) => finish(e));
+      handle.done.then(
+        () => finish(new Error(`watch ${path}: server closed the stream before the condition was met`)),
+        (e: Error) => finish(e),
+      );
     });
   }
 
-  private url(path: string): URL {
-    return new URL(path, this.creds.server);
-  }
-
-  private tls(): https.RequestOptions {
-    // agent: false gives every request its own socket, so no keep-alive socket keeps a
-    // short-lived CLI process from exiting.
-    return { ca: this.creds.ca, cert: this.creds.cert, key: this.creds.key, agent: false };
+  /** Closes idle keep-alive sockets. */
+  public close(): void {
+    this.kube.close();
   }
 }

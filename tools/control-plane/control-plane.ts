@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { ApiClient, credentialsFromKubeconfig } from './api';
+import { ApiClient, connectionFromKubeconfig } from './api';
 import { cacheRoot, resolveBinaries } from './binaries';
 import { Kube, waitFor } from './kube';
 import { composeStages } from './kwok-stages';
@@ -98,7 +98,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     const server = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(workDir, 'kubeconfig');
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, server), { mode: 0o600 });
-    const api = new ApiClient(credentialsFromKubeconfig(kubeconfig));
+    const api = new ApiClient(connectionFromKubeconfig(kubeconfig));
     const bench = options.benchmarkMode ?? false;
     const apf = options.priorityAndFairness ?? true;
 
@@ -164,7 +164,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       `--cidr=${podCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
     ]);
     const componentHealth = (port: number) => {
-      const c = new ApiClient({ ...credentialsFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
+      const c = new ApiClient({ ...connectionFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
       return async () => (await c.request('GET', '/healthz')).status === 200;
     };
     await Promise.all([
@@ -303,7 +303,7 @@ async function allNodesReady(api: ApiClient, names: string[]): Promise<boolean> 
 /** Volume directories the hostPath provisioner made for PVs that still exist (best effort). */
 async function hostPathVolumeDirs(kubeconfig: string): Promise<string[]> {
   try {
-    const api = new ApiClient(credentialsFromKubeconfig(kubeconfig));
+    const api = new ApiClient(connectionFromKubeconfig(kubeconfig));
     const pvs = await api.call<{ items: any[] }>('GET', '/api/v1/persistentvolumes');
     return pvs.items.map((pv) => String(pv.spec?.hostPath?.path ?? ''))
       .filter((p) => p.startsWith(HOSTPATH_PV_ROOT) && !p.includes('..'));

@@ -3,6 +3,10 @@
  * agent for long-lived watches, so a burst of writes never queues behind them), bearer-token or
  * client-certificate auth, client-side QPS/burst pacing, bounded retries of 429s and of requests
  * that hit a keep-alive socket the server had just closed, and streaming watches.
+ *
+ * Besides the typed KubeClient calls it offers raw requests and watches by path (rawRequest,
+ * watchPath), which the local control-plane tools, the integration tests and the benchmark use:
+ * they are CommonJS and load this folder directly, so there is one HTTP and watch implementation.
  */
 import * as fs from 'node:fs';
 import * as http from 'node:http';
@@ -17,15 +21,18 @@ import { formatMicroTime } from './micro-time';
 import { DEFAULT_MAX_IN_FLIGHT, PriorityGate } from './priority-gate';
 import { TokenBucket } from './rate-limit';
 import {
-  ApiError, DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, RequestPriority, ResourceType, WatchEvent, WatchHandle,
+  DeleteOptions, KubeClient, KubeObject, ListOptions, ObjectList, PatchType, RequestPriority, ResourceType, WatchEvent, WatchHandle,
   WriteOptions,
 } from './types';
 import { WatchStreamParser } from './watch-stream';
 
 /** Hooks for rest_client_* style metrics; all optional. */
 export interface ClientMetrics {
-  /** One finished request; `code` is the HTTP status or `<error>`. */
-  request?(verb: string, code: string, ms: number): void;
+  /**
+   * One finished request, retries counted separately; `code` is the HTTP status or `<error>`.
+   * `path` includes the query; the benchmark uses it to tell its own requests apart.
+   */
+  request?(verb: string, code: string, ms: number, path: string): void;
   /** Time a request waited for the client-side rate limiter. */
   throttled?(ms: number): void;
 }
@@ -52,6 +59,20 @@ export interface KubeClientOptions {
   readonly clock?: Clock;
 }
 
+export interface RawRequestOptions {
+  readonly body?: unknown;
+  /** How a PATCH body is meant. @default 'merge' */
+  readonly patchType?: PatchType;
+  /** @default the client's requestTimeoutMs */
+  readonly timeoutMs?: number;
+}
+
+/** The server's answer as it came: any status, the body undecoded (health endpoints answer text). */
+export interface RawResponse {
+  readonly status: number;
+  readonly text: string;
+}
+
 const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', resource: 'events', namespaced: true };
 /** Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. */
 const MAX_PENDING_EVENTS = 100;
@@ -67,6 +88,7 @@ interface Request {
   readonly verb: string;
   readonly body?: unknown;
   readonly contentType?: string;
+  readonly timeoutMs?: number;
 }
 
 export class HttpKubeClient implements KubeClient {
@@ -132,8 +154,7 @@ export class HttpKubeClient implements KubeClient {
   public async patch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, patchType: PatchType,
     body: unknown, options?: WriteOptions): Promise<T> {
     requireNamespace(type, namespace, 'patch');
-    const contentType = PATCH_CONTENT_TYPES[patchType];
-    if (!contentType) throw new Error(`unknown patch type "${patchType}"; use merge, json, strategic or apply`);
+    const contentType = patchContentType(patchType);
     const path = withQuery(resourcePath(type, namespace, name, options?.subresource), writeQuery(options, patchType));
     // JSON is YAML, so an apply patch is sent as JSON under the apply-patch+yaml type.
     return this.request<T>({ method: 'PATCH', verb: 'PATCH', path, body, contentType, priority: options?.priority });
@@ -152,8 +173,30 @@ export class HttpKubeClient implements KubeClient {
       allowWatchBookmarks: true,
       timeoutSeconds: options.timeoutSeconds,
     });
+    return this.watchPath(path, onEvent as (event: WatchEvent) => void);
+  }
+
+  /**
+   * A request to `path` (query included) that resolves with whatever status the server answered,
+   * paced, gated and retried after a dropped keep-alive socket like every other request, but not
+   * after a 429: the caller sees it.
+   */
+  public async rawRequest(method: string, path: string, options: RawRequestOptions = {}): Promise<RawResponse> {
+    const m = method.toUpperCase();
+    const contentType = m === 'PATCH' ? patchContentType(options.patchType ?? 'merge') : undefined;
+    const req: Request = { method: m, verb: m, path: relativePath(path), body: options.body, contentType, timeoutMs: options.timeoutMs };
+    return this.exchange(req, false);
+  }
+
+  /**
+   * A watch of `path`, whose query the caller writes (watch=1, resourceVersion, ...). `onOpen`
+   * runs once the server has accepted the watch, before any event: a write issued from it cannot
+   * slip past the watch.
+   */
+  public watchPath<T extends KubeObject = KubeObject>(path: string, onEvent: (event: WatchEvent<T>) => void,
+    options: { onOpen?: () => void } = {}): WatchHandle {
     const controller = new AbortController();
-    const done = this.openWatch(path, onEvent as (event: WatchEvent) => void, controller.signal);
+    const done = this.openWatch(relativePath(path), onEvent as (event: WatchEvent) => void, controller.signal, options.onOpen);
     return { done, abort: () => controller.abort() };
   }
 
@@ -202,28 +245,35 @@ export class HttpKubeClient implements KubeClient {
   }
 
   private async request<T>(req: Request): Promise<T> {
+    const { status, text } = await this.exchange(req, true);
+    if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
+    throw apiErrorFrom(status, text, `${req.method} ${req.path}`);
+  }
+
+  /** The response to `req` whatever its status, after the retries the request qualifies for. */
+  private async exchange(req: Request, retryThrottled: boolean): Promise<RawResponse> {
     for (let attempt = 0; ; attempt++) {
       await this.throttle();
       const started = this.clock.now();
+      let response: { status: number; text: string; retryAfter?: string };
       try {
-        const { status, text, retryAfter } = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.send(req)) : await this.send(req);
-        this.metrics.request?.(req.verb, String(status), this.clock.now() - started);
-        if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
-        const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
-        // 429 means the server did not process the request, so even a create may be retried.
-        if (status === 429 && attempt < MAX_429_RETRIES) {
-          const seconds = Number(retryAfter ?? (error.body as any)?.details?.retryAfterSeconds ?? 1);
-          await sleep(this.clock, Math.min(10, Number.isFinite(seconds) ? Math.max(0, seconds) : 1) * 1000);
-          continue;
-        }
-        throw error;
+        response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.send(req)) : await this.send(req);
       } catch (e) {
-        if (e instanceof ApiError) throw e;
-        this.metrics.request?.(req.verb, '<error>', this.clock.now() - started);
+        this.metrics.request?.(req.verb, '<error>', this.clock.now() - started, req.path);
         // A keep-alive socket the server closed as we reused it: the request never arrived.
         if ((e as StaleSocketError).staleSocket && attempt === 0 && IDEMPOTENT.has(req.method)) continue;
         throw e;
       }
+      const { status, text, retryAfter } = response;
+      this.metrics.request?.(req.verb, String(status), this.clock.now() - started, req.path);
+      // 429 means the server did not process the request, so even a create may be retried.
+      if (status === 429 && retryThrottled && attempt < MAX_429_RETRIES) {
+        const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
+        const seconds = Number(retryAfter ?? (error.body as any)?.details?.retryAfterSeconds ?? 1);
+        await sleep(this.clock, Math.min(10, Number.isFinite(seconds) ? Math.max(0, seconds) : 1) * 1000);
+        continue;
+      }
+      return { status, text };
     }
   }
 
@@ -243,7 +293,8 @@ export class HttpKubeClient implements KubeClient {
         }));
         res.on('error', reject);
       });
-      r.setTimeout(this.requestTimeoutMs, () => r.destroy(new Error(`${req.method} ${req.path}: no response within ${this.requestTimeoutMs} ms`)));
+      const timeoutMs = req.timeoutMs ?? this.requestTimeoutMs;
+      r.setTimeout(timeoutMs, () => r.destroy(new Error(`${req.method} ${req.path}: no response within ${timeoutMs} ms`)));
       r.on('error', (err: StaleSocketError) => {
         if (r.reusedSocket && ['ECONNRESET', 'EPIPE'].includes((err as NodeJS.ErrnoException).code ?? '')) err.staleSocket = true;
         reject(err);
@@ -252,7 +303,7 @@ export class HttpKubeClient implements KubeClient {
     });
   }
 
-  private async openWatch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+  private async openWatch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal, onOpen?: () => void): Promise<void> {
     await this.throttle();
     if (signal.aborted) return;
     const started = this.clock.now();
@@ -270,12 +321,18 @@ export class HttpKubeClient implements KubeClient {
       signal.addEventListener('abort', onAbort, { once: true });
       const r = this.transport.request(new URL(path, this.base), { method: 'GET', headers: { ...this.headers(), accept: 'application/json' }, agent: this.watchAgent }, (res) => {
         const status = res.statusCode ?? 0;
-        this.metrics.request?.('WATCH', String(status), this.clock.now() - started);
+        this.metrics.request?.('WATCH', String(status), this.clock.now() - started, path);
         if (status < 200 || status >= 300) {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => finish(apiErrorFrom(status, Buffer.concat(chunks).toString('utf8'), `watch ${path}`)));
           res.on('error', (e) => finish(e));
+          return;
+        }
+        try {
+          onOpen?.();
+        } catch (e) {
+          finish(e as Error);
           return;
         }
         const parser = new WatchStreamParser<WatchEvent>((event) => {
@@ -342,6 +399,18 @@ export class HttpKubeClient implements KubeClient {
 
 interface StaleSocketError extends Error {
   staleSocket?: boolean;
+}
+
+function patchContentType(patchType: PatchType): string {
+  const contentType = PATCH_CONTENT_TYPES[patchType];
+  if (!contentType) throw new Error(`unknown patch type "${patchType}"; use merge, json, strategic or apply`);
+  return contentType;
+}
+
+/** Raw paths stay on the configured server: an absolute URL would make `new URL(path, base)` leave it. */
+function relativePath(path: string): string {
+  if (!path.startsWith('/') || path.startsWith('//')) throw new Error(`"${path}" is not a path on the API server (it must start with a single /)`);
+  return path;
 }
 
 function nameOf(body: object): string {

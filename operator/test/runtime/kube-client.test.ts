@@ -8,6 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
 import { HttpKubeClient } from '../../src/runtime/kube-client';
+import { Logger, SILENT_LOGGER } from '../../src/runtime/log';
 import { ApiError, KubeObject, ResourceType, WatchEvent } from '../../src/runtime/types';
 
 const SANDBOXES: ResourceType = { group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', namespaced: true };
@@ -180,22 +181,109 @@ test('watch: query, events in order, clean end resolves, HTTP error rejects with
   await expect(open.done).resolves.toBeUndefined();
 });
 
-test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws', async () => {
-  const bodies: any[] = [];
-  let fail = false;
+test('rawRequest: any status comes back as it is, the body as text, PATCH as merge unless told, no 429 retry', async () => {
+  let calls = 0;
   server.onOther = (req, res) => {
-    bodies.push({ path: req.url.pathname, body: JSON.parse(req.body) });
-    if (fail) return status(res, 500, 'InternalError', 'nope');
+    calls++;
+    if (req.url.pathname === '/readyz') {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      return res.end('[-]etcd failed\n');
+    }
+    if (req.url.pathname === '/busy') {
+      res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '0' });
+      return res.end(JSON.stringify({ kind: 'Status', code: 429, reason: 'TooManyRequests' }));
+    }
+    json(res, 200, { echo: true });
+  };
+  await expect(client.rawRequest('GET', '/readyz')).resolves.toEqual({ status: 503, text: '[-]etcd failed\n' });
+  await client.rawRequest('patch', '/api/v1/namespaces/ns/pods/p?dryRun=All', { body: { metadata: {} } });
+  expect([last().method, last().url.search, last().headers['content-type']]).toEqual(['PATCH', '?dryRun=All', 'application/merge-patch+json']);
+  expect(JSON.parse(last().body)).toEqual({ metadata: {} });
+  await client.rawRequest('PATCH', '/api/v1/namespaces/ns/pods/p', { body: [], patchType: 'json' });
+  expect(last().headers['content-type']).toBe('application/json-patch+json');
+  calls = 0;
+  await expect(client.rawRequest('GET', '/busy')).resolves.toMatchObject({ status: 429 });
+  expect(calls).toBe(1);
+});
+
+test('rawRequest and watchPath only take paths on the configured server', async () => {
+  await expect(client.rawRequest('GET', 'http://127.0.0.2:1/api')).rejects.toThrow(/must start with a single \//);
+  await expect(client.rawRequest('GET', '//elsewhere/api')).rejects.toThrow(/must start with a single \//);
+  expect(() => client.watchPath('api/v1/pods?watch=1', () => undefined)).toThrow(/must start with a single \//);
+  expect(server.requests).toHaveLength(0);
+});
+
+test('rawRequest: a per-request timeout', async () => {
+  server.onOther = () => undefined;
+  await expect(client.rawRequest('GET', '/slow', { timeoutMs: 50 })).rejects.toThrow(/GET \/slow: no response within 50 ms/);
+});
+
+test('watchPath: the caller\'s query as it is, onOpen before the first event', async () => {
+  const order: string[] = [];
+  server.scriptWatches([(res) => {
+    openWatch(res);
+    setTimeout(() => res.end(line('ADDED', { metadata: { name: 'a' } })), 20);
+  }]);
+  const handle = client.watchPath('/api/v1/namespaces/ns/pods?watch=true&fieldSelector=metadata.name%3Da', (e) => order.push(`${e.type} ${e.object.metadata.name}`),
+    { onOpen: () => order.push('open') });
+  await handle.done;
+  expect(order).toEqual(['open', 'ADDED a']);
+  expect((await server.watchRequest(1)).search).toBe('?watch=true&fieldSelector=metadata.name%3Da');
+});
+
+test('the metrics hook sees the verb, status and path of every request and watch', async () => {
+  const seen: string[] = [];
+  const counted = new HttpKubeClient({
+    connection: { server: server.url, source: 'test' },
+    metrics: { request: (verb, code, _ms, requestPath) => seen.push(`${verb} ${code} ${requestPath}`) },
+  });
+  server.scriptWatches([(res) => res.end()]);
+  await counted.get(PODS, 'ns', 'p');
+  await counted.rawRequest('GET', '/version');
+  await counted.watchPath('/api/v1/pods?watch=1', () => undefined).done;
+  expect(seen).toEqual(['GET 200 /api/v1/namespaces/ns/pods/p', 'GET 200 /version', 'WATCH 200 /api/v1/pods?watch=1']);
+  counted.close();
+});
+
+test('event() writes an events.k8s.io/v1 Event with a MicroTime; a failed write is logged, never thrown', async () => {
+  const bodies: any[] = [];
+  server.onOther = (req, res) => {
+    const body = JSON.parse(req.body);
+    bodies.push({ path: req.url.pathname, body });
+    // The second Event fails on the server: event() must swallow that, not throw or reject.
+    if (body.reason === 'Created') return status(res, 500, 'InternalError', 'nope');
     json(res, 201, {});
   };
-  const reporting = new HttpKubeClient({ connection: { server: server.url, source: 'test' }, eventSource: { controller: 'agent-sandbox-controller', instance: 'pod-1' } });
+  // Both writes are awaited through the client's own hooks (the request metric, the failure log),
+  // so the test neither sleeps nor misses a write that is still in flight.
+  const codes: string[] = [];
+  let bothDone!: () => void;
+  const done = new Promise<void>((resolve) => (bothDone = resolve));
+  let failureLogged!: (fields: any) => void;
+  const failure = new Promise<any>((resolve) => (failureLogged = resolve));
+  const log: Logger = {
+    ...SILENT_LOGGER,
+    debug: ((fields: any, msg?: string) => { if (msg === 'could not write an Event') failureLogged(fields); }) as Logger['debug'],
+    child: () => log,
+  };
+  const reporting = new HttpKubeClient({
+    connection: { server: server.url, source: 'test' },
+    eventSource: { controller: 'agent-sandbox-controller', instance: 'pod-1' },
+    log,
+    metrics: { request: (verb, code) => { codes.push(`${verb} ${code}`); if (codes.length === 2) bothDone(); } },
+  });
   const regarding = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 's', namespace: 'ns', uid: 'u', resourceVersion: '5' } };
   reporting.event(regarding, 'Warning', 'PodFailed', 'Reconcile', `é${'x'.repeat(2000)}`);
-  fail = true;
   expect(() => reporting.event(regarding, 'Normal', 'Created', 'Create', 'second')).not.toThrow();
-  await new Promise((r) => setTimeout(r, 100));
+  await done;
+  expect(codes.sort()).toEqual(['POST 201', 'POST 500']);
+  const logged = await failure;
+  expect(logged).toMatchObject({ reason: 'Created', object: 's' });
+  expect(logged.err).toBeInstanceOf(ApiError);
+  expect(logged.err.statusCode).toBe(500);
   expect(bodies).toHaveLength(2);
-  const [first, second] = bodies;
+  const first = bodies.find((b) => b.body.reason === 'PodFailed');
+  const second = bodies.find((b) => b.body.reason === 'Created');
   expect(first.path).toBe('/apis/events.k8s.io/v1/namespaces/ns/events');
   expect(first.body).toMatchObject({
     apiVersion: 'events.k8s.io/v1',
@@ -209,9 +297,35 @@ test('event() writes an events.k8s.io/v1 Event with a MicroTime and never throws
   });
   expect(first.body.eventTime).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
   expect(Buffer.byteLength(first.body.note)).toBeLessThanOrEqual(1024);
+  expect(first.body.note.startsWith('éx')).toBe(true);
   expect(first.body.metadata.name).toMatch(/^s\.[0-9a-f]+$/);
   expect(second.body.metadata.name).not.toBe(first.body.metadata.name);
   reporting.close();
-  // Without an event source the client writes nothing.
-  client.event(regarding, 'Normal', 'X', 'Y', 'z');
+});
+
+test('event() without an event source sends nothing', async () => {
+  // Counts the writes event() starts; it returns synchronously, so the count is final at once.
+  class CountingClient extends HttpKubeClient {
+    public creates = 0;
+    public override create<T extends KubeObject>(...args: Parameters<HttpKubeClient['create']>): Promise<T> {
+      this.creates++;
+      return super.create<T>(...args);
+    }
+  }
+  const regarding = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', uid: 'u' } };
+  const silent = new CountingClient({ connection: { server: server.url, source: 'test' } });
+  silent.event(regarding, 'Normal', 'X', 'Y', 'z');
+  expect(silent.creates).toBe(0);
+  // The same call with a source does write, so the count above is not vacuous.
+  let written!: (code: string) => void;
+  const finished = new Promise<string>((resolve) => (written = resolve));
+  const reporting = new CountingClient({
+    connection: { server: server.url, source: 'test' }, eventSource: { controller: 'c', instance: 'i' }, metrics: { request: (_verb, code) => written(code) },
+  });
+  reporting.event(regarding, 'Normal', 'X', 'Y', 'z');
+  expect(reporting.creates).toBe(1);
+  expect(await finished).toBe('200');
+  expect(server.requests.map((r) => `${r.method} ${r.url.pathname}`)).toEqual(['POST /apis/events.k8s.io/v1/namespaces/ns/events']);
+  silent.close();
+  reporting.close();
 });

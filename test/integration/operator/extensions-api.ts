@@ -119,28 +119,58 @@ export class ExtensionsApi {
   }
 }
 
-/** `apiserver_request_total` summed by `verb resource[/subresource]`, from the API server's /metrics. */
+/**
+ * `apiserver_request_total` from the API server's /metrics, summed by `verb resource[/subresource]
+ * code` (the group is left out: no two resources the operator writes share a name).
+ */
 export async function apiserverRequests(api: ApiClient): Promise<Map<string, number>> {
-  const res = await api.request<string>('GET', '/metrics', undefined, 30_000);
+  const res = await api.request<string>('GET', '/metrics', undefined, { timeoutMs: 30_000 });
+  if (res.status !== 200) throw new Error(`GET /metrics -> HTTP ${res.status}`);
   const out = new Map<string, number>();
   for (const line of String(res.body).split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
     const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''} ${labels.code}`;
     out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
   }
   return out;
 }
 
-/** Write requests between two snapshots, per `verb resource`, divided by `per`; reads are left out. */
-export function writesPer(before: Map<string, number>, after: Map<string, number>, per: number): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [key, value] of after) {
-    if (!/^(POST|PUT|PATCH|DELETE|APPLY|CREATE|UPDATE)\b/.test(key)) continue;
-    const delta = value - (before.get(key) ?? 0);
-    if (delta > 0) out[key] = Math.round((delta / per) * 100) / 100;
+/** Write requests between two apiserverRequests snapshots, by `verb resource code`; reads are left out. */
+export class WriteCounts {
+  private readonly delta = new Map<string, number>();
+
+  public constructor(before: Map<string, number>, after: Map<string, number>) {
+    for (const [key, value] of after) {
+      if (!/^(POST|PUT|PATCH|DELETE|APPLY)\b/.test(key)) continue;
+      const d = value - (before.get(key) ?? 0);
+      if (d > 0) this.delta.set(key, d);
+    }
   }
-  return out;
+
+  /** Successful (2xx) `verb` requests on `resource` (`sandboxclaims/status` for a subresource). */
+  public ok(verb: string, resource: string): number {
+    return this.matching(verb, resource, (code) => code.startsWith('2'));
+  }
+
+  /** Refused or failed `verb` requests on `resource` (any code but 2xx). */
+  public failed(verb: string, resource: string): number {
+    return this.matching(verb, resource, (code) => !code.startsWith('2'));
+  }
+
+  /** Every write, divided by `per` and rounded to hundredths, for the log. */
+  public per(per: number): Record<string, number> {
+    return Object.fromEntries([...this.delta].sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, Math.round((v / per) * 100) / 100]));
+  }
+
+  private matching(verb: string, resource: string, code: (c: string) => boolean): number {
+    let n = 0;
+    for (const [key, value] of this.delta) {
+      const [v, r, c] = key.split(' ');
+      if (v === verb && r === resource && code(c)) n += value;
+    }
+    return n;
+  }
 }
 
 /** `n=… p50=… p99=… max=…` in milliseconds. */

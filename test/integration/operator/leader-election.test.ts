@@ -5,22 +5,27 @@
  * so the standby takes over at once; a leader whose Lease is taken exits non-zero. Failover times
  * and idle memory are printed for the record, never asserted tightly.
  *
- * The replicas run as a ServiceAccount that may read everything but write only its Lease: their
- * controllers start for real (cluster-wide), yet cannot touch the objects of test files running in
- * parallel. This also exercises bearer-token auth against the real API server.
+ * The replicas run as the install bundle's ServiceAccount with the bundle's leader-election Role as
+ * shipped (so a Lease verb missing from the bundle fails here) and its ClusterRole cut down to the
+ * read verbs: their controllers start for real (cluster-wide, reading what the bundle lets them
+ * read), yet cannot write to other test files' objects. This also exercises bearer-token auth
+ * against the real API server.
  */
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { BundleRbac } from './bundle-rbac';
 import { OPERATOR_BUNDLE, ensureOperatorBundle } from './operator-process';
+import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
 const LEASE = 'a3317529.agent-sandbox.x-k8s.io';
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const kube = Kube.fromEnv();
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 let ns: string;
+let rbac: BundleRbac;
 let kubeconfig: string;
 const replicas: Replica[] = [];
 
@@ -104,54 +109,12 @@ class Replica {
 
 const lease = () => kube.getJson(['lease', LEASE, '-n', ns]);
 
-/**
- * A kubeconfig for a ServiceAccount that can read every resource and write only Leases in `ns`
- * (get/create/update as the install's Role grants, plus watch for the standby's Lease watch).
- */
-async function readOnlyKubeconfig(): Promise<string> {
-  const name = `leader-election-${ns}`;
-  await kube.applyServerSide([
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'replica', namespace: ns } },
-    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: [{ apiGroups: ['*'], resources: ['*'], verbs: ['get', 'list', 'watch'] }] },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-      subjects: [{ kind: 'ServiceAccount', name: 'replica', namespace: ns }],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'leases', namespace: ns },
-      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update', 'watch'] }],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'leases', namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'leases' },
-      subjects: [{ kind: 'ServiceAccount', name: 'replica', namespace: ns }],
-    },
-  ], 'leader-election-test');
-  const token = (await kube.kubectl(['create', 'token', 'replica', '-n', ns, '--duration=2h'])).trim();
-  const admin = parseYaml(fs.readFileSync(kube.kubeconfig, 'utf8'));
-  const file = path.join(path.dirname(kube.kubeconfig), `leader-election-${ns}.kubeconfig`);
-  fs.writeFileSync(file, toYaml({
-    'apiVersion': 'v1',
-    'kind': 'Config',
-    'clusters': [{ name: 'cp', cluster: admin.clusters[0].cluster }],
-    'users': [{ name: 'replica', user: { token } }],
-    'contexts': [{ name: 'replica', context: { cluster: 'cp', user: 'replica', namespace: ns } }],
-    'current-context': 'replica',
-  }));
-  return file;
-}
-
 beforeAll(async () => {
   await ensureOperatorBundle();
   ns = await kube.createNamespace('leader-elect');
-  kubeconfig = await readOnlyKubeconfig();
+  // The replicas run `controller` without --extensions: the core install's RBAC.
+  rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: false, readOnly: true });
+  kubeconfig = rbac.kubeconfig;
 }, 240_000);
 
 afterEach(async () => {
@@ -165,7 +128,7 @@ afterEach(async () => {
 
 afterAll(async () => {
   if (!ns) return;
-  await kube.kubectl(['delete', 'clusterrolebinding,clusterrole', `leader-election-${ns}`, '--ignore-not-found']);
+  await rbac?.remove();
   await kube.deleteNamespace(ns);
 });
 

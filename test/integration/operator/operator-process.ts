@@ -5,6 +5,7 @@
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
+import * as http from 'http';
 import * as path from 'path';
 import { waitFor } from '../../../tools/control-plane/kube';
 
@@ -54,6 +55,10 @@ export async function ensureOperatorBundle(): Promise<void> {
 }
 
 export interface OperatorOptions {
+  /**
+   * Whom the operator runs as. Tests use BundleRbac's kubeconfig (the install bundle's own RBAC), so
+   * a permission the bundle lacks fails them; the admin kubeconfig would hide it.
+   */
   readonly kubeconfig: string;
   /** Added after the defaults (which are loopback-only and without leader election). */
   readonly args?: readonly string[];
@@ -147,6 +152,48 @@ export class OperatorProcess {
     }, timeoutMs, what);
   }
 
+  /** One scrape of the operator's Prometheus endpoint (--metrics-bind-address). */
+  public async metrics(): Promise<Metrics> {
+    const { port } = await this.waitForLog((l) => l.msg === 'serving metrics', 10_000, 'the metrics endpoint');
+    const text = await new Promise<string>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
+        let body = '';
+        res.on('data', (c) => (body += c));
+        res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET /metrics -> HTTP ${res.statusCode}`))));
+      }).on('error', reject);
+    });
+    return new Metrics(text);
+  }
+
+  /**
+   * Resolves once each named controller has reconciled every key it was handed so far, and with
+   * the metrics that showed it. Each add the work queue counts (`workqueue_adds_total`) is handed to
+   * exactly one reconcile, and each reconcile records exactly one result
+   * (`controller_runtime_reconcile_total`), so the two are equal exactly when nothing is queued or
+   * in flight. A key waiting on a requeue timer is not counted until the timer fires.
+   *
+   * This says nothing about watch events still on their way to the operator: to cover a change
+   * the operator may not have seen yet, first wait for something it can only have done after
+   * seeing it (a barrier, see SandboxApi.barrier).
+   */
+  public async waitIdle(controllers: readonly string[], timeoutMs = 60_000): Promise<Metrics> {
+    let last: Metrics | undefined;
+    try {
+      return await waitFor(async () => {
+        last = await this.metrics();
+        for (const controller of controllers) {
+          // A controller that is not running would look idle forever: refuse names it does not serve.
+          if (!last.has('controller_runtime_max_concurrent_reconciles', { controller })) throw new Error(`no controller "${controller}" in this operator`);
+          if (!last.idle(controller)) return undefined;
+        }
+        return last;
+      }, timeoutMs, `controllers ${controllers.join(', ')} to be idle`);
+    } catch (e) {
+      const state = controllers.map((c) => `${c}: adds ${last?.sum('workqueue_adds_total', { controller: c })}, reconciles ${last?.sum('controller_runtime_reconcile_total', { controller: c })}`);
+      throw new Error(`${(e as Error).message} (${state.join('; ')})`);
+    }
+  }
+
   /** Log lines at level error (reconcile failures and worse). */
   public errors(): any[] {
     return this.lines.filter((l) => l.level === 'error');
@@ -155,5 +202,38 @@ export class OperatorProcess {
   /** The last `n` log lines, for failure messages. */
   public tail(n = 40): string {
     return this.lines.slice(-n).map((l) => JSON.stringify(l)).join('\n');
+  }
+}
+
+/** One scrape of Prometheus text: samples by metric name and labels. */
+export class Metrics {
+  private readonly samples: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
+
+  public constructor(public readonly text: string) {
+    for (const line of text.split('\n')) {
+      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+      if (!m) continue;
+      const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
+      this.samples.push({ name: m[1], labels, value: Number(m[3]) });
+    }
+  }
+
+  /** Sum of the samples of `name` whose labels include `labels`; 0 when there are none. */
+  public sum(name: string, labels: Record<string, string> = {}): number {
+    return this.matching(name, labels).reduce((total, s) => total + s.value, 0);
+  }
+
+  public has(name: string, labels: Record<string, string> = {}): boolean {
+    return this.matching(name, labels).length > 0;
+  }
+
+  /** Nothing queued or in flight for `controller` (see OperatorProcess.waitIdle). */
+  public idle(controller: string): boolean {
+    return this.sum('workqueue_adds_total', { controller }) === this.sum('controller_runtime_reconcile_total', { controller })
+      && this.sum('workqueue_depth', { controller }) === 0 && this.sum('controller_runtime_active_workers', { controller }) === 0;
+  }
+
+  private matching(name: string, labels: Record<string, string>) {
+    return this.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   }
 }

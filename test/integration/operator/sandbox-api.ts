@@ -39,11 +39,48 @@ export function summarizeLatencies(ms: number[]): string {
   return `n=${sorted.length} min=${sorted[0]} ms p50=${at(0.5)} ms max=${sorted[sorted.length - 1]} ms`;
 }
 
+/** Name prefix of barrier Sandboxes (see sandboxBarrier), for tests that compare a namespace's Sandboxes before and after. */
+export const BARRIER_PREFIX = 'barrier-';
+let barriers = 0;
+
+/**
+ * A barrier on the operator's Sandbox watch: creates a suspended marker Sandbox in `ns` and waits
+ * until the operator has written its status (Suspended=True). The operator's Sandbox informer
+ * receives events in resourceVersion order and queues keys as each event arrives, so by then it has
+ * seen, and queued the reconciles for, every Sandbox change made before this call; follow it with
+ * OperatorProcess.waitIdle to know those reconciles are done. Suspended, the marker gets no Pod.
+ */
+export async function sandboxBarrier(api: ApiClient, ns: string): Promise<string> {
+  const name = `${BARRIER_PREFIX}${process.pid}-${++barriers}`;
+  const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+  await api.call('POST', base, sandboxManifest(name, { operatingMode: 'Suspended' }));
+  await waitFor(async () => condition((await api.request('GET', `${base}/${name}`)).body, 'Suspended')?.status === 'True',
+    60_000, `the operator to write the status of barrier Sandbox ${name}`);
+  return name;
+}
+
+/**
+ * Deletes every Sandbox in `ns` and waits until they are gone. Test files call it before deleting
+ * their namespace: the next file's operator watches every namespace, and would otherwise find
+ * Sandboxes whose Pods the namespace controller removed, try to create them again in the
+ * terminating namespace, and log the refusals as reconcile errors (which that file asserts against).
+ */
+export async function deleteSandboxes(api: ApiClient, ns: string): Promise<void> {
+  const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+  await api.call('DELETE', base);
+  await waitFor(async () => (await api.call('GET', base)).items.length === 0, 60_000, `every Sandbox in ${ns} to be gone`);
+}
+
 export class SandboxApi {
   public constructor(private readonly api: ApiClient, private readonly ns: string) {}
 
   private get base(): string {
     return `/apis/agents.x-k8s.io/v1beta1/namespaces/${this.ns}/sandboxes`;
+  }
+
+  /** See sandboxBarrier. */
+  public barrier(): Promise<string> {
+    return sandboxBarrier(this.api, this.ns);
   }
 
   public create(manifest: object): Promise<any> {

@@ -2,33 +2,42 @@
  * The Sandbox controller, black-box: the real operator bundle against the real local control
  * plane (KWOK turns scheduled Pods Ready with a pod IP in 127.64.0.0/12, which nothing here ever
  * dials). Each test creates Sandboxes through the API and checks what the operator made of them.
+ * The operator runs as the install bundle's ServiceAccount with the core-only bundle's RBAC
+ * (`extensions: false`, upstream's sandbox.yaml), so every write it needs must be granted there.
  */
+import { BundleRbac } from './bundle-rbac';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import {
-  HASH_LABEL, SandboxApi, condition, isReady, sandboxManifest, summarizeLatencies,
+  HASH_LABEL, SandboxApi, condition, deleteSandboxes, isReady, sandboxManifest, summarizeLatencies,
 } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
-import { ApiClient, credentialsFromKubeconfig } from '../../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
-const api = new ApiClient(credentialsFromKubeconfig(kube.kubeconfig));
+const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 let ns: string;
 let sbx: SandboxApi;
+let rbac: BundleRbac;
 let op: OperatorProcess;
 
 beforeAll(async () => {
   await ensureOperatorBundle();
   ns = await kube.createNamespace('sandbox-ctl');
   sbx = new SandboxApi(api, ns);
-  op = await OperatorProcess.start({ kubeconfig: kube.kubeconfig });
+  rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: false });
+  op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig });
 }, 240_000);
 
 afterAll(async () => {
   const code = await op?.stop();
   // eslint-disable-next-line no-console
   console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
-  if (ns) await kube.deleteNamespace(ns);
+  await rbac?.remove();
+  if (ns) {
+    await deleteSandboxes(api, ns);
+    await kube.deleteNamespace(ns);
+  }
 });
 
 test('create: one Pod named after the Sandbox, owned and hash-labeled; Ready with pod IPs and node; no Service unless asked', async () => {
@@ -192,11 +201,17 @@ test('InvalidConfiguration: set once with a clear message, no retry loop, and a 
   const rejected = await sbx.waitFor('bad-pod', (s) => condition(s, 'Ready')?.reason === 'InvalidConfiguration', 'InvalidConfiguration (Pod rejected)');
   expect(condition(rejected, 'Ready')?.message).toMatch(/the API server rejected Pod "bad-pod".*spec.containers\[0\].name/);
 
-  // No hot loop: nothing is written to either Sandbox, and nothing is logged as failing, for a while.
+  // No hot loop: once the operator has seen its own status writes (the barrier) and reconciled
+  // everything they queued, neither Sandbox was written again, and no reconcile failed or was retried.
   const before = [(await sbx.get(longName)).metadata.resourceVersion, rejected.metadata.resourceVersion];
   const errorsBefore = op.errors().length;
-  await new Promise((r) => setTimeout(r, 3_000));
+  const metricsBefore = await op.metrics();
+  await sbx.barrier();
+  const settled = await op.waitIdle(['sandbox']);
   expect([(await sbx.get(longName)).metadata.resourceVersion, (await sbx.get('bad-pod')).metadata.resourceVersion]).toEqual(before);
+  for (const counter of ['controller_runtime_reconcile_errors_total', 'workqueue_retries_total']) {
+    expect([counter, settled.sum(counter, { controller: 'sandbox' })]).toEqual([counter, metricsBefore.sum(counter, { controller: 'sandbox' })]);
+  }
   expect(op.errors().length).toBe(errorsBefore);
   expect(await sbx.podsOf(longName)).toEqual([]);
 
@@ -247,7 +262,7 @@ describe('crash safety', () => {
     // eslint-disable-next-line no-console
     console.log(`SIGKILL after ${Date.now() - started} ms with ${(await sbx.podsByLabel('burst=yes')).length} burst Pods and ${readyAtKill}/${BURST} Ready`);
 
-    op = await OperatorProcess.start({ kubeconfig: kube.kubeconfig });
+    op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig });
     await waitFor(async () => {
       const all = await sbx.list();
       return names.every((n) => all.some((s) => s.metadata.name === n && isReady(s)));
@@ -275,12 +290,17 @@ describe('crash safety', () => {
       const rv = (objs: any[]) => Object.fromEntries(objs.map((o) => [o.metadata.name, o.metadata.resourceVersion]));
       return { sandboxes: rv(await sbx.list()), pods: rv(await sbx.podsByLabel(HASH_LABEL)), services: rv(await sbx.servicesByLabel(HASH_LABEL)) };
     };
-    // Let in-flight work from the previous tests settle before taking the baseline.
-    await new Promise((r) => setTimeout(r, 2_000));
+    // The baseline waits for in-flight work of the previous tests: every Sandbox change so far seen
+    // (the barrier) and reconciled.
+    await sbx.barrier();
+    await op.waitIdle(['sandbox']);
     const before = await snapshot();
     expect(await op.stop()).toBe(0);
-    op = await OperatorProcess.start({ kubeconfig: kube.kubeconfig });
-    await new Promise((r) => setTimeout(r, 3_000));
+    op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig });
+    // Its informers listed every object before the controllers started, so every Sandbox was queued
+    // by then; once the controller is idle, each has been reconciled, and any write it made is visible.
+    const settled = await op.waitIdle(['sandbox']);
+    expect(settled.sum('controller_runtime_reconcile_total', { controller: 'sandbox' })).toBeGreaterThanOrEqual(Object.keys(before.sandboxes).length);
     expect(await snapshot()).toEqual(before);
   });
 });

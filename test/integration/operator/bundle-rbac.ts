@@ -1,0 +1,173 @@
+/**
+ * The operator's identity in the integration tests: the ServiceAccount, ClusterRoles, Role and
+ * bindings that the install bundle ships (AgentSandboxSystem, synthesized here in-process),
+ * applied to the test cluster, and a kubeconfig holding a real token of that ServiceAccount
+ * (TokenRequest API) next to the cluster's CA. An operator started with it may do exactly what
+ * the shipped RBAC allows, so a verb missing from the bundle fails a test instead of hiding
+ * behind the admin client certificate.
+ *
+ * The bundle's cluster-scoped objects get the test namespace as a suffix: test files, and tests
+ * that take a rule away on purpose, never share or overwrite each other's ClusterRoles. Rules,
+ * subjects and the namespaced objects are applied exactly as synthesized.
+ */
+import * as fs from 'fs';
+import * as https from 'https';
+import * as path from 'path';
+import { Testing } from 'cdk8s';
+import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { AgentSandboxSystem } from '../../../src/install';
+import { ApiClient, assertLoopback } from '../../../tools/control-plane/api';
+import { Kube } from '../../../tools/control-plane/kube';
+
+export interface PolicyRule {
+  readonly apiGroups?: string[];
+  readonly resources?: string[];
+  readonly verbs: string[];
+  readonly [field: string]: unknown;
+}
+
+/** The kinds of RBAC object the install bundle ships, in the order they are applied. */
+const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'Role', 'ClusterRoleBinding', 'RoleBinding'];
+const READ_VERBS = new Set(['get', 'list', 'watch']);
+const FIELD_MANAGER = 'integration-test-bundle-rbac';
+
+export interface BundleRbacOptions {
+  /** Namespace of the ServiceAccount, the leader-election Role and its Lease (the install's `namespace`). */
+  readonly namespace: string;
+  /** Include the extension controllers' ClusterRole (the install's `extensions`). @default true */
+  readonly extensions?: boolean;
+  /**
+   * Keep only the read verbs (get, list, watch) of the ClusterRoles; the namespaced leader-election
+   * Role stays as shipped. For operator replicas that run their controllers cluster-wide but must
+   * not write to other test files' objects.
+   * @default false
+   */
+  readonly readOnly?: boolean;
+  /** Edit the synthesized rules of one role before they are applied, e.g. to take a verb away. */
+  readonly editRules?: (role: { kind: string; name: string }, rules: PolicyRule[]) => PolicyRule[];
+}
+
+export class BundleRbac {
+  /**
+   * Synthesizes the install's RBAC, applies it, requests a token for its ServiceAccount and writes
+   * a kubeconfig for it.
+   */
+  public static async apply(kube: Kube, api: ApiClient, opts: BundleRbacOptions): Promise<BundleRbac> {
+    const rbac = new BundleRbac(kube, api, opts);
+    await rbac.applyObjects(rbac.objects);
+    rbac.kubeconfig = await rbac.writeKubeconfig();
+    return rbac;
+  }
+
+  /** The install's RBAC objects as synthesized (cluster-scoped names suffixed), before `editRules`. */
+  public readonly shipped: any[];
+  /** What was applied: `shipped` after `readOnly` and `editRules`. */
+  public readonly objects: any[];
+  public readonly namespace: string;
+  public readonly serviceAccountName: string;
+  /** Path of a kubeconfig that authenticates as the ServiceAccount with a bearer token. */
+  public kubeconfig = '';
+
+  private constructor(private readonly kube: Kube, private readonly api: ApiClient, opts: BundleRbacOptions) {
+    this.namespace = opts.namespace;
+    const chart = Testing.chart();
+    const install = new AgentSandboxSystem(chart, 'install', { namespace: opts.namespace, extensions: opts.extensions ?? true, createNamespace: false });
+    this.serviceAccountName = install.serviceAccountName;
+    const synthesized = Testing.synth(chart).filter((o: any) => RBAC_KINDS.includes(o.kind));
+    this.shipped = synthesized.map((o: any) => this.isolate(o)).sort((a, b) => RBAC_KINDS.indexOf(a.kind) - RBAC_KINDS.indexOf(b.kind));
+    const kinds = new Set(this.shipped.map((o) => o.kind));
+    // A bundle refactor that stops shipping one of these would otherwise show up as a confusing 403.
+    for (const kind of RBAC_KINDS) if (!kinds.has(kind)) throw new Error(`the install bundle synthesized no ${kind}; this helper expects all of ${RBAC_KINDS.join(', ')}`);
+    this.objects = this.shipped.map((o) => {
+      if (o.kind !== 'ClusterRole' && o.kind !== 'Role') return o;
+      let rules: PolicyRule[] = o.rules;
+      if (opts.readOnly && o.kind === 'ClusterRole') {
+        rules = rules.map((r) => ({ ...r, verbs: r.verbs.filter((v) => READ_VERBS.has(v)) })).filter((r) => r.verbs.length > 0);
+      }
+      if (opts.editRules) rules = opts.editRules({ kind: o.kind, name: o.metadata.name }, structuredClone(rules));
+      return { ...o, rules };
+    });
+  }
+
+  /** `system:serviceaccount:<namespace>:<name>`, the user the API server sees. */
+  public get userName(): string {
+    return `system:serviceaccount:${this.namespace}:${this.serviceAccountName}`;
+  }
+
+  /** The names of the applied ClusterRoles. */
+  public get clusterRoles(): string[] {
+    return this.objects.filter((o) => o.kind === 'ClusterRole').map((o) => o.metadata.name);
+  }
+
+  /** Applies the shipped rules again (undoing `readOnly` and `editRules`). */
+  public async restoreShipped(): Promise<void> {
+    await this.applyObjects(this.shipped);
+  }
+
+  /** Deletes the cluster-scoped objects; the namespaced ones go with the test namespace. */
+  public async remove(): Promise<void> {
+    const names = this.objects.filter((o) => o.kind.startsWith('Cluster')).map((o) => `${o.kind.toLowerCase()}/${o.metadata.name}`);
+    await this.kube.kubectl(['delete', ...names, '--ignore-not-found']);
+  }
+
+  /**
+   * The identity the token authenticates as, from the API server itself (SelfSubjectReview): the
+   * check that the operator's kubeconfig is really the ServiceAccount and not an admin.
+   */
+  public async whoAmI(): Promise<{ username: string; groups: string[] }> {
+    const cfg = parseYaml(fs.readFileSync(this.kubeconfig, 'utf8'));
+    const server: string = cfg.clusters[0].cluster.server;
+    assertLoopback(server);
+    const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = https.request(new URL('/apis/authentication.k8s.io/v1/selfsubjectreviews', server), {
+        method: 'POST',
+        ca: Buffer.from(cfg.clusters[0].cluster['certificate-authority-data'], 'base64'),
+        headers: { 'authorization': `Bearer ${cfg.users[0].user.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        timeout: 10_000,
+      }, (r) => {
+        let text = '';
+        r.on('data', (c) => (text += c));
+        r.on('end', () => resolve({ status: r.statusCode ?? 0, text }));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    if (res.status >= 300) throw new Error(`SelfSubjectReview -> HTTP ${res.status}: ${res.text}`);
+    return JSON.parse(res.text).status.userInfo;
+  }
+
+  /** Cluster-scoped names get the namespace as suffix; bindings follow their role's new name. */
+  private isolate(obj: any): any {
+    const out = structuredClone(obj);
+    if (out.kind === 'ClusterRole' || out.kind === 'ClusterRoleBinding') out.metadata.name = `${out.metadata.name}-${this.namespace}`;
+    if (out.roleRef?.kind === 'ClusterRole') out.roleRef.name = `${out.roleRef.name}-${this.namespace}`;
+    return out;
+  }
+
+  private async applyObjects(objects: any[]): Promise<void> {
+    await this.kube.applyServerSide(objects, FIELD_MANAGER);
+  }
+
+  private async writeKubeconfig(): Promise<string> {
+    const request = await this.api.call('POST', `/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.serviceAccountName}/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      // Longer than any test file runs; the operator reads the token once from the kubeconfig.
+      spec: { expirationSeconds: 4 * 3600 },
+    });
+    const admin = parseYaml(fs.readFileSync(this.kube.kubeconfig, 'utf8'));
+    const file = path.join(path.dirname(this.kube.kubeconfig), `bundle-rbac-${this.namespace}.kubeconfig`);
+    // Only the server and its CA are taken from the admin kubeconfig; the client certificate stays behind.
+    const { server, 'certificate-authority-data': ca } = admin.clusters[0].cluster;
+    fs.writeFileSync(file, toYaml({
+      'apiVersion': 'v1',
+      'kind': 'Config',
+      'clusters': [{ name: 'cp', cluster: { server, 'certificate-authority-data': ca } }],
+      'users': [{ name: this.serviceAccountName, user: { token: request.status.token } }],
+      'contexts': [{ name: 'operator', context: { cluster: 'cp', user: this.serviceAccountName, namespace: this.namespace } }],
+      'current-context': 'operator',
+    }), { mode: 0o600 });
+    return file;
+  }
+}
