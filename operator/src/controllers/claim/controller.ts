@@ -216,7 +216,9 @@ export class ClaimReconciler implements Reconciler {
     const state = this.observe(key, cached);
     const plan = planClaim(state);
     if (plan.kind === 'wait-for-cache') return { requeueAfterMs: plan.requeueAfterMs };
-    await this.cleanUp(key, plan);
+    // Nothing is awaited between the plan and an adoption's expectation (acquire → adopt, before
+    // the write): another claim's pass would run at the await, select the same member and get a 409.
+    if (plan.release || plan.repair) await this.cleanUp(key, plan);
     if (plan.kind === 'expire') return this.expire(key, cached, state.claim, plan);
 
     const acquired = await this.acquire(state.claim, plan.acquisition);

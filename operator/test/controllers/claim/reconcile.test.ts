@@ -99,6 +99,14 @@ describe('ClaimReconciler', () => {
     expect(reconciler.claimed.size).toBe(1);
   });
 
+  test('two claims of one process in flight at once take different members: no 409', async () => {
+    const other = claim({}, { name: 'other-claim', uid: 'other-uid' });
+    const { client, reconciler } = setup([claim(), other, pool(), TEMPLATE, warm('py-pool-a'), warm('py-pool-b')]);
+    await Promise.all([reconciler.reconcile(KEY), reconciler.reconcile('team-a/other-claim')]);
+    const adoptions = client.writes.filter((w) => w.startsWith('patch sandboxes'));
+    expect(adoptions.sort()).toEqual(['patch sandboxes py-pool-a', 'patch sandboxes py-pool-b']);
+  });
+
   test('a cold start: the claim-named Sandbox created, the status says it is not ready, no annotations yet', async () => {
     const { client, reconciler } = setup([claim(), pool(), TEMPLATE]);
     await reconciler.reconcile(KEY);
