@@ -1,18 +1,15 @@
 /**
- * The SandboxClaim controller's I/O: which claim, Sandbox, pool and template events wake which
- * claims, and the executor that reads a claim's state from the caches, has it decided (plan.ts)
- * and makes the plan's writes. A warm claim costs one conditional write on the Sandbox, the
- * claim's status write and, off the Ready path, one annotation patch, plus an Event.
+ * The SandboxClaim controller's I/O: which events wake which claims, and the executor that reads a
+ * claim's state from the caches, has it decided (plan.ts) and makes the plan's writes. A warm claim
+ * costs one conditional write on the Sandbox, the status write and, off the Ready path, one
+ * annotation patch, plus an Event.
  *
- * The caches show our own writes only after their watch events, and events about other objects
- * often wake a claim before that. Three expectations (runtime/expectations.ts) bridge the gap:
- * - `claimed`: Sandboxes this process is adopting, or adopted or created for a claim, until the
- *   cache shows them taken (no longer a pool's). Other claims never select them, and the claim
- *   itself waits for the cache instead of taking a second Sandbox.
- * - `written`: our last status or annotation write of each claim, decided on while the cache shows
- *   an older version (no repeated status write, no 409 on a stale resourceVersion).
- * - `annotated`: the annotations we wrote, until the cache shows them; a pass on an older claim
- *   would write them again and turn a real claim-first-ready-at into `unknown`.
+ * The caches show our writes only after their watch events, and other objects' events often wake
+ * a claim before that. Three expectations (runtime/expectations.ts) bridge the gap: `claimed`,
+ * Sandboxes this process is adopting or adopted or created, until the cache shows them taken (no
+ * other claim selects them; the claim waits instead of taking a second one); `written`, our last
+ * write of each claim (no repeated status write, no 409 on a stale resourceVersion); `annotated`,
+ * the annotations we wrote (a pass on an older claim would turn claim-first-ready-at to `unknown`).
  */
 import * as fs from 'node:fs';
 import { ClaimMetrics } from './metrics';
