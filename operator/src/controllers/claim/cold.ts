@@ -1,10 +1,11 @@
 /**
- * The cold path (upstream-behavior.md §2.6, upstream-api.md §7.5-§7.6): a Sandbox built from the
- * pool's template and named after the claim, with the claim's env and volume claim templates
- * merged in as far as the template's policies allow. Each refusal carries upstream's reason.
+ * The cold path (upstream's createSandbox in extensions/controllers/sandboxclaim_controller.go): a
+ * Sandbox built from the pool's template and named after the claim, with the claim's env and
+ * volume claim templates merged in as far as the template's policies allow. Each refusal carries
+ * upstream's reason.
  */
-import { claimPodMetadata, validateAdditionalPodMetadata } from './metadata';
-import { fail, ok, type Outcome } from './types';
+import { claimPodMetadata, validateAdditionalPodMetadata } from './adopt';
+import { fail, ok, type Outcome } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
 import { KINDS, apiVersionOf } from '../../../../src/api/groups';

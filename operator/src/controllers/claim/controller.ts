@@ -1,20 +1,44 @@
 /**
- * Wiring of the SandboxClaim controller: which claims each claim, Sandbox, pool and template event
- * wakes, and the adoption bookkeeping the Sandbox events settle.
+ * The SandboxClaim controller's I/O: which events wake which claims, and the executor that reads a
+ * claim's state from the caches, has it decided (plan.ts) and makes the plan's writes. A warm claim
+ * costs one conditional write on the Sandbox, the status write and, off the Ready path, one
+ * annotation patch, plus an Event.
+ *
+ * The caches show our writes only after their watch events, and other objects' events often wake
+ * a claim before that. Three expectations (runtime/expectations.ts) bridge the gap: `claimed`,
+ * Sandboxes this process is adopting or adopted or created, until the cache shows them taken (no
+ * other claim selects them; the claim waits instead of taking a second one); `written`, our last
+ * write of each claim (no repeated status write, no 409 on a stale resourceVersion); `annotated`,
+ * the annotations we wrote (a pass on an older claim would turn claim-first-ready-at to `unknown`).
  */
 import * as fs from 'node:fs';
 import { ClaimMetrics } from './metrics';
-import { ClaimReconciler } from './reconcile';
+import {
+  type Acquired, type Acquisition, type Adoption, type ClaimState, type Creation, type ExpirePlan, expiredStatus, minDefined, planClaim,
+  servedRequeueMs, servedStatus, type ServePlan,
+} from './plan';
+import { afterStatus, ClaimEvents, type ClaimEvent, type StatusDecision } from './status';
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
-import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxClaim } from '../../model';
+import { NameHash } from '../../../../src/api/name-hash';
+import {
+  controllerNameOfKind, findCondition, isReady, LaunchType, RESOURCES,
+  type Sandbox, type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
+} from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
-import { Controller } from '../../runtime/controller';
-import { keyOf, type Store } from '../../runtime/types';
-import { CLAIMS_BY_POOL_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
+import { Controller, onlyUpdates } from '../../runtime/controller';
+import { Expectations, OwnWrites } from '../../runtime/expectations';
+import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { CLAIMS_BY_POOL_INDEX, OWNER_UID_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
 
+export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
 export const ALLOWED_LABEL_DOMAINS_FILE = '/etc/sandbox-config/allowed-label-domains';
+/** How long an expectation waits for the cache: far above watch latency; a lost event only delays a claim this long. */
+const CACHE_LAG_TTL_MS = 60_000;
+/** The status write lost an optimistic-lock race (the claim changed): the claim's event is on its way. */
+const STATUS_CONFLICT_RETRY_MS = 100;
 
 /** The allow-list of label domains for additionalPodMetadata (comma or newline separated), or undefined for the default. */
 export function readAllowedLabelDomains(file = ALLOWED_LABEL_DOMAINS_FILE): string[] | undefined {
@@ -43,9 +67,8 @@ export function claimRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
 
 /** A pool member just became worth taking (got a Pod IP, or became Ready): claims waiting on its pool should look now. */
 export function memberBecameUsable(oldSb: Sandbox, newSb: Sandbox): boolean {
-  const ready = (s: Sandbox) => findCondition(s.status?.conditions, ConditionType.READY)?.status === 'True';
   const hasIp = (s: Sandbox) => (s.status?.podIPs?.length ?? 0) > 0;
-  return (!hasIp(oldSb) && hasIp(newSb)) || (!ready(oldSb) && ready(newSb));
+  return (!hasIp(oldSb) && hasIp(newSb)) || (!isReady(oldSb) && isReady(newSb));
 }
 
 /** Claims of `<namespace>/<pool>` that have no Sandbox yet. */
@@ -54,6 +77,11 @@ export function waitingClaimKeys(claims: Pick<Store<SandboxClaim>, 'byIndex'>, n
     .filter((c) => !c.metadata.deletionTimestamp && !c.status?.sandbox?.name)
     .map(keyOf);
 }
+
+const claimKeyOf = (sb: Sandbox): string | undefined => {
+  const claim = controllerNameOfKind(sb, KINDS.claim);
+  return claim === undefined ? undefined : `${sb.metadata.namespace}/${claim}`;
+};
 
 export function createClaimController(ctx: ControllerContext): RunnableController {
   const { sandboxes, templates, pools, claims } = extensionInformers(ctx);
@@ -73,63 +101,307 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
     now: () => ctx.clock.now(),
     log,
   });
-  const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') });
-  const enqueue = (keys: Iterable<string>) => {
-    for (const k of keys) controller.queue.add(k);
-  };
-
-  claims.addHandlers({
-    onAdd: (c) => {
-      reconciler.noteObserved(c);
-      controller.queue.add(keyOf(c));
-    },
-    onUpdate: (_old, c) => controller.queue.add(keyOf(c)),
-    onDelete: (c) => reconciler.forgetClaim(c.metadata.uid),
-  });
-
-  const claimKeyOf = (sb: Sandbox): string | undefined => {
-    const ref = controllerRefOf(sb);
-    return ref && refIsKind(ref, KINDS.claim) ? `${sb.metadata.namespace}/${ref.name}` : undefined;
-  };
-  const poolNameOf = (sb: Sandbox): string | undefined => {
-    const ref = controllerRefOf(sb);
-    return ref && refIsKind(ref, KINDS.warmPool) ? ref.name : undefined;
-  };
-  sandboxes.addHandlers({
-    onAdd: (sb) => {
-      reconciler.observeSandbox(sb, false, poolNameOf(sb) !== undefined);
-      const key = claimKeyOf(sb);
-      if (key) controller.queue.add(key);
-    },
-    onUpdate: (oldSb, sb) => {
-      const pool = poolNameOf(sb);
-      reconciler.observeSandbox(sb, false, pool !== undefined);
-      if (claimRelevantChange(oldSb, sb)) enqueue(new Set([claimKeyOf(oldSb), claimKeyOf(sb)].filter((k): k is string => k !== undefined)));
-      // Waiting claims poll every 500 ms as a fallback; this wakes them as soon as a member is usable.
-      if (pool && memberBecameUsable(oldSb, sb)) enqueue(waitingClaimKeys(claims, sb.metadata.namespace ?? '', pool));
-    },
-    onDelete: (sb) => {
-      reconciler.observeSandbox(sb, true, false);
-      const key = claimKeyOf(sb);
-      if (key) controller.queue.add(key);
-      // A previous claim's namesake is gone: a claim of that name waiting to start cold may proceed.
-      if (claims.get(sb.metadata.namespace, sb.metadata.name)) controller.queue.add(`${sb.metadata.namespace}/${sb.metadata.name}`);
-    },
-  });
-
-  const poolChanged = (p: { metadata: { namespace?: string; name: string } }) => enqueue(waitingClaimKeys(claims, p.metadata.namespace ?? '', p.metadata.name));
-  pools.addHandlers({
-    onAdd: poolChanged,
+  // First, so that a pass woken by an event already sees the expectations it settles.
+  reconciler.follow(claims, sandboxes);
+  const waitingOf = (namespace: string | undefined, pool: string) => waitingClaimKeys(claims, namespace ?? '', pool);
+  return new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') })
+    .watch(claims)
+    .watch(sandboxes, claimKeyOf, { update: claimRelevantChange })
+    // Waiting claims poll every 500 ms as a fallback; this wakes them as soon as a member is usable.
+    .watch(sandboxes, (sb) => {
+      const pool = controllerNameOfKind(sb, KINDS.warmPool);
+      return pool ? waitingOf(sb.metadata.namespace, pool) : undefined;
+    }, onlyUpdates((oldSb, sb) => controllerNameOfKind(sb, KINDS.warmPool) !== undefined && memberBecameUsable(oldSb, sb)))
+    // A previous claim's namesake is gone: a claim of that name waiting to start cold may proceed.
+    .watch(sandboxes, (sb) => (claims.get(sb.metadata.namespace, sb.metadata.name) ? keyOf(sb) : undefined),
+      { add: () => false, update: () => false })
     // Spec changes only: status churn of a busy pool must not fan out to its claims.
-    onUpdate: (oldP, p) => {
-      if (oldP.metadata.generation !== p.metadata.generation) poolChanged(p);
-    },
-    onDelete: poolChanged,
+    .watch(pools, (p) => waitingOf(p.metadata.namespace, p.metadata.name),
+      { update: (oldP, p) => oldP.metadata.generation !== p.metadata.generation })
+    .watch(templates, (t) => pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t)).flatMap((p) => waitingOf(p.metadata.namespace, p.metadata.name)),
+      { update: () => false, delete: () => false });
+}
+
+/**
+ * When this process first saw each claim (by UID): where the controller latency and the
+ * controller-first-observed-at annotation start. Taken at the informer's add, as upstream takes it
+ * in its claim watch's predicate, not at the first pass: time queued behind other claims counts.
+ * Nothing here waits for the cache, so it is a plain map, not an Expectations.
+ */
+class FirstSightings {
+  private readonly atMs = new Map<string, number>();
+
+  /** The claim's first sighting, noting `nowMs` if it has none. */
+  public saw(claim: SandboxClaim, nowMs: number): number {
+    const uid = claim.metadata.uid ?? '';
+    const at = this.atMs.get(uid) ?? nowMs;
+    this.atMs.set(uid, at);
+    return at;
+  }
+
+  public follow(claims: Informer<SandboxClaim>, now: () => number): void {
+    claims.addHandlers({
+      onAdd: (claim) => this.saw(claim, now()),
+      onDelete: (claim) => this.atMs.delete(claim.metadata.uid ?? ''),
+    });
+  }
+}
+
+export interface ClaimReconcilerOptions {
+  readonly client: KubeClient;
+  readonly claims: Store<SandboxClaim>;
+  readonly pools: Store<SandboxWarmPool>;
+  readonly templates: Store<SandboxTemplate>;
+  /** Must carry OWNER_UID_INDEX, POOL_LABEL_INDEX and UID_INDEX. */
+  readonly sandboxes: Store<Sandbox>;
+  readonly metrics?: ClaimMetrics;
+  readonly allowedLabelDomains?: readonly string[];
+  /** --disable-claim-events */
+  readonly disableEvents?: boolean;
+  /** --disable-claim-observability-annotations */
+  readonly disableAnnotations?: boolean;
+  readonly now?: () => number;
+  readonly log?: Logger;
+}
+
+/** A Sandbox this process adopts (warm) or created (cold) for a claim. */
+interface ClaimedSandbox {
+  readonly claimUid: string;
+  readonly sandboxName: string;
+  readonly launchType: (typeof LaunchType)[keyof typeof LaunchType];
+}
+
+export class ClaimReconciler implements Reconciler {
+  public readonly name = 'sandboxclaim';
+  public readonly sightings = new FirstSightings();
+  /** By Sandbox UID. */
+  public readonly claimed = new Expectations<ClaimedSandbox, Sandbox>({
+    // A member gone from the cache was deleted (it was there when chosen); a created Sandbox not there yet is still to come.
+    isShown: (claimed, cached) => (cached ? controllerNameOfKind(cached, KINDS.warmPool) === undefined : claimed.launchType === LaunchType.WARM),
+    ttlMs: CACHE_LAG_TTL_MS,
   });
-  templates.addHandlers({
-    onAdd: (t) => {
-      for (const p of pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t))) poolChanged(p);
-    },
+  /** By claim UID. Shown only when the cache itself has them (not our written copy of the claim), or the claim is gone. */
+  public readonly annotated = new Expectations<Record<string, string>, SandboxClaim>({
+    isShown: (added, cached) => !cached || Object.entries(added).every(([k, v]) => cached.metadata.annotations?.[k] === v),
+    ttlMs: CACHE_LAG_TTL_MS,
   });
-  return controller;
+  /** By claim key. */
+  private readonly written = new OwnWrites<SandboxClaim>();
+  private readonly now: () => number;
+  private readonly log: Logger;
+
+  public constructor(private readonly opts: ClaimReconcilerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.log = opts.log ?? SILENT_LOGGER;
+  }
+
+  /** Settle the expectations and note first sightings from the informers' events. */
+  public follow(claims: Informer<SandboxClaim>, sandboxes: Informer<Sandbox>): void {
+    this.sightings.follow(claims, this.now);
+    this.claimed.follow(sandboxes, (sb) => sb.metadata.uid);
+    this.annotated.follow(claims, (claim) => claim.metadata.uid);
+  }
+
+  public async reconcile(key: string): Promise<ReconcileResult | void> {
+    const { namespace, name } = splitKey(key);
+    const cached = this.opts.claims.get(namespace, name);
+    // No finalizer: a deleted claim's Sandbox goes by garbage collection.
+    if (!cached || cached.metadata.deletionTimestamp) {
+      this.written.forget(key);
+      return undefined;
+    }
+    const state = this.observe(key, cached);
+    const plan = planClaim(state);
+    if (plan.kind === 'wait-for-cache') return { requeueAfterMs: plan.requeueAfterMs };
+    // Nothing is awaited between the plan and an adoption's expectation (acquire → adopt, before
+    // the write): another claim's pass would run at the await, select the same member and get a 409.
+    if (plan.release || plan.repair) await this.cleanUp(key, plan);
+    if (plan.kind === 'expire') return this.expire(key, cached, state.claim, plan);
+
+    const acquired = await this.acquire(state.claim, plan.acquisition);
+    if (acquired.kind === 'wait') return { requeueAfterMs: minDefined(acquired.requeueAfterMs, plan.requeueAfterMs)! };
+    const status = await this.writeStatus(key, cached, servedStatus(state.claim, acquired, this.now()));
+    if (status === 'gone') return undefined;
+    if (status === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
+    await this.annotate(key, cached, state.claim, acquired.kind === 'sandbox' ? acquired.sandbox : undefined, status);
+    const requeueAfterMs = servedRequeueMs(plan, state.claim, acquired, state.now);
+    return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
+  }
+
+  /** Release a claim's extra Sandboxes to garbage collection; restore a missing launch-type label. */
+  private async cleanUp(key: string, { release, repair }: ExpirePlan | ServePlan): Promise<void> {
+    if (release) {
+      const { namespace } = release.keep.metadata;
+      await Promise.all(release.extras.map((s) => this.deleteQuietly(RESOURCES.sandboxes, namespace, s.metadata.name, { uid: s.metadata.uid })));
+      const released = release.extras.map((s) => s.metadata.name);
+      this.log.warn({ claim: key, kept: release.keep.metadata.name, released }, 'claim owned several Sandboxes; released the extras');
+    }
+    if (repair) {
+      await this.opts.client.patch(RESOURCES.sandboxes, repair.sandbox.metadata.namespace, repair.sandbox.metadata.name, 'merge', repair.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER });
+    }
+  }
+
+  /** The claim's state from the caches, with our writes they do not show yet. */
+  private observe(key: string, cached: SandboxClaim): ClaimState {
+    const now = this.now();
+    const claim = this.written.current(key, cached, now);
+    const ns = claim.metadata.namespace;
+    this.sightings.saw(claim, now);
+    const pool = this.opts.pools.get(ns, claim.spec.warmPoolRef.name);
+    const claimed = this.stillClaimed(now);
+    const pendingSandbox = claimed.find(([, c]) => c.claimUid === claim.metadata.uid)?.[1].sandboxName;
+    return {
+      claim,
+      pool,
+      template: pool ? this.opts.templates.get(ns, pool.spec.sandboxTemplateRef.name) : undefined,
+      sandboxes: this.related(claim, pendingSandbox),
+      pendingSandbox,
+      members: () => this.opts.sandboxes.byIndex(POOL_LABEL_INDEX, `${ns}/${NameHash.of(claim.spec.warmPoolRef.name)}`),
+      beingClaimed: new Set(claimed.map(([uid]) => uid)),
+      allowedLabelDomains: this.opts.allowedLabelDomains,
+      now,
+    };
+  }
+
+  /** Claimed Sandboxes the cache does not show taken yet, by UID. */
+  private stillClaimed(now: number): Array<[string, ClaimedSandbox]> {
+    return this.claimed.sweep(now, (uid) => this.opts.sandboxes.byIndex(UID_INDEX, uid)[0]);
+  }
+
+  /**
+   * The Sandboxes recoverBinding needs: those the claim controls, those its status and name point
+   * at, and the one this process just adopted for it (the cache may still show it as the pool's).
+   */
+  private related(claim: SandboxClaim, pendingSandbox?: string): Sandbox[] {
+    const { sandboxes } = this.opts;
+    const ns = claim.metadata.namespace;
+    const out = new Map<string, Sandbox>();
+    for (const s of sandboxes.byIndex(OWNER_UID_INDEX, claim.metadata.uid ?? '')) out.set(s.metadata.name, s);
+    for (const n of [claim.status?.sandbox?.name, claim.metadata.name, pendingSandbox]) {
+      const s = n ? sandboxes.get(ns, n) : undefined;
+      if (s) out.set(s.metadata.name, s);
+    }
+    return [...out.values()];
+  }
+
+  /** Perform an acquisition: adoption writes down the candidates until one lands, or a cold create. */
+  private async acquire(claim: SandboxClaim, acquisition: Acquisition): Promise<Acquired> {
+    let step = acquisition;
+    while (step.kind === 'adopt') {
+      const adopted = await this.adopt(claim, step);
+      if (adopted) return { kind: 'sandbox', sandbox: adopted };
+      step = step.afterConflict(new Set(this.stillClaimed(this.now()).map(([uid]) => uid)), this.now());
+    }
+    return step.kind === 'create' ? this.create(claim, step) : step;
+  }
+
+  /** The one adoption write; undefined when the member changed or vanished since the cache saw it. */
+  private async adopt(claim: SandboxClaim, adoption: Adoption): Promise<Sandbox | undefined> {
+    const { candidate } = adoption;
+    const uid = candidate.metadata.uid ?? '';
+    // Kept out of every other claim's selection from now until the cache shows the new owner.
+    this.claimed.expect(uid, { claimUid: claim.metadata.uid ?? '', sandboxName: candidate.metadata.name, launchType: LaunchType.WARM }, this.now());
+    try {
+      const adopted = await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
+        'merge', adoption.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+      this.emit(claim, ClaimEvents.adopted(adopted.metadata.name));
+      this.opts.metrics?.created(claim, adopted, LaunchType.WARM);
+      return adopted;
+    } catch (error) {
+      this.claimed.forget(uid);
+      if (error instanceof ApiError && (error.conflict || error.notFound)) return undefined;
+      throw error;
+    }
+  }
+
+  private async create(claim: SandboxClaim, creation: Creation): Promise<Acquired> {
+    try {
+      const created = await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, claim.metadata.namespace, creation.sandbox,
+        { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+      // Until the cache shows it, later passes wait instead of creating it again.
+      this.claimed.expect(created.metadata.uid ?? '', { claimUid: claim.metadata.uid ?? '', sandboxName: created.metadata.name, launchType: LaunchType.COLD },
+        this.now());
+      this.emit(claim, ClaimEvents.provisioned(created.metadata.name));
+      this.opts.metrics?.created(claim, created, LaunchType.COLD);
+      return { kind: 'sandbox', sandbox: created };
+    } catch (error) {
+      if (error instanceof ApiError && error.alreadyExists) return creation.ifTaken;
+      throw error;
+    }
+  }
+
+  /** An expired claim: mark it (once), then apply the shutdown policy; every step is idempotent. */
+  private async expire(key: string, cached: SandboxClaim, claim: SandboxClaim, plan: ExpirePlan): Promise<ReconcileResult | void> {
+    const written = await this.writeStatus(key, cached, expiredStatus(claim, plan, this.now()));
+    if (written === 'gone') return undefined;
+    if (written === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
+    for (const event of plan.expiry.events) this.emit(claim, event);
+    const ns = claim.metadata.namespace;
+    const { deleteClaim, deleteSandbox } = plan.expiry;
+    if (deleteClaim) {
+      await this.deleteQuietly(RESOURCES.claims, ns, claim.metadata.name, deleteClaim);
+      this.log.info({ claim: key, propagation: deleteClaim.propagationPolicy }, 'claim expired and deleted');
+    }
+    if (deleteSandbox) {
+      await this.deleteQuietly(RESOURCES.sandboxes, ns, deleteSandbox.name, { uid: deleteSandbox.uid });
+      this.log.info({ claim: key, sandbox: deleteSandbox.name }, 'claim expired; its Sandbox deleted (Retain)');
+    }
+    return undefined;
+  }
+
+  /** The claim's status write, when it changed: the status it now has, or why it could not be written. */
+  private async writeStatus(key: string, cached: SandboxClaim, decision: StatusDecision): Promise<SandboxClaimStatus | 'gone' | 'conflict'> {
+    if (!decision.changed || !decision.patch) return decision.status;
+    const { namespace, name } = splitKey(key);
+    try {
+      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, namespace, name, 'merge', decision.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: 'claim' });
+      this.written.wrote(key, cached, result, this.now());
+      return decision.status;
+    } catch (error) {
+      if (error instanceof ApiError && error.notFound) return 'gone';
+      if (error instanceof ApiError && error.conflict) return 'conflict';
+      throw error;
+    }
+  }
+
+  /** Once the status is persisted: the first-Ready latencies and the observability annotations. */
+  private async annotate(key: string, cached: SandboxClaim, seen: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaimStatus)
+    : Promise<void> {
+    const now = this.now();
+    const uid = seen.metadata.uid ?? '';
+    const ours = this.annotated.pending(uid, cached, now);
+    const claim: SandboxClaim = ours ? { ...seen, metadata: { ...seen.metadata, annotations: { ...seen.metadata.annotations, ...ours } } } : seen;
+    const firstObservedAtMs = this.sightings.saw(claim, now);
+    const next = afterStatus({ claim, status, firstObservedAtMs, now, disabled: this.opts.disableAnnotations });
+    if (next.firstReady) this.opts.metrics?.firstReady(claim, sandbox, now, firstObservedAtMs);
+    if (!next.patch) return;
+    try {
+      // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
+      // waits behind other claims' writes.
+      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', next.patch,
+        { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
+      this.written.wrote(key, cached, result, this.now());
+      const added = (next.patch.metadata as { annotations: Record<string, string> }).annotations;
+      this.annotated.expect(uid, { ...ours, ...added }, this.now());
+    } catch (error) {
+      if (!(error instanceof ApiError && error.notFound)) throw error;
+    }
+  }
+
+  private emit(claim: SandboxClaim, event: ClaimEvent): void {
+    if (!this.opts.disableEvents) this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
+  }
+
+  private async deleteQuietly(type: (typeof RESOURCES)[keyof typeof RESOURCES], namespace: string | undefined, name: string,
+    options: Parameters<KubeClient['delete']>[3]): Promise<void> {
+    try {
+      await this.opts.client.delete(type, namespace, name, options);
+    } catch (error) {
+      // Already gone, or a namesake (uid precondition): nothing of ours to delete.
+      if (error instanceof ApiError && (error.notFound || error.conflict)) return;
+      throw error;
+    }
+  }
 }

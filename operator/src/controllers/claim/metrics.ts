@@ -1,6 +1,7 @@
 /**
- * The claim metrics under upstream's names, labels and buckets (upstream-behavior.md §5.2), so
- * dashboards and HPA recipes written for the Go controller work unchanged:
+ * The claim metrics under upstream's names, labels and buckets (internal/metrics/ in
+ * kubernetes-sigs/agent-sandbox), so dashboards and HPA recipes written for the Go controller work
+ * unchanged:
  * - the three claim startup-latency histograms, observed once per claim in the pass that first
  *   persists Ready=True, each from its own start annotation;
  * - `agent_sandbox_claim_creation_total`, on every warm adoption and cold create.

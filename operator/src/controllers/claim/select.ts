@@ -1,18 +1,18 @@
 /**
- * Which warm Sandbox a claim takes (upstream-behavior.md §2.4-§2.5), chosen from the informer's
- * index of the pool's members rather than from upstream's process-local queue: the index is the
- * cache itself, so it holds no ghosts (deleted or already-claimed keys) and is complete after a
- * restart without being rebuilt from create events.
+ * Which warm Sandbox a claim takes (upstream's getCandidate in
+ * extensions/controllers/sandboxclaim_controller.go), chosen from the informer's index of the
+ * pool's members rather than from upstream's process-local queue: the index is the cache itself,
+ * so it holds no ghosts (deleted or already-claimed keys) and is complete after a restart without
+ * being rebuilt from create events.
  */
-import { type ClaimProblem } from './types';
+import { type ClaimProblem } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, timeMs } from '../../model';
-import type { BlueprintFingerprint } from '../../model/blueprint';
-import { staleCheck } from '../../model/blueprint';
+import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, type SandboxTemplate, timeMs } from '../../model';
+import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
 /** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
 export const WARM_CANDIDATE_GRACE_MS = 2000;
@@ -26,8 +26,6 @@ export interface SelectionContext {
   /** The pool's template name and current blueprint; required to take anything under Recreate. */
   readonly templateName?: string;
   readonly fingerprint?: BlueprintFingerprint;
-  /** UIDs not to take: in-flight adoptions by other claims of this process, and conflicts of this pass. */
-  readonly exclude?: ReadonlySet<string>;
 }
 
 export type Selection =
@@ -57,6 +55,17 @@ export function needsColdStart(claim: SandboxClaim): boolean {
   return (claim.spec.env?.length ?? 0) > 0 || (claim.spec.volumeClaimTemplates?.length ?? 0) > 0;
 }
 
+/** The fingerprint of a template, recomputed only when the template changes: every claim pass needs it. */
+const fingerprints = new WeakMap<SandboxTemplate, BlueprintFingerprint>();
+export function fingerprintOf(template: SandboxTemplate): BlueprintFingerprint {
+  let fp = fingerprints.get(template);
+  if (!fp) {
+    fp = templateFingerprint(template);
+    fingerprints.set(template, fp);
+  }
+  return fp;
+}
+
 /**
  * A candidate with its creation time. The API server writes metav1.Time as RFC 3339 UTC with
  * second precision, so comparing the strings orders them in time without parsing: selection runs
@@ -70,15 +79,16 @@ interface Aged {
 const older = (a: Aged, b: Aged) => a.created < b.created || (a.created === b.created && a.sandbox.metadata.name < b.sandbox.metadata.name);
 
 /**
- * Among equally good candidates, spread claims across nodes: take from the node holding the most of
- * them (so the next claim likely lands elsewhere and the pool stays balanced), ties to the node
- * with the oldest candidate; then the oldest on that node. Candidates without a node name come
- * last. One pass over the tier, no sorting.
+ * Among equally good candidates (those not in `exclude`), spread claims across nodes: take from
+ * the node holding the most of them (so the next claim likely lands elsewhere and the pool stays
+ * balanced), ties to the node with the oldest candidate; then the oldest on that node. Candidates
+ * without a node name come last. One pass over the tier, no sorting; undefined when none is left.
  */
-function spreadPick(tier: readonly Aged[]): Sandbox {
+function spreadPick(tier: readonly Aged[], exclude: ReadonlySet<string>): Sandbox | undefined {
   const nodes = new Map<string, { count: number; oldest: Aged }>();
   let unscheduled: Aged | undefined;
   for (const c of tier) {
+    if (exclude.has(c.sandbox.metadata.uid ?? '')) continue;
     const node = c.sandbox.status?.nodeName;
     if (!node) {
       if (!unscheduled || older(c, unscheduled)) unscheduled = c;
@@ -94,11 +104,17 @@ function spreadPick(tier: readonly Aged[]): Sandbox {
   for (const entry of nodes.values()) {
     if (!best || entry.count > best.count || (entry.count === best.count && older(entry.oldest, best.oldest))) best = entry;
   }
-  return (best?.oldest ?? unscheduled!).sandbox;
+  return (best?.oldest ?? unscheduled)?.sandbox;
 }
 
+const NOTHING_EXCLUDED: ReadonlySet<string> = new Set();
+
 /**
- * The best warm candidate for a claim among `candidates` (the pool's members from the cache).
+ * The pool's members a claim may take, ranked in one pass over the pool (pools can hold
+ * thousands); `best` then takes the top one not excluded. A claim whose adoption write conflicted
+ * asks for the next best without looking at the pool again. Exclusions are applied at each pick,
+ * not at ranking, because they grow while the claim's writes are in flight (its conflicts, other
+ * claims' adoptions), and node spread is judged over the members still on offer.
  *
  * Preference: Ready over not-yet-Ready (a member with an IP that is still starting beats a cold
  * start); up to date over stale (OnReplenish keeps stale members claimable, but a claim made after
@@ -107,31 +123,43 @@ function spreadPick(tier: readonly Aged[]): Sandbox {
  * at all under Recreate while the template is unknown: an unverified member might be stale.
  * Members without Pod IPs are not taken: the claim could not reach them yet.
  */
-export function selectCandidate(candidates: readonly Sandbox[], poolUpdateStrategy: string | undefined, context: SelectionContext): Selection {
-  const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
-  const known = context.fingerprint !== undefined && context.templateName !== undefined;
-  if (recreate && !known) return { kind: 'none', reason: 'the pool uses Recreate and its template is unknown, so no member can be verified as current' };
-  // Computed once per selection, not once per candidate: pools can hold thousands.
-  const poolHash = NameHash.of(context.claim.spec.warmPoolRef.name);
-  const isStaleMember = known ? staleCheck(context.templateName!, context.fingerprint!) : undefined;
-  const staleOf = (s: Sandbox) => isStaleMember !== undefined && isStaleMember(s, false);
+export class CandidateRanking {
+  /** Ready, Ready but stale, starting, starting and stale. */
+  private readonly tiers: Aged[][] = [[], [], [], []];
+  /** UIDs of adoptable members that have no Pod IP yet. */
+  private readonly awaitingIp: string[] = [];
+  private readonly refusal?: string;
 
-  let pending = 0;
-  const tiers: Aged[][] = [[], [], [], []];
-  for (const s of candidates) {
-    if (!isAdoptable(s, context.claim, context.poolUid, poolHash) || context.exclude?.has(s.metadata.uid ?? '')) continue;
-    const stale = staleOf(s);
-    if (stale && recreate) continue;
-    if ((s.status?.podIPs?.length ?? 0) === 0) {
-      pending++;
-      continue;
+  public constructor(members: readonly Sandbox[], poolUpdateStrategy: string | undefined, context: SelectionContext) {
+    const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
+    const known = context.fingerprint !== undefined && context.templateName !== undefined;
+    if (recreate && !known) {
+      this.refusal = 'the pool uses Recreate and its template is unknown, so no member can be verified as current';
+      return;
     }
-    tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push({ sandbox: s, created: s.metadata.creationTimestamp ?? '' });
+    // Computed once per ranking, not once per member.
+    const poolHash = NameHash.of(context.claim.spec.warmPoolRef.name);
+    const isStaleMember = known ? staleCheck(context.templateName!, context.fingerprint!) : undefined;
+    for (const s of members) {
+      if (!isAdoptable(s, context.claim, context.poolUid, poolHash)) continue;
+      const stale = isStaleMember !== undefined && isStaleMember(s, false);
+      if (stale && recreate) continue;
+      if ((s.status?.podIPs?.length ?? 0) === 0) this.awaitingIp.push(s.metadata.uid ?? '');
+      else this.tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push({ sandbox: s, created: s.metadata.creationTimestamp ?? '' });
+    }
   }
-  const best = tiers.findIndex((t) => t.length > 0);
-  if (best >= 0) return { kind: 'candidate', sandbox: spreadPick(tiers[best]), ready: best < 2, stale: best % 2 === 1 };
-  if (pending > 0) return { kind: 'network-pending', count: pending };
-  return { kind: 'none', reason: 'the pool has no unclaimed member to take' };
+
+  /** The best member whose UID is not in `exclude`, else why there is none. */
+  public best(exclude: ReadonlySet<string> = NOTHING_EXCLUDED): Selection {
+    if (this.refusal) return { kind: 'none', reason: this.refusal };
+    for (const [tier, members] of this.tiers.entries()) {
+      const sandbox = spreadPick(members, exclude);
+      if (sandbox) return { kind: 'candidate', sandbox, ready: tier < 2, stale: tier % 2 === 1 };
+    }
+    const pending = this.awaitingIp.filter((uid) => !exclude.has(uid)).length;
+    if (pending > 0) return { kind: 'network-pending', count: pending };
+    return { kind: 'none', reason: 'the pool has no unclaimed member to take' };
+  }
 }
 
 /** How soon a claim whose candidates all conflicted looks again: the cache is about to deliver the newer versions. */

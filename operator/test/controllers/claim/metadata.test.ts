@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { claim } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { claimPodMetadata, validateAdditionalPodMetadata } from '../../../src/controllers/claim/metadata';
+import { claimPodMetadata, validateAdditionalPodMetadata } from '../../../src/controllers/claim/adopt';
 
 describe('validateAdditionalPodMetadata', () => {
   interface Case {

@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
 import { NOW, claim } from './fixtures';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import { FIRST_READY_UNKNOWN, observabilityPatch } from '../../../src/controllers/claim/observability';
+import { FIRST_READY_UNKNOWN, observabilityPatch } from '../../../src/controllers/claim/status';
 import { rfc3339Nano } from '../../../src/model';
 
 describe('rfc3339Nano', () => {

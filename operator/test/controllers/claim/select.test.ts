@@ -2,7 +2,7 @@ import * as fc from 'fast-check';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { claimPath, isAdoptable, needsColdStart, selectCandidate, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
+import { CandidateRanking, claimPath, isAdoptable, needsColdStart, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
 import { isReady, type Sandbox } from '../../../src/model';
 import { templateFingerprint } from '../../../src/model/blueprint';
 
@@ -10,6 +10,9 @@ const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main',
 const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };
 const warm = (name: string, o: Parameters<typeof member>[0] = {}) => member({ name, podIPs: ['10.0.0.1'], nodeName: 'n1', ...o });
 const picked = (s: Selection) => (s.kind === 'candidate' ? s.sandbox.metadata.name : s.kind);
+type PickContext = SelectionContext & { readonly exclude?: ReadonlySet<string> };
+const selectCandidate = (members: Sandbox[], strategy: string | undefined, ctx: PickContext) =>
+  new CandidateRanking(members, strategy, ctx).best(ctx.exclude);
 
 describe('isAdoptable', () => {
   const c = claim();
@@ -32,8 +35,8 @@ describe('isAdoptable', () => {
   });
 });
 
-describe('selectCandidate', () => {
-  test.each<[string, Sandbox[], string | undefined, Partial<SelectionContext>, string]>([
+describe('CandidateRanking', () => {
+  test.each<[string, Sandbox[], string | undefined, Partial<PickContext>, string]>([
     ['empty pool', [], undefined, {}, 'none'],
     ['the Ready one over an older starting one', [warm('starting', { conditions: [notReady()], age: 90_000 }), warm('ready', { age: 1000 })], undefined, {}, 'ready'],
     ['a starting one with an IP beats a cold start', [warm('starting', { conditions: [notReady()] })], undefined, {}, 'starting'],
@@ -60,6 +63,26 @@ describe('selectCandidate', () => {
     ];
     expect(picked(selectCandidate(candidates, undefined, CTX))).toBe('n2-b');
     expect(picked(selectCandidate(candidates.slice(0, 2), undefined, CTX))).toBe('n1-old');
+  });
+
+  test('down the ranking as picks are excluded, node spread judged over the members left', () => {
+    const ranking = new CandidateRanking([
+      warm('n1-old', { nodeName: 'n1', age: 90_000 }),
+      warm('n2-a', { nodeName: 'n2', age: 10_000 }),
+      warm('n2-b', { nodeName: 'n2', age: 20_000 }),
+      warm('starting', { conditions: [notReady()] }),
+      member({ name: 'no-ip' }),
+    ], undefined, CTX);
+    const order: string[] = [];
+    const excluded = new Set<string>();
+    for (let s = ranking.best(excluded); s.kind === 'candidate'; s = ranking.best(excluded)) {
+      order.push(s.sandbox.metadata.name);
+      excluded.add(s.sandbox.metadata.uid!);
+    }
+    // n2 holds two: n2-b (its oldest); then n1 and n2 hold one each, n1-old is older; then n2-a.
+    expect(order).toEqual(['n2-b', 'n1-old', 'n2-a', 'starting']);
+    expect(ranking.best(excluded)).toEqual({ kind: 'network-pending', count: 1 });
+    expect(ranking.best(new Set([...excluded, 'no-ip-uid']))).toMatchObject({ kind: 'none' });
   });
 
   test('scheduled candidates before ones without a node name', () => {

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
 import { NOW, claim, condition, iso, member, ownerRef, ready } from './fixtures';
-import { claimExpiry, expiryPlan } from '../../../src/controllers/claim/lifecycle';
+import { claimExpiry, expiryPlan } from '../../../src/controllers/claim/plan';
 import { type ClaimLifecycle, type Sandbox, type SandboxClaim } from '../../../src/model';
 
 const finishedAt = (ms: number) => condition('Finished', 'True', 'PodSucceeded', iso(ms));

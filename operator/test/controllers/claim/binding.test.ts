@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
 import { NOW, claim, iso, member, notReady, ownerRef, ready, sandbox } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
-import { ADOPTION_RECORD_TTL_MS, AdoptionRecords, recoverBinding } from '../../../src/controllers/claim/recover';
+import { recoverBinding } from '../../../src/controllers/claim/plan';
 import { type Sandbox } from '../../../src/model';
 
 const ofClaim = (name: string, uid = 'claim-uid', o: Parameters<typeof member>[0] = {}): Sandbox => {
@@ -41,11 +41,11 @@ describe('recoverBinding', () => {
 
   test('our adoption, not in the cache yet: wait rather than adopt another', () => {
     const m = member({ name: 'py-pool-a' });
-    expect(recoverBinding(claim(), [m], { sandboxName: 'py-pool-a', sandboxUid: 'py-pool-a-uid' })).toEqual({ kind: 'pending', sandboxName: 'py-pool-a' });
+    expect(recoverBinding(claim(), [m], 'py-pool-a')).toEqual({ kind: 'pending', sandboxName: 'py-pool-a' });
   });
 
   test('our cold create, not in the cache yet: wait rather than create it again', () => {
-    expect(recoverBinding(claim(), [], { sandboxName: 'c', sandboxUid: 'new-uid' })).toEqual({ kind: 'pending', sandboxName: 'c' });
+    expect(recoverBinding(claim(), [], 'c')).toEqual({ kind: 'pending', sandboxName: 'c' });
   });
 
   test('a status naming a Sandbox we do not own is cleared', () => {
@@ -88,36 +88,5 @@ describe('recoverBinding', () => {
         expect([result.keep, ...result.release].sort((a, b) => a.metadata.uid!.localeCompare(b.metadata.uid!))).toEqual(mine);
       } else {expect(mine).toEqual([]);}
     }));
-  });
-});
-
-describe('AdoptionRecords', () => {
-  const owned = (uid: string, claimUid: string): Sandbox => {
-    const m = member({ name: 'py-pool-a' });
-    return { ...m, metadata: { ...m.metadata, uid, ownerReferences: [ownerRef('SandboxClaim', 'c', claimUid)] } };
-  };
-
-  test('kept until the cache shows the Sandbox as the claim\'s, or it is gone, or it expires', () => {
-    const r = new AdoptionRecords();
-    r.record('c1', { sandboxName: 'py-pool-a', sandboxUid: 's1' }, 0);
-    r.record('c2', { sandboxName: 'py-pool-b', sandboxUid: 's2' }, 0);
-    r.record('c3', { sandboxName: 'py-pool-c', sandboxUid: 's3' }, 0);
-    r.observe(member({ name: 'py-pool-a' }), false); // unrelated UID
-    r.observe({ ...member(), metadata: { ...member().metadata, uid: 's1' } }, false); // still the pool's
-    expect(r.get('c1', 1)).toEqual({ sandboxName: 'py-pool-a', sandboxUid: 's1' });
-    r.observe(owned('s1', 'c1'), false);
-    expect(r.get('c1', 1)).toBeUndefined();
-    r.observe(owned('s2', 'c2'), true);
-    expect(r.get('c2', 1)).toBeUndefined();
-    expect(r.get('c3', ADOPTION_RECORD_TTL_MS - 1)).toBeDefined();
-    expect(r.get('c3', ADOPTION_RECORD_TTL_MS)).toBeUndefined();
-    expect(r.size).toBe(0);
-  });
-
-  test('forget drops a record', () => {
-    const r = new AdoptionRecords(10);
-    r.record('c', { sandboxName: 'a', sandboxUid: 'u' }, 0);
-    r.forget('c');
-    expect(r.get('c', 0)).toBeUndefined();
   });
 });

@@ -1,0 +1,225 @@
+/**
+ * The claim executor against the fake API server (operator/test/fake-kube.ts): which writes a pass
+ * makes, in which order, with which preconditions, and what a lagging cache or a crash between two
+ * writes does. The caches are FakeStores with the real indexes; a test decides when they catch up.
+ */
+import { Registry } from 'prom-client';
+import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { ClaimReconciler, CLAIM_FIELD_MANAGER } from '../../../src/controllers/claim/controller';
+import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
+import { extensionInformers } from '../../../src/controllers/extension-informers';
+import { rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
+import type { ControllerContext } from '../../../src/runtime/context';
+import type { Informer, InformerHandlers, KubeObject } from '../../../src/runtime/types';
+import { FakeClient, FakeStore } from '../../fake-kube';
+
+const KEY = 'team-a/my-claim';
+const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', SandboxClaim: 'sandboxclaims', SandboxWarmPool: 'sandboxwarmpools', SandboxTemplate: 'sandboxtemplates' };
+const resourceOf = (o: KubeObject) => RESOURCE_OF_KIND[o.kind ?? ''];
+
+/** The caches, as FakeStores carrying the indexes the real informers have. */
+function caches() {
+  const informers = { forResource: (_type: unknown, request: { indexes?: Record<string, any> } = {}) => new FakeStore(request.indexes) };
+  const { claims, pools, templates, sandboxes } = extensionInformers({ informers } as unknown as Pick<ControllerContext, 'informers'>);
+  return {
+    claims: claims as unknown as FakeStore<SandboxClaim>,
+    pools: pools as unknown as FakeStore<SandboxWarmPool>,
+    templates: templates as unknown as FakeStore<SandboxTemplate>,
+    sandboxes: sandboxes as unknown as FakeStore<Sandbox>,
+  };
+}
+
+function setup(objects: KubeObject[], options: { disableAnnotations?: boolean; disableEvents?: boolean } = {}) {
+  const clock = { now: NOW };
+  const client = new FakeClient(() => clock.now).seed(resourceOf, ...objects);
+  const stores = caches();
+  const sync = (...which: Array<keyof typeof stores>) => {
+    for (const name of which.length > 0 ? which : (Object.keys(stores) as Array<keyof typeof stores>)) {
+      stores[name].syncFrom(client, RESOURCE_OF_KIND[{ claims: 'SandboxClaim', pools: 'SandboxWarmPool', templates: 'SandboxTemplate', sandboxes: 'Sandbox' }[name]]);
+    }
+  };
+  sync();
+  const fresh = () => new ClaimReconciler({ client, ...stores, metrics: new ClaimMetrics(new Registry()), now: () => clock.now, ...options });
+  const reconciler = new ClaimReconciler({ client, ...stores, metrics: new ClaimMetrics(new Registry()), now: () => clock.now, ...options });
+  return { clock, client, stores, sync, reconciler, fresh };
+}
+
+const writeCalls = (client: FakeClient) => client.calls.filter((c) => c.verb !== 'event');
+const live = (client: FakeClient, resource: string, name: string): any => client.live.get(`${resource}/${name}`);
+const events = (client: FakeClient) => client.calls.filter((c) => c.verb === 'event').map((c) => `${c.body.reason} ${c.body.note}`);
+const readyCondition = (obj: any) => obj.status?.conditions?.find((c: any) => c.type === 'Ready');
+const warm = (name: string, o: Parameters<typeof member>[0] = {}) => member({ name, podIPs: ['10.0.0.1'], nodeName: 'n1', ...o });
+const ofClaim = (name: string, o: Parameters<typeof member>[0] = {}): Sandbox => {
+  const m = member({ name, podIPs: ['10.0.0.9'], ...o });
+  return { ...m, metadata: { ...m.metadata, ownerReferences: [ownerRef('SandboxClaim', 'my-claim', 'claim-uid')] } };
+};
+
+describe('ClaimReconciler', () => {
+  test('a warm claim: one conditional Sandbox write, one status write, one annotations patch and an Event', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    const [adoption, status, annotations] = writeCalls(client);
+    const owner = { kind: 'SandboxClaim', uid: 'claim-uid', controller: true };
+    expect(adoption.body.metadata).toMatchObject({ resourceVersion: '100', ownerReferences: [owner] });
+    expect(adoption.options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    expect(status.body.metadata).toEqual({ resourceVersion: '500' });
+    expect(status.body.status.sandbox).toEqual({ name: 'py-pool-a', podIPs: ['10.0.0.1'] });
+    expect(status.options).toMatchObject({ subresource: 'status', priority: 'claim' });
+    expect(annotations.body).toEqual({
+      metadata: {
+        annotations: {
+          [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]: rfc3339Nano(NOW),
+          [SandboxAnnotations.CLAIM_FIRST_READY_AT]: rfc3339Nano(NOW),
+        },
+      },
+    });
+    expect(annotations.options).toMatchObject({ priority: 'background' });
+    expect(events(client)).toEqual(['SandboxAdopted Adopted warm pool Sandbox "py-pool-a"']);
+    expect(live(client, 'sandboxes', 'py-pool-a').metadata.ownerReferences).toEqual([expect.objectContaining({ uid: 'claim-uid' })]);
+    expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'True' });
+  });
+
+  test('with events and observability annotations disabled, a warm claim is two writes', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')], { disableAnnotations: true, disableEvents: true });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status']);
+    expect(events(client)).toEqual([]);
+  });
+
+  test('a conflict on the adoption write falls through to the next candidate in the same pass', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a', { age: 90_000 }), warm('py-pool-b', { age: 10_000 })]);
+    // Someone changed py-pool-a since the cache saw it.
+    client.live.get('sandboxes/py-pool-a')!.metadata.resourceVersion = '101';
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxes py-pool-b', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    expect(events(client)).toEqual(['SandboxAdopted Adopted warm pool Sandbox "py-pool-b"']);
+    expect(live(client, 'sandboxes', 'py-pool-a').metadata.ownerReferences[0].kind).toBe('SandboxWarmPool');
+    expect(reconciler.claimed.size).toBe(1);
+  });
+
+  test('two claims of one process in flight at once take different members: no 409', async () => {
+    const other = claim({}, { name: 'other-claim', uid: 'other-uid' });
+    const { client, reconciler } = setup([claim(), other, pool(), TEMPLATE, warm('py-pool-a'), warm('py-pool-b')]);
+    await Promise.all([reconciler.reconcile(KEY), reconciler.reconcile('team-a/other-claim')]);
+    const adoptions = client.writes.filter((w) => w.startsWith('patch sandboxes'));
+    expect(adoptions.sort()).toEqual(['patch sandboxes py-pool-a', 'patch sandboxes py-pool-b']);
+  });
+
+  test('a cold start: the claim-named Sandbox created, the status says it is not ready, no annotations yet', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create sandboxes my-claim', 'patch sandboxclaims my-claim/status']);
+    expect(client.calls[0].options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    expect(events(client)).toEqual(['SandboxProvisioned Created Sandbox "my-claim"']);
+    expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'False', reason: 'SandboxNotReady' });
+  });
+
+  test('a cold start the cache does not show yet: the next pass waits instead of creating again', async () => {
+    const { client, reconciler, sync } = setup([claim(), pool(), TEMPLATE]);
+    await reconciler.reconcile(KEY);
+    client.calls.length = 0;
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 1000 });
+    expect(client.writes).toEqual([]);
+    sync('sandboxes');
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual([]);
+    expect(reconciler.claimed.size).toBe(0);
+  });
+
+  test('stale caches after a warm claim: no second adoption, no repeated status or annotations write', async () => {
+    const { client, reconciler, sync } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a'), warm('py-pool-b')]);
+    await reconciler.reconcile(KEY);
+    client.calls.length = 0;
+    // Neither cache shows our writes: the adoption is pending, nothing else is taken.
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 1000 });
+    // The Sandbox cache caught up, the claim cache did not: decided on our written claim.
+    sync('sandboxes');
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    sync();
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual([]);
+    expect([reconciler.claimed.size, reconciler.annotated.size]).toEqual([0, 0]);
+  });
+
+  test('a crash between the adoption and the status write: a new process finishes with one status write', async () => {
+    const { client, reconciler, sync, fresh } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a'), warm('py-pool-b')]);
+    client.failOnce({ verb: 'patch', resource: 'sandboxclaims', error: new Error('process killed') });
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow('process killed');
+    client.calls.length = 0;
+    sync();
+    await fresh().reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-a');
+    expect(live(client, 'sandboxes', 'py-pool-b').metadata.ownerReferences[0].kind).toBe('SandboxWarmPool');
+  });
+
+  test('two Sandboxes owned: the extra is released with a uid precondition, the status names the kept one', async () => {
+    const kept = ofClaim('py-pool-kept', { age: 10_000 });
+    const extra = ofClaim('py-pool-extra', { age: 90_000, conditions: [notReady()] });
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, kept, extra]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['delete sandboxes py-pool-extra', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    expect(client.calls[0].options).toEqual({ uid: 'py-pool-extra-uid' });
+    expect(client.live.has('sandboxes/py-pool-extra')).toBe(false);
+    expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-kept');
+  });
+
+  test('a bound Sandbox without a launch-type label gets it back', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, ofClaim('py-pool-mine', { labels: { [SandboxLabels.LAUNCH_TYPE]: undefined } })]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes[0]).toBe('patch sandboxes py-pool-mine');
+    expect(client.calls[0].body).toEqual({ metadata: { labels: { [SandboxLabels.LAUNCH_TYPE]: 'warm' } } });
+    expect(live(client, 'sandboxes', 'py-pool-mine').metadata.labels[SandboxLabels.LAUNCH_TYPE]).toBe('warm');
+  });
+
+  const expiredClaim = (shutdownPolicy: 'Retain' | 'Delete' | 'DeleteForeground') => claim({ lifecycle: { shutdownTime: iso(NOW - 1000), shutdownPolicy } });
+  test.each<['Retain' | 'Delete' | 'DeleteForeground', string[], object]>([
+    ['Retain', ['patch sandboxclaims my-claim/status', 'delete sandboxes py-pool-mine'], { uid: 'py-pool-mine-uid' }],
+    ['Delete', ['patch sandboxclaims my-claim/status', 'delete sandboxclaims my-claim'], { uid: 'claim-uid', propagationPolicy: 'Background' }],
+    ['DeleteForeground', ['patch sandboxclaims my-claim/status', 'delete sandboxclaims my-claim'], { uid: 'claim-uid', propagationPolicy: 'Foreground' }],
+  ])('expiry, %s: marked ClaimExpired first, then the delete', async (policy, writes, deleteOptions) => {
+    const { client, reconciler } = setup([expiredClaim(policy), pool(), TEMPLATE, ofClaim('py-pool-mine', { conditions: [ready()] })]);
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(writes);
+    expect(client.calls[0].body.status.conditions).toEqual([expect.objectContaining({ type: 'Ready', status: 'False', reason: 'ClaimExpired' })]);
+    expect(client.calls.find((c) => c.verb === 'delete')!.options).toEqual(deleteOptions);
+    expect(events(client)[0]).toBe('ClaimExpired Claim expired');
+  });
+
+  test.each<[string, KubeObject[], string, number]>([
+    ['no pool', [claim(), TEMPLATE], 'WarmPoolNotFound', 60_000],
+    ['a cold start without the template', [claim({ env: [{ name: 'A', value: '1' }] }), pool()], 'TemplateNotFound', 60_000],
+  ])('%s: Ready=False with its reason, and a safety-net requeue', async (_, objects, reason, requeueAfterMs) => {
+    const { client, reconciler } = setup(objects);
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs });
+    expect(client.writes).toEqual(['patch sandboxclaims my-claim/status']);
+    expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'False', reason });
+  });
+
+  test('a status write that lost a race looks again shortly and writes no annotations', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
+    client.live.get('sandboxclaims/my-claim')!.metadata.resourceVersion = '501';
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 100 });
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status']);
+  });
+
+  test('informer events: the first sighting is the claim\'s add, and the caches catching up settle the expectations', async () => {
+    const handlers = { claims: [] as InformerHandlers<SandboxClaim>[], sandboxes: [] as InformerHandlers<Sandbox>[] };
+    const informer = <T extends KubeObject>(list: InformerHandlers<T>[]) =>
+      ({ addHandlers: (h: InformerHandlers<T>) => list.push(h) }) as unknown as Informer<T>;
+    const { client, reconciler, clock, sync, stores } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
+    reconciler.follow(informer(handlers.claims), informer(handlers.sandboxes));
+    for (const h of handlers.claims) h.onAdd?.(stores.claims.get('team-a', 'my-claim')!);
+    clock.now = NOW + 300; // queued behind other claims
+    await reconciler.reconcile(KEY);
+    expect(writeCalls(client)[2].body.metadata.annotations[SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]).toBe(rfc3339Nano(NOW));
+    expect([reconciler.claimed.size, reconciler.annotated.size]).toEqual([1, 1]);
+    sync();
+    const adopted = stores.sandboxes.get('team-a', 'py-pool-a')!;
+    for (const h of handlers.sandboxes) h.onUpdate?.(warm('py-pool-a'), adopted);
+    for (const h of handlers.claims) h.onUpdate?.(claim(), stores.claims.get('team-a', 'my-claim')!);
+    expect([reconciler.claimed.size, reconciler.annotated.size]).toEqual([0, 0]);
+  });
+});
