@@ -42,7 +42,8 @@ export class FakeStore<T extends KubeObject> implements Informer<T> {
     const names = new Set(live.map((o) => o.metadata.name));
     for (const o of this.list()) if (!names.has(o.metadata.name)) this.remove(o.metadata.namespace, o.metadata.name);
     for (const o of live) {
-      if (this.get(o.metadata.namespace, o.metadata.name)?.metadata.resourceVersion !== o.metadata.resourceVersion) this.put(structuredClone(o));
+      const cached = this.get(o.metadata.namespace, o.metadata.name);
+      if (!cached || cached.metadata.resourceVersion !== o.metadata.resourceVersion) this.put(structuredClone(o));
     }
     return this;
   }

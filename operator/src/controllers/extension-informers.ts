@@ -17,6 +17,8 @@ import type { SharedInformer } from '../runtime/informer';
 export const POOL_LABEL_INDEX = 'namespace-warm-pool-label';
 /** Sandboxes by the UID of their controller ownerReference: what a claim (or pool) owns. */
 export const OWNER_UID_INDEX = 'controller-uid';
+/** Sandboxes by their own UID: where a Sandbox a claim is adopting stands in the cache. */
+export const UID_INDEX = 'uid';
 /** Pools by `<namespace>/<sandboxTemplateRef.name>`: the pools a template event concerns. */
 export const POOLS_BY_TEMPLATE_INDEX = 'namespace-template-ref';
 /** Pools by `<namespace>/<NameHash(name)>`: the pool an orphan's membership label names. */
@@ -47,6 +49,7 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
           const uid = controllerRefOf(sb)?.uid;
           return uid ? [uid] : [];
         },
+        [UID_INDEX]: (sb) => (sb.metadata.uid ? [sb.metadata.uid] : []),
       },
     }),
     templates: informers.forResource<SandboxTemplate>(RESOURCES.templates),
