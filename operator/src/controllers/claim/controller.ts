@@ -28,6 +28,7 @@ import {
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';
 import { Expectations, OwnWrites } from '../../runtime/expectations';
+import { FirstSeen } from '../../runtime/first-seen';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { CLAIMS_BY_POOL_INDEX, OWNER_UID_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
@@ -122,31 +123,6 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
       { update: () => false, delete: () => false });
 }
 
-/**
- * When this process first saw each claim (by UID): where the controller latency and the
- * controller-first-observed-at annotation start. Taken at the informer's add, as upstream takes it
- * in its claim watch's predicate, not at the first pass: time queued behind other claims counts.
- * Nothing here waits for the cache, so it is a plain map, not an Expectations.
- */
-class FirstSightings {
-  private readonly atMs = new Map<string, number>();
-
-  /** The claim's first sighting, noting `nowMs` if it has none. */
-  public saw(claim: SandboxClaim, nowMs: number): number {
-    const uid = claim.metadata.uid ?? '';
-    const at = this.atMs.get(uid) ?? nowMs;
-    this.atMs.set(uid, at);
-    return at;
-  }
-
-  public follow(claims: Informer<SandboxClaim>, now: () => number): void {
-    claims.addHandlers({
-      onAdd: (claim) => this.saw(claim, now()),
-      onDelete: (claim) => this.atMs.delete(claim.metadata.uid ?? ''),
-    });
-  }
-}
-
 export interface ClaimReconcilerOptions {
   readonly client: KubeClient;
   readonly claims: Store<SandboxClaim>;
@@ -173,7 +149,8 @@ interface ClaimedSandbox {
 
 export class ClaimReconciler implements Reconciler {
   public readonly name = 'sandboxclaim';
-  public readonly sightings = new FirstSightings();
+  /** When this process first saw each claim: where the controller latency and controller-first-observed-at start. */
+  public readonly sightings = new FirstSeen<SandboxClaim>();
   /** By Sandbox UID. */
   public readonly claimed = new Expectations<ClaimedSandbox, Sandbox>({
     // A member gone from the cache was deleted (it was there when chosen); a created Sandbox not there yet is still to come.
