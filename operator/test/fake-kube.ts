@@ -105,6 +105,7 @@ export class FakeClient implements KubeClient {
   /** The server's objects, by `resource/name`. */
   public readonly live = new Map<string, KubeObject>();
   private failures: Failure[] = [];
+  private lostResponses: Failure[] = [];
   private version = 100;
 
   public constructor(private readonly nowMs: () => number = () => Date.parse('2026-01-01T00:00:00Z')) {}
@@ -112,6 +113,12 @@ export class FakeClient implements KubeClient {
   /** Put objects on the server as they are (a test's starting state); resources from `resourceOf`. */
   public seed(resourceOf: (obj: KubeObject) => string, ...objects: KubeObject[]): this {
     for (const obj of objects) this.live.set(`${resourceOf(obj)}/${obj.metadata.name}`, structuredClone(obj));
+    return this;
+  }
+
+  /** The first matching write is applied, then its response is lost: `error` is thrown instead (a timeout, a reset, a 5xx). */
+  public loseResponseOnce(...failures: Failure[]): this {
+    this.lostResponses.push(...failures);
     return this;
   }
 
@@ -148,6 +155,7 @@ export class FakeClient implements KubeClient {
       creationTimestamp: new Date(this.nowMs()).toISOString().replace(/\.\d+Z$/, 'Z'),
     };
     this.live.set(`${type.resource}/${name}`, obj);
+    this.respond('create', type.resource, name);
     return structuredClone(obj) as T;
   }
 
@@ -164,6 +172,7 @@ export class FakeClient implements KubeClient {
     const { uid, creationTimestamp } = current.metadata;
     next.metadata = { ...next.metadata, uid, creationTimestamp, resourceVersion: String(++this.version) };
     this.live.set(`${type.resource}/${name}`, next);
+    this.respond('update', type.resource, name);
     return structuredClone(next) as T;
   }
 
@@ -182,6 +191,7 @@ export class FakeClient implements KubeClient {
     const next = applyMergePatch(current, change);
     next.metadata = { ...next.metadata, resourceVersion: String(++this.version) };
     this.live.set(`${type.resource}/${name}`, next);
+    this.respond('patch', type.resource, name);
     return structuredClone(next) as T;
   }
 
@@ -193,6 +203,7 @@ export class FakeClient implements KubeClient {
       throw apiError(409, 'Conflict', `Precondition failed for ${type.resource} "${name}"`);
     }
     this.live.delete(`${type.resource}/${name}`);
+    this.respond('delete', type.resource, name);
   }
 
   public watch(): never {
@@ -207,6 +218,12 @@ export class FakeClient implements KubeClient {
     const obj = this.live.get(`${type.resource}/${name}`);
     if (!obj) throw apiError(404, 'NotFound', `${type.resource} "${name}" not found`);
     return obj;
+  }
+
+  /** After a write was applied: throw a scripted lost response, if one matches. */
+  private respond(verb: Call['verb'], resource: string, name: string): void {
+    const i = this.lostResponses.findIndex((f) => f.verb === verb && f.resource === resource && (f.name === undefined || f.name === name));
+    if (i >= 0) throw this.lostResponses.splice(i, 1)[0].error;
   }
 
   private record(call: Call): void {

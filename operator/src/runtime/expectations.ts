@@ -25,7 +25,11 @@ export const DEFAULT_EXPECTATION_TTL_MS = 30_000;
 export interface ExpectationsOptions<V, T> {
   /** Whether `cached` (the cache's object for the entry's key, undefined when it has none) shows the write. */
   readonly isShown: (value: V, cached: T | undefined) => boolean;
-  /** @default DEFAULT_EXPECTATION_TTL_MS */
+  /**
+   * How long an entry may wait for the cache. `Infinity` for entries that must never lapse while
+   * the cache is behind (their `isShown` ends them, or their owner forgets them).
+   * @default DEFAULT_EXPECTATION_TTL_MS
+   */
   readonly ttlMs?: number;
 }
 
@@ -37,6 +41,7 @@ interface Entry<V> {
 export class Expectations<V, T extends KubeObject = KubeObject> {
   public readonly ttlMs: number;
   private readonly entries = new Map<string, Entry<V>>();
+  private prunedAtMs = -Infinity;
 
   public constructor(private readonly options: ExpectationsOptions<V, T>) {
     this.ttlMs = options.ttlMs ?? DEFAULT_EXPECTATION_TTL_MS;
@@ -46,8 +51,16 @@ export class Expectations<V, T extends KubeObject = KubeObject> {
     return this.entries.size;
   }
 
-  /** Record a write whose result the cache has yet to show (replaces an earlier entry of the key). */
+  /**
+   * Record a write whose result the cache has yet to show (replaces an earlier entry of the key).
+   * Expired entries are dropped here too, once per `ttlMs`, so an entry whose key is never read
+   * again (its event came before the entry, then its owner went away) cannot stay for good.
+   */
   public expect(key: string, value: V, nowMs: number): void {
+    if (nowMs - this.prunedAtMs >= this.ttlMs) {
+      this.prunedAtMs = nowMs;
+      for (const [k, entry] of this.entries) if (nowMs - entry.atMs >= this.ttlMs) this.entries.delete(k);
+    }
     this.entries.set(key, { value, atMs: nowMs });
   }
 
@@ -125,12 +138,14 @@ interface OwnWrite<T> {
  * Expectations about an object this process keeps writing (a status, a claim's binding): decide
  * on our last write's result while the cache shows a version from our own chain of writes. Any
  * other version (our last write arriving, or someone else's write) makes the cache the truth again
- * and ends the entry, so a foreign change is never hidden.
+ * and ends the entry, so a foreign change is never hidden. No expiry by default: deciding on a
+ * cache that lags longer would send the next write with a stale resourceVersion, over and over;
+ * owners forget an entry when its object is deleted.
  */
 export class OwnWrites<T extends KubeObject> {
   private readonly expectations: Expectations<OwnWrite<T>, T>;
 
-  public constructor(ttlMs?: number) {
+  public constructor(ttlMs = Infinity) {
     this.expectations = new Expectations<OwnWrite<T>, T>({
       isShown: (write, cached) => !cached || !write.behind.has(cached.metadata.resourceVersion),
       ttlMs,

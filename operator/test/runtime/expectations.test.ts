@@ -68,6 +68,24 @@ describe('Expectations', () => {
     expect(e.nextExpiryAtMs((owner) => owner === 'owner-3')).toBeUndefined();
   });
 
+  test('expect() drops expired entries whose keys are never read again, once per ttl', () => {
+    const e = creates(100);
+    e.expect('ns/gone', obj('1', 'never read again'), 0);
+    e.expect('ns/a', obj('1', 'a'), 50);
+    expect(e.size).toBe(2);
+    e.expect('ns/b', obj('1', 'b'), 120);
+    expect(e.size).toBe(2);
+    expect(e.pending('ns/a', undefined, 120)).toBeDefined();
+  });
+
+  test('with ttlMs Infinity an entry lapses only when shown or forgotten', () => {
+    const e = new Expectations<true, Obj>({ isShown: (_v, cached) => cached !== undefined, ttlMs: Infinity });
+    e.expect('k', true, 0);
+    e.expect('other', true, Number.MAX_SAFE_INTEGER);
+    expect(e.pending('k', undefined, Number.MAX_SAFE_INTEGER)).toBe(true);
+    expect(e.pending('k', obj('1', 'shown'), Number.MAX_SAFE_INTEGER)).toBeUndefined();
+  });
+
   test('forget() drops an entry at once (a definite failure)', () => {
     const e = creates();
     e.expect('ns/a', obj('1', 'a'), 0);
@@ -114,7 +132,10 @@ describe('OwnWrites', () => {
     expect(ahead.current('ns/a', obj('1', 'cached'), 1).note).toBe('cached');
   });
 
-  test('an entry expires like every expectation', () => {
+  test('no expiry by default (a lagging cache must not lead to writes with a stale version); a given ttl applies', () => {
+    const forever = new OwnWrites<Obj>();
+    forever.wrote('ns/a', obj('1', 'cached'), obj('2', 'ours'), 0);
+    expect(forever.current('ns/a', obj('1', 'cached'), 3_600_000).note).toBe('ours');
     const ahead = new OwnWrites<Obj>(50);
     const cached = obj('1', 'cached');
     ahead.wrote('ns/a', cached, obj('2', 'ours'), 0);

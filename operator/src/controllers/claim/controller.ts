@@ -22,7 +22,7 @@ import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { NameHash } from '../../../../src/api/name-hash';
 import {
-  controllerNameOfKind, findCondition, isReady, LaunchType, RESOURCES,
+  controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, RESOURCES,
   type Sandbox, type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
 } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
@@ -160,7 +160,8 @@ export class ClaimReconciler implements Reconciler {
   /** By claim UID. Shown only when the cache itself has them (not our written copy of the claim), or the claim is gone. */
   public readonly annotated = new Expectations<Record<string, string>, SandboxClaim>({
     isShown: (added, cached) => !cached || Object.entries(added).every(([k, v]) => cached.metadata.annotations?.[k] === v),
-    ttlMs: CACHE_LAG_TTL_MS,
+    // As long as the cache lags: a lapsed entry would let a pass rewrite claim-first-ready-at.
+    ttlMs: Infinity,
   });
   /** By claim key. */
   private readonly written = new OwnWrites<SandboxClaim>();
@@ -279,17 +280,46 @@ export class ClaimReconciler implements Reconciler {
     const uid = candidate.metadata.uid ?? '';
     // Kept out of every other claim's selection from now until the cache shows the new owner.
     this.claimed.expect(uid, { claimUid: claim.metadata.uid ?? '', sandboxName: candidate.metadata.name, launchType: LaunchType.WARM }, this.now());
+    let adopted: Sandbox;
     try {
-      const adopted = await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
+      adopted = await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
         'merge', adoption.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
-      this.emit(claim, ClaimEvents.adopted(adopted.metadata.name));
-      this.opts.metrics?.created(claim, adopted, LaunchType.WARM);
-      return adopted;
     } catch (error) {
-      this.claimed.forget(uid);
-      if (error instanceof ApiError && (error.conflict || error.notFound)) return undefined;
-      throw error;
+      if (error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500) {
+        this.claimed.forget(uid);
+        if (error.conflict || error.notFound) return undefined;
+        throw error;
+      }
+      // A timeout, a reset or a 5xx: the write may have landed. Taking another member now could
+      // give this claim two, so ask the server which it was.
+      const outcome = await this.adoptedAfterAll(claim, candidate);
+      if (outcome === 'unknown') throw error;
+      if (outcome === 'not-ours') return undefined;
+      adopted = outcome;
     }
+    this.emit(claim, ClaimEvents.adopted(adopted.metadata.name));
+    this.opts.metrics?.created(claim, adopted, LaunchType.WARM);
+    return adopted;
+  }
+
+  /**
+   * After an adoption write with no answer: the Sandbox if it is ours now; 'not-ours' (the member
+   * freed, try the next) if the write did not land; 'unknown' (the expectation stays, the claim
+   * waits for the cache) if the server cannot say either.
+   */
+  private async adoptedAfterAll(claim: SandboxClaim, candidate: Sandbox): Promise<Sandbox | 'not-ours' | 'unknown'> {
+    const uid = candidate.metadata.uid ?? '';
+    let current: Sandbox;
+    try {
+      current = await this.opts.client.get<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name);
+    } catch (error) {
+      if (!(error instanceof ApiError && error.notFound)) return 'unknown';
+      this.claimed.forget(uid);
+      return 'not-ours';
+    }
+    if (current.metadata.uid === uid && isControlledBy(current, claim.metadata.uid)) return current;
+    this.claimed.forget(uid);
+    return 'not-ours';
   }
 
   private async create(claim: SandboxClaim, creation: Creation): Promise<Acquired> {

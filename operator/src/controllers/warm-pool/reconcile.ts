@@ -134,9 +134,9 @@ export class WarmPoolReconciler implements Reconciler {
       }
     }
     // Also when a member write (this pass's too) expires, in case its event was lost: a quiet pool
-    // may see no other event to bring it back.
+    // may see no other event to bring it back. At least 1 ms: a requeue of 0 means none.
     const expireAtMs = memberWritesExpireAtMs(this.writes, uid);
-    const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(0, expireAtMs - this.now())];
+    const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(1, expireAtMs - this.now())];
     const requeueAfterMs = Math.min(...requeues.filter((ms): ms is number => ms !== undefined));
     return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : undefined;
   }

@@ -12,7 +12,7 @@ import { extensionInformers } from '../../../src/controllers/extension-informers
 import { rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
 import type { ControllerContext } from '../../../src/runtime/context';
 import type { Informer, InformerHandlers, KubeObject } from '../../../src/runtime/types';
-import { FakeClient, FakeStore } from '../../fake-kube';
+import { FakeClient, FakeStore, apiError } from '../../fake-kube';
 
 const KEY = 'team-a/my-claim';
 const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', SandboxClaim: 'sandboxclaims', SandboxWarmPool: 'sandboxwarmpools', SandboxTemplate: 'sandboxtemplates' };
@@ -97,6 +97,40 @@ describe('ClaimReconciler', () => {
     expect(events(client)).toEqual(['SandboxAdopted Adopted warm pool Sandbox "py-pool-b"']);
     expect(live(client, 'sandboxes', 'py-pool-a').metadata.ownerReferences[0].kind).toBe('SandboxWarmPool');
     expect(reconciler.claimed.size).toBe(1);
+  });
+
+  test('an adoption whose response is lost but which landed: read back, kept, no second member', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a', { age: 90_000 }), warm('py-pool-b', { age: 10_000 })]);
+    client.loseResponseOnce({ verb: 'patch', resource: 'sandboxes', name: 'py-pool-a', error: apiError(504, 'Timeout') });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    expect(client.calls.filter((c) => c.verb === 'get').map((c) => c.name)).toEqual(['py-pool-a']);
+    expect(live(client, 'sandboxes', 'py-pool-b').metadata.ownerReferences[0].kind).toBe('SandboxWarmPool');
+    expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-a');
+  });
+
+  test('an adoption that failed with a 5xx and did not land: read back, the next member taken', async () => {
+    const { client, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a', { age: 90_000 }), warm('py-pool-b', { age: 10_000 })]);
+    client.failOnce({ verb: 'patch', resource: 'sandboxes', name: 'py-pool-a', error: apiError(503, 'ServiceUnavailable') });
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxes py-pool-b', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    expect(live(client, 'sandboxes', 'py-pool-a').metadata.ownerReferences[0].kind).toBe('SandboxWarmPool');
+    expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-b');
+  });
+
+  test('an adoption with no answer and no way to read back: the member stays reserved, the claim waits for the cache', async () => {
+    const { client, reconciler, sync } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a', { age: 90_000 }), warm('py-pool-b', { age: 10_000 })]);
+    client.loseResponseOnce({ verb: 'patch', resource: 'sandboxes', name: 'py-pool-a', error: apiError(504, 'Timeout') });
+    client.failOnce({ verb: 'get', resource: 'sandboxes', name: 'py-pool-a', error: apiError(503, 'ServiceUnavailable') });
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow(/Timeout/);
+    client.calls.length = 0;
+    await reconciler.reconcile(KEY);
+    expect(client.writes.filter((w) => w.startsWith('patch sandboxes'))).toEqual([]);
+    // The cache catches up with the adoption that did land: the claim is served from it.
+    sync('sandboxes');
+    await reconciler.reconcile(KEY);
+    expect(client.writes.filter((w) => w.startsWith('patch sandboxes'))).toEqual([]);
+    expect(live(client, 'sandboxclaims', 'my-claim').status.sandbox.name).toBe('py-pool-a');
   });
 
   test('two claims of one process in flight at once take different members: no 409', async () => {
