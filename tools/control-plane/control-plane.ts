@@ -1,5 +1,5 @@
 /**
- * A real, local Kubernetes control plane without Docker (reference/control-plane.md, Recipe B):
+ * A real, local Kubernetes control plane without Docker, wired by hand as kubeadm would (no kubelet):
  * etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (fake nodes whose
  * pods go Ready), each a plain process bound to 127.0.0.1 on a random free port.
  */

@@ -11,12 +11,11 @@
  * subjects and the namespaced objects are applied exactly as synthesized.
  */
 import * as fs from 'fs';
-import * as https from 'https';
 import * as path from 'path';
 import { Testing } from 'cdk8s';
-import { parse as parseYaml, stringify as toYaml } from 'yaml';
+import { stringify as toYaml } from 'yaml';
 import { AgentSandboxSystem } from '../../../src/install';
-import { ApiClient, assertLoopback } from '../../../tools/control-plane/api';
+import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube } from '../../../tools/control-plane/kube';
 
 export interface PolicyRule {
@@ -115,26 +114,14 @@ export class BundleRbac {
    * check that the operator's kubeconfig is really the ServiceAccount and not an admin.
    */
   public async whoAmI(): Promise<{ username: string; groups: string[] }> {
-    const cfg = parseYaml(fs.readFileSync(this.kubeconfig, 'utf8'));
-    const server: string = cfg.clusters[0].cluster.server;
-    assertLoopback(server);
-    const body = JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
-    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-      const req = https.request(new URL('/apis/authentication.k8s.io/v1/selfsubjectreviews', server), {
-        method: 'POST',
-        ca: Buffer.from(cfg.clusters[0].cluster['certificate-authority-data'], 'base64'),
-        headers: { 'authorization': `Bearer ${cfg.users[0].user.token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-        timeout: 10_000,
-      }, (r) => {
-        let text = '';
-        r.on('data', (c) => (text += c));
-        r.on('end', () => resolve({ status: r.statusCode ?? 0, text }));
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-    if (res.status >= 300) throw new Error(`SelfSubjectReview -> HTTP ${res.status}: ${res.text}`);
-    return JSON.parse(res.text).status.userInfo;
+    const asOperator = new ApiClient(connectionFromKubeconfig(this.kubeconfig));
+    try {
+      const review = await asOperator.call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+      return review.status.userInfo;
+    } finally {
+      asOperator.close();
+    }
   }
 
   /** Cluster-scoped names get the namespace as suffix; bindings follow their role's new name. */
@@ -156,14 +143,13 @@ export class BundleRbac {
       // Longer than any test file runs; the operator reads the token once from the kubeconfig.
       spec: { expirationSeconds: 4 * 3600 },
     });
-    const admin = parseYaml(fs.readFileSync(this.kube.kubeconfig, 'utf8'));
+    const admin = connectionFromKubeconfig(this.kube.kubeconfig);
     const file = path.join(path.dirname(this.kube.kubeconfig), `bundle-rbac-${this.namespace}.kubeconfig`);
     // Only the server and its CA are taken from the admin kubeconfig; the client certificate stays behind.
-    const { server, 'certificate-authority-data': ca } = admin.clusters[0].cluster;
     fs.writeFileSync(file, toYaml({
       'apiVersion': 'v1',
       'kind': 'Config',
-      'clusters': [{ name: 'cp', cluster: { server, 'certificate-authority-data': ca } }],
+      'clusters': [{ name: 'cp', cluster: { 'server': admin.server, 'certificate-authority-data': admin.ca?.toString('base64') } }],
       'users': [{ name: this.serviceAccountName, user: { token: request.status.token } }],
       'contexts': [{ name: 'operator', context: { cluster: 'cp', user: this.serviceAccountName, namespace: this.namespace } }],
       'current-context': 'operator',
