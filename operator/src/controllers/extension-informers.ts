@@ -9,14 +9,15 @@
  */
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
-import { controllerRefOf, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../model';
+import {
+  CONTROLLER_UID_INDEX, controllerRefOf, controllerUidIndex, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim,
+  type SandboxTemplate, type SandboxWarmPool,
+} from '../model';
 import type { ControllerContext } from '../runtime/context';
 import type { SharedInformer } from '../runtime/informer';
 
 /** Sandboxes by `<namespace>/<warm-pool-sandbox label>`: a pool's members, and a claim's candidates. */
 export const POOL_LABEL_INDEX = 'namespace-warm-pool-label';
-/** Sandboxes by the UID of their controller ownerReference: what a claim (or pool) owns. */
-export const OWNER_UID_INDEX = 'controller-uid';
 /** Sandboxes by their own UID: where a Sandbox a claim is adopting stands in the cache. */
 export const UID_INDEX = 'uid';
 /** Pools by `<namespace>/<sandboxTemplateRef.name>`: the pools a template event concerns. */
@@ -45,10 +46,7 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
           const label = sb.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];
           return label ? [nsKey(sb, label)] : [];
         },
-        [OWNER_UID_INDEX]: (sb) => {
-          const uid = controllerRefOf(sb)?.uid;
-          return uid ? [uid] : [];
-        },
+        [CONTROLLER_UID_INDEX]: controllerUidIndex,
         [UID_INDEX]: (sb) => (sb.metadata.uid ? [sb.metadata.uid] : []),
       },
     }),

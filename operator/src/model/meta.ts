@@ -5,6 +5,15 @@
 import { apiVersionOf, type KindNames } from '../../../src/api/groups';
 import type { KubeObject, OwnerReference } from '../runtime/types';
 
+/** The informer index of objects by the UID of their controller ownerReference: what an owner owns. */
+export const CONTROLLER_UID_INDEX = 'controller-uid';
+
+/** The CONTROLLER_UID_INDEX index function. */
+export function controllerUidIndex(obj: KubeObject): string[] {
+  const uid = controllerRefOf(obj)?.uid;
+  return uid ? [uid] : [];
+}
+
 /** The controller ownerReference of `obj`, if any. */
 export function controllerRefOf(obj: KubeObject): OwnerReference | undefined {
   return obj.metadata.ownerReferences?.find((ref) => ref.controller === true);

@@ -1,4 +1,4 @@
-/** Every resource type the operator addresses, and the field manager names it writes under. */
+/** Every resource type the operator addresses. */
 import { API_VERSION_NAME, KINDS } from '../../../src/api/groups';
 import type { ResourceType } from '../runtime/types';
 

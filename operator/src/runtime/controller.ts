@@ -17,6 +17,9 @@ export interface ControllerOptions {
   readonly rateLimiter?: RateLimiter;
 }
 
+/** After an optimistic-lock or cache race, look again soon; the watch event usually comes first. */
+export const RACE_RETRY_MS = 250;
+
 /** Keys to reconcile for an object: its own key by default, or e.g. its owner's key. */
 export type KeyMapper<T extends KubeObject> = (obj: T) => string | string[] | undefined;
 

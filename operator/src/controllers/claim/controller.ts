@@ -22,8 +22,8 @@ import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { NameHash } from '../../../../src/api/name-hash';
 import {
-  controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, RESOURCES,
-  type Sandbox, type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
+  CONTROLLER_UID_INDEX, controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, RESOURCES, type Sandbox,
+  type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
 } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';
@@ -31,7 +31,7 @@ import { Expectations, OwnWrites } from '../../runtime/expectations';
 import { FirstSeen } from '../../runtime/first-seen';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { CLAIMS_BY_POOL_INDEX, OWNER_UID_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
+import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
@@ -128,7 +128,7 @@ export interface ClaimReconcilerOptions {
   readonly claims: Store<SandboxClaim>;
   readonly pools: Store<SandboxWarmPool>;
   readonly templates: Store<SandboxTemplate>;
-  /** Must carry OWNER_UID_INDEX, POOL_LABEL_INDEX and UID_INDEX. */
+  /** Must carry CONTROLLER_UID_INDEX, POOL_LABEL_INDEX and UID_INDEX. */
   readonly sandboxes: Store<Sandbox>;
   readonly metrics?: ClaimMetrics;
   readonly allowedLabelDomains?: readonly string[];
@@ -255,7 +255,7 @@ export class ClaimReconciler implements Reconciler {
     const { sandboxes } = this.opts;
     const ns = claim.metadata.namespace;
     const out = new Map<string, Sandbox>();
-    for (const s of sandboxes.byIndex(OWNER_UID_INDEX, claim.metadata.uid ?? '')) out.set(s.metadata.name, s);
+    for (const s of sandboxes.byIndex(CONTROLLER_UID_INDEX, claim.metadata.uid ?? '')) out.set(s.metadata.name, s);
     for (const n of [claim.status?.sandbox?.name, claim.metadata.name, pendingSandbox]) {
       const s = n ? sandboxes.get(ns, n) : undefined;
       if (s) out.set(s.metadata.name, s);
@@ -327,8 +327,12 @@ export class ClaimReconciler implements Reconciler {
       const created = await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, claim.metadata.namespace, creation.sandbox,
         { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
       // Until the cache shows it, later passes wait instead of creating it again.
-      this.claimed.expect(created.metadata.uid ?? '', { claimUid: claim.metadata.uid ?? '', sandboxName: created.metadata.name, launchType: LaunchType.COLD },
-        this.now());
+      this.claimed.expect(created.metadata.uid ?? '', {
+        claimUid: claim.metadata.uid ?? '',
+        sandboxName: created.metadata.name,
+        launchType: LaunchType.COLD,
+      },
+      this.now());
       this.emit(claim, ClaimEvents.provisioned(created.metadata.name));
       this.opts.metrics?.created(claim, created, LaunchType.COLD);
       return { kind: 'sandbox', sandbox: created };

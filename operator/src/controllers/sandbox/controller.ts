@@ -2,11 +2,14 @@
  * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
-import { CONTROLLER_UID_INDEX, SandboxReconciler } from './reconcile';
+import { SandboxReconciler } from './reconcile';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { controllerNameOfKind, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
+import {
+  CONTROLLER_UID_INDEX, controllerNameOfKind, controllerRefOf, controllerUidIndex, type PersistentVolumeClaim, type Pod, RESOURCES,
+  type Sandbox, type Service,
+} from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { KubeObject } from '../../runtime/types';
@@ -16,11 +19,6 @@ export const NAME_HASH_INDEX = 'namespace-name-hash';
 
 /** Server-side filter of every child informer: only objects carrying the tracking label. */
 export const TRACKED_CHILDREN_SELECTOR = SandboxLabels.SANDBOX_NAME_HASH;
-
-const byControllerUid = (obj: KubeObject): string[] => {
-  const uid = controllerRefOf(obj)?.uid;
-  return uid ? [uid] : [];
-};
 
 /**
  * The cached Pod keeps metadata, status and `spec.nodeName` only: the controller never reads the
@@ -47,7 +45,7 @@ export function childOwnerKeys(obj: KubeObject, sandboxesByHash: (namespaceHash:
 }
 
 export function createSandboxController(ctx: ControllerContext): RunnableController {
-  const childIndexes = { [CONTROLLER_UID_INDEX]: byControllerUid };
+  const childIndexes = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
   const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
     indexes: { [NAME_HASH_INDEX]: (sb) => [`${sb.metadata.namespace}/${NameHash.of(sb.metadata.name)}`] },
   });

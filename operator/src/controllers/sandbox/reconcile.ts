@@ -10,7 +10,10 @@ import { isProgressOnly, statusPatch, type Problem } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import { applyMergePatch, controllerRefOf, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service } from '../../model';
+import {
+  applyMergePatch, CONTROLLER_UID_INDEX, controllerRefOf, isReady, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service,
+} from '../../model';
+import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
 import type { Logger } from '../../runtime/log';
@@ -18,11 +21,6 @@ import {
   ApiError, splitKey, type Informer, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
 
-/** Index of Pods/Services/PVCs by the UID of their controller ownerReference. */
-export const CONTROLLER_UID_INDEX = 'controller-uid';
-
-/** After an optimistic-lock or cache race, look again soon; the watch event usually comes first. */
-export const RACE_RETRY_MS = 250;
 
 export interface SandboxReconcilerOptions {
   readonly client: KubeClient;
@@ -324,8 +322,7 @@ export class SandboxReconciler implements Reconciler {
 export function priorityOf(sandbox: Sandbox): RequestPriority {
   const owner = controllerRefOf(sandbox);
   if (owner?.kind === KINDS.warmPool.kind) return 'background';
-  const ready = sandbox.status?.conditions?.find((c) => c.type === ConditionType.READY)?.status === 'True';
-  return owner?.kind === KINDS.claim.kind && !ready ? 'claim' : 'normal';
+  return owner?.kind === KINDS.claim.kind && !isReady(sandbox) ? 'claim' : 'normal';
 }
 
 function childKey(kind: ChildKind, namespace: string | undefined, name: string): string {

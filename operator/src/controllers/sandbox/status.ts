@@ -5,7 +5,10 @@
  */
 import { selectorOf } from './desired';
 import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
-import { type Condition, type ConditionInput, findCondition, type Pod, podIPsOf, removeCondition, type Sandbox, type SandboxStatus, setCondition } from '../../model';
+import {
+  type Condition, type ConditionInput, findCondition, isConditionTrue, type Pod, podIPsOf, removeCondition, type Sandbox,
+  type SandboxStatus, setCondition,
+} from '../../model';
 
 /** Why a pass could not do everything it should. */
 export interface Problem {
@@ -157,7 +160,7 @@ export function statusNeedsWrite(current: SandboxStatus | undefined, next: Sandb
   const changed = STATUS_FIELDS.filter((f) => !sameJson(current?.[f], next[f]));
   if (changed.length === 0) return false;
   if (changed.length === 1 && changed[0] === 'nodeName') {
-    return findCondition(next.conditions, ConditionType.READY)?.status === 'True';
+    return isConditionTrue(next.conditions, ConditionType.READY);
   }
   return true;
 }

@@ -7,14 +7,13 @@ import { networkPolicyAction } from './decide';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { type NetworkPolicy, RESOURCES, type SandboxTemplate } from '../../model';
+import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 
 export const TEMPLATE_FIELD_MANAGER = 'sandboxtemplate-controller';
 
-/** After a write raced a stale cache, look again soon; the watch event usually arrives first. */
-export const RACE_RETRY_MS = 250;
 
 export interface TemplateReconcilerOptions extends NetworkPolicyOptions {
   readonly client: KubeClient;

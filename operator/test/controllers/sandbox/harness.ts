@@ -1,15 +1,15 @@
 /** The Sandbox reconciler over the fake API server and its (lagging) caches, as the unit tests drive it. */
 import { NOW, sandbox } from './fixtures';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import { CONTROLLER_UID_INDEX, SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
-import { controllerRefOf, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
+import { SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
+import { CONTROLLER_UID_INDEX, controllerUidIndex, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
 import type { KubeObject } from '../../../src/runtime/types';
 import { FakeClient, FakeStore } from '../../fake-kube';
 
 export const KEY = 'team-a/my-sandbox';
 const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', Pod: 'pods', Service: 'services', PersistentVolumeClaim: 'persistentvolumeclaims' };
 const resourceOf = (o: KubeObject) => RESOURCE_OF_KIND[o.kind ?? ''];
-const byUid = { [CONTROLLER_UID_INDEX]: (o: KubeObject) => (controllerRefOf(o)?.uid ? [controllerRefOf(o)!.uid] : []) };
+const byUid = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
 
 export function setup(
   sb: Sandbox | undefined,

@@ -4,8 +4,8 @@
  */
 import { NOW, NS, condition, pod, sandbox, vct } from './fixtures';
 import { KEY, catchUp, created, pass, setup, statusBody } from './harness';
-import { RACE_RETRY_MS } from '../../../src/controllers/sandbox/reconcile';
 import { controllerRefOf } from '../../../src/model';
+import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 
 describe('SandboxReconciler', () => {
   describe('creates the caches have not shown yet', () => {

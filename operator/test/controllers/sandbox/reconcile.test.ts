@@ -1,7 +1,8 @@
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { KEY, created, setup, statusBody } from './harness';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { RACE_RETRY_MS, SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
+import { SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
+import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 import { apiError } from '../../fake-kube';
 
 describe('SandboxReconciler', () => {
