@@ -54,6 +54,25 @@ project.eslint?.addOverride({
   files: ['operator/**/*.ts'],
   rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.'] }] },
 });
+// The operator's layers: src/api, then runtime (no sandbox knowledge), then model (wire types and
+// object helpers), then one folder per controller. An import back up, or across controllers, fails lint.
+const controllerFolders = ['sandbox', 'template', 'warm-pool', 'claim'];
+project.eslint?.addOverride({
+  files: ['operator/src/**/*.ts'],
+  rules: {
+    'import/no-restricted-paths': ['error', {
+      zones: [
+        { target: './operator/src/runtime', from: ['./operator/src/model', './operator/src/controllers', './operator/src/commands'], message: 'runtime/ sits below model/ and the controllers' },
+        { target: './operator/src/model', from: ['./operator/src/controllers', './operator/src/commands'], message: 'model/ sits below the controllers' },
+        ...controllerFolders.map((folder) => ({
+          target: `./operator/src/controllers/${folder}`,
+          from: controllerFolders.filter((other) => other !== folder).map((other) => `./operator/src/controllers/${other}`),
+          message: 'a controller does not import another controller\'s folder; shared pieces live in model/ or runtime/',
+        })),
+      ],
+    }],
+  },
+});
 for (const dir of devDirs) {
   project.eslint?.addLintPattern(dir);
   project.eslint?.allowDevDeps(`${dir}/**`);
