@@ -1,4 +1,5 @@
 import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import { Chart, Duration, Testing } from 'cdk8s';
 import * as ts from 'typescript';
@@ -62,11 +63,11 @@ function emittedObjects(): Array<{ where: string; type: string; json: unknown }>
  * checks: a field the constructs emit and the wire type lacks, or a wrong value type, is an error.
  */
 function typeCheck(objects: Array<{ where: string; type: string; json: unknown }>): string[] {
-  const dir = fs.mkdtempSync(path.join(path.dirname(OUT_FILE), '.typecheck-'));
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'operator-types-'));
   try {
     const file = path.join(dir, 'emitted.ts');
     const types = [...new Set(objects.map((o) => o.type))].join(', ');
-    const lines = [`import type { ${types} } from '../generated';`];
+    const lines = [`import type { ${types} } from ${JSON.stringify(OUT_FILE.replace(/\.ts$/, ''))};`];
     objects.forEach((o, i) => lines.push(`// ${o.where}`, `export const o${i}: ${o.type} = ${JSON.stringify(o.json)};`));
     fs.writeFileSync(file, lines.join('\n'));
     const program = ts.createProgram([file], {

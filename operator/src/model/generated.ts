@@ -12,33 +12,39 @@ export interface PodMetadata {
   annotations?: { [key: string]: string };
 }
 
-export interface MatchExpression {
+export interface NodeSelectorRequirement {
   key: string;
   operator: string;
   values?: string[];
 }
 
-export interface Preference {
-  matchExpressions?: MatchExpression[];
-  matchFields?: MatchExpression[];
+export interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+  matchFields?: NodeSelectorRequirement[];
 }
 
-export interface PreferredDuringSchedulingIgnoredDuringExecution {
-  preference: Preference;
+export interface PreferredSchedulingTerm {
+  preference: NodeSelectorTerm;
   weight: number;
 }
 
-export interface RequiredDuringSchedulingIgnoredDuringExecution {
-  nodeSelectorTerms: Preference[];
+export interface NodeSelector {
+  nodeSelectorTerms: NodeSelectorTerm[];
 }
 
 export interface NodeAffinity {
-  preferredDuringSchedulingIgnoredDuringExecution?: PreferredDuringSchedulingIgnoredDuringExecution[];
-  requiredDuringSchedulingIgnoredDuringExecution?: RequiredDuringSchedulingIgnoredDuringExecution;
+  preferredDuringSchedulingIgnoredDuringExecution?: PreferredSchedulingTerm[];
+  requiredDuringSchedulingIgnoredDuringExecution?: NodeSelector;
+}
+
+export interface LabelSelectorRequirement {
+  key: string;
+  operator: string;
+  values?: string[];
 }
 
 export interface LabelSelector {
-  matchExpressions?: MatchExpression[];
+  matchExpressions?: LabelSelectorRequirement[];
   matchLabels?: { [key: string]: string };
 }
 
@@ -51,29 +57,34 @@ export interface PodAffinityTerm {
   topologyKey: string;
 }
 
-export interface PodAffinityPreferredDuringSchedulingIgnoredDuringExecution {
+export interface WeightedPodAffinityTerm {
   podAffinityTerm: PodAffinityTerm;
   weight: number;
 }
 
 export interface PodAffinity {
-  preferredDuringSchedulingIgnoredDuringExecution?: PodAffinityPreferredDuringSchedulingIgnoredDuringExecution[];
+  preferredDuringSchedulingIgnoredDuringExecution?: WeightedPodAffinityTerm[];
+  requiredDuringSchedulingIgnoredDuringExecution?: PodAffinityTerm[];
+}
+
+export interface PodAntiAffinity {
+  preferredDuringSchedulingIgnoredDuringExecution?: WeightedPodAffinityTerm[];
   requiredDuringSchedulingIgnoredDuringExecution?: PodAffinityTerm[];
 }
 
 export interface Affinity {
   nodeAffinity?: NodeAffinity;
   podAffinity?: PodAffinity;
-  podAntiAffinity?: PodAffinity;
+  podAntiAffinity?: PodAntiAffinity;
 }
 
-export interface ConfigMapKeyRef {
+export interface ConfigMapKeySelector {
   key: string;
   name?: string;
   optional?: boolean;
 }
 
-export interface FieldRef {
+export interface ObjectFieldSelector {
   apiVersion?: string;
   fieldPath: string;
 }
@@ -85,18 +96,24 @@ export interface FileKeyRef {
   volumeName: string;
 }
 
-export interface ResourceFieldRef {
+export interface ResourceFieldSelector {
   containerName?: string;
   divisor?: number | string;
   resource: string;
 }
 
+export interface SecretKeySelector {
+  key: string;
+  name?: string;
+  optional?: boolean;
+}
+
 export interface EnvVarSource {
-  configMapKeyRef?: ConfigMapKeyRef;
-  fieldRef?: FieldRef;
+  configMapKeyRef?: ConfigMapKeySelector;
+  fieldRef?: ObjectFieldSelector;
   fileKeyRef?: FileKeyRef;
-  resourceFieldRef?: ResourceFieldRef;
-  secretKeyRef?: ConfigMapKeyRef;
+  resourceFieldRef?: ResourceFieldSelector;
+  secretKeyRef?: SecretKeySelector;
 }
 
 export interface EnvVar {
@@ -105,18 +122,23 @@ export interface EnvVar {
   valueFrom?: EnvVarSource;
 }
 
-export interface ConfigMapRef {
+export interface ConfigMapEnvSource {
+  name?: string;
+  optional?: boolean;
+}
+
+export interface SecretEnvSource {
   name?: string;
   optional?: boolean;
 }
 
 export interface EnvFromSource {
-  configMapRef?: ConfigMapRef;
+  configMapRef?: ConfigMapEnvSource;
   prefix?: string;
-  secretRef?: ConfigMapRef;
+  secretRef?: SecretEnvSource;
 }
 
-export interface Exec {
+export interface ExecAction {
   command?: string[];
 }
 
@@ -125,7 +147,7 @@ export interface HttpHeader {
   value: string;
 }
 
-export interface HttpGet {
+export interface HTTPGetAction {
   host?: string;
   httpHeaders?: HttpHeader[];
   path?: string;
@@ -133,20 +155,20 @@ export interface HttpGet {
   scheme?: string;
 }
 
-export interface Sleep {
+export interface SleepAction {
   seconds: number;
 }
 
-export interface TcpSocket {
+export interface TCPSocketAction {
   host?: string;
   port: number | string;
 }
 
 export interface LifecycleHandler {
-  exec?: Exec;
-  httpGet?: HttpGet;
-  sleep?: Sleep;
-  tcpSocket?: TcpSocket;
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  sleep?: SleepAction;
+  tcpSocket?: TCPSocketAction;
 }
 
 export interface Lifecycle {
@@ -155,20 +177,20 @@ export interface Lifecycle {
   stopSignal?: string;
 }
 
-export interface Grpc {
+export interface GRPCAction {
   port: number;
   service?: string;
 }
 
 export interface Probe {
-  exec?: Exec;
+  exec?: ExecAction;
   failureThreshold?: number;
-  grpc?: Grpc;
-  httpGet?: HttpGet;
+  grpc?: GRPCAction;
+  httpGet?: HTTPGetAction;
   initialDelaySeconds?: number;
   periodSeconds?: number;
   successThreshold?: number;
-  tcpSocket?: TcpSocket;
+  tcpSocket?: TCPSocketAction;
   terminationGracePeriodSeconds?: number;
   timeoutSeconds?: number;
 }
@@ -186,13 +208,13 @@ export interface ResizePolicy {
   restartPolicy: string;
 }
 
-export interface Claim {
+export interface ResourceClaim {
   name: string;
   request?: string;
 }
 
 export interface ResourceRequirements {
-  claims?: Claim[];
+  claims?: ResourceClaim[];
   limits?: { [key: string]: number | string };
   requests?: { [key: string]: number | string };
 }
@@ -289,14 +311,14 @@ export interface Container {
   workingDir?: string;
 }
 
-export interface Option {
+export interface PodDNSConfigOption {
   name?: string;
   value?: string;
 }
 
-export interface DnsConfig {
+export interface PodDNSConfig {
   nameservers?: string[];
-  options?: Option[];
+  options?: PodDNSConfigOption[];
   searches?: string[];
 }
 
@@ -346,7 +368,7 @@ export interface ReadinessGate {
   conditionType: string;
 }
 
-export interface ResourceClaim {
+export interface PodResourceClaim {
   name: string;
   resourceClaimName?: string;
   resourceClaimTemplateName?: string;
@@ -443,7 +465,7 @@ export interface KeyToPath {
   path: string;
 }
 
-export interface ConfigMap {
+export interface ConfigMapVolumeSource {
   defaultMode?: number;
   items?: KeyToPath[];
   name?: string;
@@ -454,7 +476,7 @@ export interface NodePublishSecretRef {
   name?: string;
 }
 
-export interface Csi {
+export interface CSIVolumeSource {
   driver: string;
   fsType?: string;
   nodePublishSecretRef?: NodePublishSecretRef;
@@ -463,18 +485,18 @@ export interface Csi {
 }
 
 export interface DownwardAPIVolumeFile {
-  fieldRef?: FieldRef;
+  fieldRef?: ObjectFieldSelector;
   mode?: number;
   path: string;
-  resourceFieldRef?: ResourceFieldRef;
+  resourceFieldRef?: ResourceFieldSelector;
 }
 
-export interface DownwardAPI {
+export interface DownwardAPIVolumeSource {
   defaultMode?: number;
   items?: DownwardAPIVolumeFile[];
 }
 
-export interface EmptyDir {
+export interface EmptyDirVolumeSource {
   medium?: string;
   sizeLimit?: number | string;
 }
@@ -492,7 +514,7 @@ export interface DataSourceRef {
   namespace?: string;
 }
 
-export interface Resources {
+export interface VolumeResourceRequirements {
   limits?: { [key: string]: number | string };
   requests?: { [key: string]: number | string };
 }
@@ -501,7 +523,7 @@ export interface PersistentVolumeClaimSpec {
   accessModes?: string[];
   dataSource?: DataSource;
   dataSourceRef?: DataSourceRef;
-  resources?: Resources;
+  resources?: VolumeResourceRequirements;
   selector?: LabelSelector;
   storageClassName?: string;
   volumeAttributesClassName?: string;
@@ -558,12 +580,12 @@ export interface GlusterfsVolumeSource {
   readOnly?: boolean;
 }
 
-export interface HostPath {
+export interface HostPathVolumeSource {
   path: string;
   type?: string;
 }
 
-export interface Image {
+export interface ImageVolumeSource {
   pullPolicy?: string;
   reference?: string;
 }
@@ -612,13 +634,13 @@ export interface ClusterTrustBundle {
   signerName?: string;
 }
 
-export interface SourceConfigMap {
+export interface ConfigMapProjection {
   items?: KeyToPath[];
   name?: string;
   optional?: boolean;
 }
 
-export interface SourceDownwardAPI {
+export interface DownwardAPIProjection {
   items?: DownwardAPIVolumeFile[];
 }
 
@@ -632,24 +654,30 @@ export interface PodCertificate {
   userAnnotations?: { [key: string]: string };
 }
 
+export interface SecretProjection {
+  items?: KeyToPath[];
+  name?: string;
+  optional?: boolean;
+}
+
 export interface ServiceAccountToken {
   audience?: string;
   expirationSeconds?: number;
   path: string;
 }
 
-export interface Source {
+export interface VolumeProjection {
   clusterTrustBundle?: ClusterTrustBundle;
-  configMap?: SourceConfigMap;
-  downwardAPI?: SourceDownwardAPI;
+  configMap?: ConfigMapProjection;
+  downwardAPI?: DownwardAPIProjection;
   podCertificate?: PodCertificate;
-  secret?: SourceConfigMap;
+  secret?: SecretProjection;
   serviceAccountToken?: ServiceAccountToken;
 }
 
-export interface Projected {
+export interface ProjectedVolumeSource {
   defaultMode?: number;
-  sources?: Source[];
+  sources?: VolumeProjection[];
 }
 
 export interface Quobyte {
@@ -685,7 +713,7 @@ export interface ScaleIO {
   volumeName?: string;
 }
 
-export interface Secret {
+export interface SecretVolumeSource {
   defaultMode?: number;
   items?: KeyToPath[];
   optional?: boolean;
@@ -713,10 +741,10 @@ export interface Volume {
   azureFile?: AzureFile;
   cephfs?: CephFSVolumeSource;
   cinder?: Cinder;
-  configMap?: ConfigMap;
-  csi?: Csi;
-  downwardAPI?: DownwardAPI;
-  emptyDir?: EmptyDir;
+  configMap?: ConfigMapVolumeSource;
+  csi?: CSIVolumeSource;
+  downwardAPI?: DownwardAPIVolumeSource;
+  emptyDir?: EmptyDirVolumeSource;
   ephemeral?: EphemeralVolumeSource;
   fc?: Fc;
   flexVolume?: FlexVolume;
@@ -724,19 +752,19 @@ export interface Volume {
   gcePersistentDisk?: GcePersistentDisk;
   gitRepo?: GitRepo;
   glusterfs?: GlusterfsVolumeSource;
-  hostPath?: HostPath;
-  image?: Image;
+  hostPath?: HostPathVolumeSource;
+  image?: ImageVolumeSource;
   iscsi?: Iscsi;
   name: string;
   nfs?: NFSVolumeSource;
   persistentVolumeClaim?: PersistentVolumeClaimVolumeSource;
   photonPersistentDisk?: PhotonPersistentDisk;
   portworxVolume?: PortworxVolume;
-  projected?: Projected;
+  projected?: ProjectedVolumeSource;
   quobyte?: Quobyte;
   rbd?: Rbd;
   scaleIO?: ScaleIO;
-  secret?: Secret;
+  secret?: SecretVolumeSource;
   storageos?: StorageOSVolumeSource;
   vsphereVolume?: VsphereVolume;
 }
@@ -747,7 +775,7 @@ export interface PodSpec {
   affinity?: Affinity;
   automountServiceAccountToken?: boolean;
   containers: Container[];
-  dnsConfig?: DnsConfig;
+  dnsConfig?: PodDNSConfig;
   dnsPolicy?: string;
   enableServiceLinks?: boolean;
   ephemeralContainers?: EphemeralContainer[];
@@ -768,7 +796,7 @@ export interface PodSpec {
   priority?: number;
   priorityClassName?: string;
   readinessGates?: ReadinessGate[];
-  resourceClaims?: ResourceClaim[];
+  resourceClaims?: PodResourceClaim[];
   resources?: ResourceRequirements;
   restartPolicy?: string;
   runtimeClassName?: string;

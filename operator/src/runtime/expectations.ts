@@ -85,14 +85,10 @@ export class Expectations<V, T extends KubeObject = KubeObject> {
   }
 
   /** Observe every event of `informer`, keyed by `keyOf` (an object without a key is ignored). */
-  public follow<O extends KubeObject>(
-    informer: Informer<O>,
-    keyOf: (obj: O) => string | undefined,
-    asCached: (obj: O) => T | undefined = (obj) => obj as unknown as T,
-  ): void {
-    const seen = (obj: O, deleted: boolean) => {
+  public follow(informer: Informer<T>, keyOf: (obj: T) => string | undefined): void {
+    const seen = (obj: T, deleted: boolean) => {
       const key = keyOf(obj);
-      if (key !== undefined) this.observe(key, deleted ? undefined : asCached(obj));
+      if (key !== undefined) this.observe(key, deleted ? undefined : obj);
     };
     informer.addHandlers({
       onAdd: (obj) => seen(obj, false),

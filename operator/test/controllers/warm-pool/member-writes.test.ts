@@ -110,12 +110,15 @@ describe('member writes', () => {
     fc.record({ op: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 700 }) }),
   ), { maxLength: 60 });
 
-  test('pending creates never exceed those asked for, and all are released one TTL after the last record (fast-check)', () => {
+  test('pending creates are exactly the recorded, unrefused, unexpired ones, and all are released one TTL after the last record (fast-check)', () => {
     fc.assert(fc.property(arbOps, (ops) => {
       const { writes, cache } = setup();
       let now = NOW;
       let lastRecord = NOW;
       const keys: string[] = [];
+      // The model: when each key's entry was last recorded; refused or lapsed keys are gone.
+      const recordedAt = new Map<string, number>();
+      const live = () => [...recordedAt].filter(([, at]) => now - at < TTL).length;
       for (const o of ops) {
         if (o.op === 'tick') {
           now += o.ms;
@@ -124,19 +127,23 @@ describe('member writes', () => {
             const key = `${NS}/py-pool-${keys.length}`;
             keys.push(key);
             writes.expect(key, { pool: POOL }, now);
+            recordedAt.set(key, now);
             lastRecord = now;
           }
         } else if (keys[o.i] !== undefined && o.op === 'respond') {
           restartMemberWrite(writes, keys[o.i], cache, now);
+          const at = recordedAt.get(keys[o.i]);
+          if (at !== undefined && now - at < TTL) recordedAt.set(keys[o.i], now);
+          else recordedAt.delete(keys[o.i]);
           lastRecord = now;
         } else if (keys[o.i] !== undefined) {
           writes.forget(keys[o.i]);
+          recordedAt.delete(keys[o.i]);
         }
-        const { creates } = pending(writes, cache, now);
-        expect(creates).toBeGreaterThanOrEqual(0);
-        expect(creates).toBeLessThanOrEqual(keys.length);
+        for (const [key, at] of recordedAt) if (now - at >= TTL) recordedAt.delete(key);
+        expect(pending(writes, cache, now).creates).toBe(live());
         const expireAtMs = memberWritesExpireAtMs(writes, POOL);
-        if (expireAtMs !== undefined) expect(expireAtMs).toBeGreaterThan(now);
+        if (recordedAt.size > 0) expect(expireAtMs).toBe(Math.min(...recordedAt.values()) + TTL);
       }
       expect(pending(writes, cache, lastRecord + TTL).creates).toBe(0);
       expect(writes.size).toBe(0);
