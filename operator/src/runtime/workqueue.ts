@@ -9,6 +9,9 @@ import { DelayHeap } from './delay-heap';
 import { RateLimiter, defaultControllerRateLimiter } from './rate-limit';
 import { WorkQueue } from './types';
 
+/** The longest delay a Node timer takes (2^31 - 1 ms, about 24.8 days). */
+export const MAX_TIMER_DELAY_MS = 2 ** 31 - 1;
+
 /** Hooks for the controller-runtime workqueue_* metrics; all optional. */
 export interface WorkQueueMetrics {
   depth?(depth: number): void;
@@ -171,7 +174,9 @@ export class RateLimitedWorkQueue implements WorkQueue {
     if (next === this.timerAt) return;
     this.disarmTimer();
     this.timerAt = next;
-    this.timer = this.clock.setTimeout(() => this.fire(), next - this.clock.now());
+    // Node fires a longer timeout after 1 ms (with a TimeoutOverflowWarning), which would spin on a
+    // far deadline (a shutdownTime weeks ahead); the capped timer fires early, finds nothing due and re-arms.
+    this.timer = this.clock.setTimeout(() => this.fire(), Math.min(next - this.clock.now(), MAX_TIMER_DELAY_MS));
   }
 
   private disarmTimer(): void {

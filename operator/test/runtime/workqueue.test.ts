@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { FakeClock } from './fake-clock';
 import { BucketRateLimiter, ItemExponentialBackoff, TokenBucket, defaultControllerRateLimiter } from '../../src/runtime/rate-limit';
-import { RateLimitedWorkQueue } from '../../src/runtime/workqueue';
+import { MAX_TIMER_DELAY_MS, RateLimitedWorkQueue } from '../../src/runtime/workqueue';
 
 const KEYS = ['ns/a', 'ns/b', 'ns/c', 'ns/d', 'other/e'];
 
@@ -137,6 +137,27 @@ describe('addAfter', () => {
       expect(order).toEqual(expected);
       expect(clock.pending).toBe(0);
     }));
+  });
+
+  test('a deadline beyond the longest Node timer (a shutdownTime weeks ahead) is reached through capped timers, not a spin', () => {
+    const delays: number[] = [];
+    const clock = new FakeClock();
+    const setTimeout = clock.setTimeout.bind(clock);
+    clock.setTimeout = (callback, delayMs) => {
+      delays.push(delayMs);
+      return setTimeout(callback, delayMs);
+    };
+    const queue = new RateLimitedWorkQueue({ clock });
+    const thirtyDays = 30 * 24 * 3600 * 1000;
+    queue.addAfter('far', thirtyDays);
+    expect(delays).toEqual([MAX_TIMER_DELAY_MS]);
+    clock.advance(MAX_TIMER_DELAY_MS);
+    expect(queue.length).toBe(0);
+    expect(delays).toEqual([MAX_TIMER_DELAY_MS, thirtyDays - MAX_TIMER_DELAY_MS]);
+    clock.advance(thirtyDays - MAX_TIMER_DELAY_MS);
+    expect(queue.length).toBe(1);
+    expect(delays).toHaveLength(2);
+    expect(clock.pending).toBe(0);
   });
 
   test('a key already waiting keeps the earlier time', () => {
