@@ -14,6 +14,7 @@
  * takes the next candidate; a crash after the write leaves a Sandbox that says whose it is, and
  * the next pass reads that back (recoverBinding in plan.ts).
  */
+import * as fs from 'node:fs';
 import { fail, ok, type ClaimProblem, type Outcome } from './status';
 import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '../../../../src/api/claim-rules';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
@@ -21,6 +22,21 @@ import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { applyMergePatch, controllerRefTo, LaunchType, mapPatch, type MergePatch, type PodMetadata, type Sandbox, type SandboxClaim, type SandboxTemplate } from '../../model';
+
+/** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
+export const ALLOWED_LABEL_DOMAINS_FILE = '/etc/sandbox-config/allowed-label-domains';
+
+/** The allow-list of label domains for additionalPodMetadata (comma or newline separated), or undefined for the default. */
+export function readAllowedLabelDomains(file = ALLOWED_LABEL_DOMAINS_FILE): string[] | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const domains = text.split(/[,\n]/).map((d) => d.trim()).filter(Boolean);
+  return domains.length > 0 ? domains : undefined;
+}
 
 /**
  * Every problem with the claim's additional Pod labels and annotations, in one InvalidMetadata

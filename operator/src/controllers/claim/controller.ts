@@ -11,7 +11,7 @@
  * write of each claim (no repeated status write, no 409 on a stale resourceVersion); `annotated`,
  * the annotations we wrote (a pass on an older claim would turn claim-first-ready-at to `unknown`).
  */
-import * as fs from 'node:fs';
+import { readAllowedLabelDomains } from './adopt';
 import { ClaimMetrics } from './metrics';
 import {
   type Acquired, type Acquisition, type Adoption, type ClaimState, type Creation, type ExpirePlan, expiredStatus, minDefined, planClaim,
@@ -34,24 +34,10 @@ import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconci
 import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
-/** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */
-export const ALLOWED_LABEL_DOMAINS_FILE = '/etc/sandbox-config/allowed-label-domains';
 /** How long an expectation waits for the cache: far above watch latency; a lost event only delays a claim this long. */
 const CACHE_LAG_TTL_MS = 60_000;
 /** The status write lost an optimistic-lock race (the claim changed): the claim's event is on its way. */
 const STATUS_CONFLICT_RETRY_MS = 100;
-
-/** The allow-list of label domains for additionalPodMetadata (comma or newline separated), or undefined for the default. */
-export function readAllowedLabelDomains(file = ALLOWED_LABEL_DOMAINS_FILE): string[] | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
-  const domains = text.split(/[,\n]/).map((d) => d.trim()).filter(Boolean);
-  return domains.length > 0 ? domains : undefined;
-}
 
 /**
  * What of a claim's Sandbox the claim's status and expiry read: Ready and Finished, pod IPs,
