@@ -16,6 +16,7 @@ import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { ExecResult, ProcessGroups, execute } from './exec';
+import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
 import { confine, decodePathParam } from './paths';
 
@@ -30,6 +31,8 @@ export interface SandboxdOptions {
   readonly execTimeoutMs: number;
   /** Bytes of stdout and of stderr kept per command. */
   readonly maxOutputBytes: number;
+  /** When set, sandboxd's REST FilesystemService (/v1/files, /v1/health, /v1/metadata) listens here too. */
+  readonly filesPort?: number;
   /** Running as uid 0 is refused unless this is set. */
   readonly allowRoot: boolean;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -46,6 +49,8 @@ export class SandboxdServer {
   private draining = false;
   private root = '';
   private server?: http.Server;
+  private filesServer?: http.Server;
+  private files?: FilesystemService;
   private active = 0;
   private onIdle?: () => void;
   private readonly tokenDigest?: Buffer;
@@ -62,25 +67,49 @@ export class SandboxdServer {
     this.root = await fsp.realpath(this.options.workspace);
     const stat = await fsp.stat(this.root);
     if (!stat.isDirectory()) throw new Error(`the workspace ${this.root} is not a directory`);
+    const server = this.listen(this.options.port, (req, res) => this.handle(req, res));
+    this.server = server;
+    await listening(server);
+    if (this.options.filesPort !== undefined) {
+      this.files = new FilesystemService(this.root, () => this.draining);
+      this.filesServer = this.listen(this.options.filesPort, (req, res) => this.handleFiles(req, res));
+      await listening(this.filesServer);
+    }
+    return server.address() as AddressInfo;
+  }
+
+  /** The FilesystemService's address, when it listens. */
+  public get filesAddress(): AddressInfo | undefined {
+    return this.filesServer?.address() as AddressInfo | undefined;
+  }
+
+  private listen(port: number, handler: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): http.Server {
     const server = http.createServer((req, res) => {
       this.active++;
       res.on('close', () => {
         this.active--;
         if (this.active === 0) this.onIdle?.();
       });
-      this.handle(req, res).catch((err: Error) => {
+      handler(req, res).catch((err: Error) => {
         this.options.log?.('error', 'request failed', { err: err.stack ?? String(err) });
         if (!res.headersSent) sendJson(res, 500, { message: `Internal error: ${err.message}` });
         else res.destroy();
       });
     });
-    this.server = server;
-    server.listen(this.options.port, this.options.listenAddress);
-    await new Promise<void>((resolve, reject) => {
-      server.once('listening', resolve);
-      server.once('error', reject);
-    });
-    return server.address() as AddressInfo;
+    server.listen(port, this.options.listenAddress);
+    return server;
+  }
+
+  private async handleFiles(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const rawPath = query < 0 ? url : url.slice(0, query);
+    if (this.draining) res.setHeader('Connection', 'close');
+    if (rawPath !== '/v1/health' && !this.authorized(req)) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return discard(req, res, 401, { code: 'UNAUTHENTICATED', message: 'missing or invalid Authorization header' });
+    }
+    return this.files!.handle(req, res, rawPath, new URLSearchParams(query < 0 ? '' : url.slice(query + 1)));
   }
 
   /** Running commands (process groups). */
@@ -94,10 +123,10 @@ export class SandboxdServer {
    */
   public async drain(graceMs: number): Promise<void> {
     this.draining = true;
-    const server = this.server;
-    if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    server.closeIdleConnections();
+    const servers = [this.server, this.filesServer].filter((x): x is http.Server => x !== undefined);
+    if (servers.length === 0) return;
+    const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    for (const server of servers) server.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)));
     const finished = await Promise.race([this.groups.idle().then(() => true), graceOver]);
@@ -117,7 +146,7 @@ export class SandboxdServer {
         };
       });
     }
-    server.closeAllConnections();
+    for (const server of servers) server.closeAllConnections();
     await closed;
   }
 
@@ -297,8 +326,9 @@ export class SandboxdServer {
     if (!confined.ok) return accessDenied(res, confined.reason);
     if (confined.path === this.root) return accessDenied(res, 'the workspace root itself cannot be deleted');
     // The entry itself, not what a symbolic link points at.
-    const lexicalParent = await confine(this.root, path.posix.dirname(requested.replace(/^\/+/, '')));
-    const target = lexicalParent.ok ? path.join(lexicalParent.path, path.basename(requested)) : confined.path;
+    const relative = path.posix.normalize(requested.replace(/^\/+/, '')).replace(/\/+$/, '');
+    const lexicalParent = await confine(this.root, path.posix.dirname(relative));
+    const target = lexicalParent.ok ? path.join(lexicalParent.path, path.posix.basename(relative)) : confined.path;
     const stat = await fsp.lstat(target).catch(() => undefined);
     if (!stat) return sendJson(res, 404, { message: 'File not found' });
     try {
@@ -328,6 +358,13 @@ function routeOf(rawPath: string): { name: RouteName; method: string; param: str
   if (!match) return undefined;
   const name = match[1] as RouteName;
   return { name, method: name === 'delete' ? 'DELETE' : 'GET', param: match[2] };
+}
+
+function listening(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
 }
 
 function digest(token: string): Buffer {
