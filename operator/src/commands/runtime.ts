@@ -12,6 +12,7 @@ export interface RuntimeFlags {
   listenAddress: string;
   workspace: string;
   tokenFile?: string;
+  filesPort?: number;
   allowRoot: boolean;
   execTimeoutSeconds: number;
   maxOutputBytes: number;
@@ -24,13 +25,17 @@ export class RuntimeUsageError extends Error {}
 export const RUNTIME_USAGE = `Usage: agent-sandbox-operator runtime [flags]
 
 The in-sandbox daemon: the legacy runtime HTTP API (GET /, POST /execute, POST /upload,
-GET /download/<path>, GET /list/<path>, GET /exists/<path>, DELETE /delete/<path>, GET /healthz).
+GET /download/<path>, GET /list/<path>, GET /exists/<path>, DELETE /delete/<path>, GET /healthz),
+and optionally sandboxd's REST FilesystemService.
 
 Flags:
   --port <n>                 port to listen on (default 8888)
   --listen-address <addr>    address to listen on (default 0.0.0.0)
   --workspace <dir>          root of every file path and cwd of commands
                              (default $SANDBOX_BASE_DIR, else /app)
+  --files-port <n>           also serve sandboxd's REST FilesystemService (/v1/files/<path>
+                             GET/HEAD/PUT/DELETE, /v1/health, /v1/metadata) on this port;
+                             sandboxd uses 8080 (default: off)
   --token-file <file>        require "Authorization: Bearer <token>" (file content, trimmed)
                              on every route but / and /healthz
   --exec-timeout <seconds>   default per-command limit (default $SANDBOX_EXEC_TIMEOUT_SECONDS, else 300);
@@ -45,6 +50,14 @@ function positive(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new RuntimeUsageError(`--${name} must be a positive number, got "${value}"`);
   return n;
+}
+
+function portOf(name: string, value: string): number {
+  const port = Number(value);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RuntimeUsageError(`--${name} must be 0-65535, got "${value}"`);
+  }
+  return port;
 }
 
 function envTimeout(): number {
@@ -82,12 +95,8 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
       value = args[++i];
     }
     switch (name) {
-      case 'port': {
-        const port = Number(value);
-        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RuntimeUsageError(`--port must be 0-65535, got "${value}"`);
-        flags.port = port;
-        break;
-      }
+      case 'port': flags.port = portOf(name, value); break;
+      case 'files-port': flags.filesPort = value === 'off' ? undefined : portOf(name, value); break;
       case 'listen-address': flags.listenAddress = value; break;
       case 'workspace': flags.workspace = value; break;
       case 'token-file': flags.tokenFile = value; break;
@@ -130,6 +139,7 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
     workspace: flags.workspace,
     port: flags.port,
     listenAddress: flags.listenAddress,
+    filesPort: flags.filesPort,
     token,
     execTimeoutMs: flags.execTimeoutSeconds * 1000,
     maxOutputBytes: flags.maxOutputBytes,
@@ -138,7 +148,9 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
   });
   try {
     const address = await server.start();
-    log('info', 'runtime listening', { address: address.address, port: address.port, workspace: flags.workspace, auth: token !== undefined });
+    log('info', 'runtime listening', {
+      address: address.address, port: address.port, filesPort: server.filesAddress?.port, workspace: flags.workspace, auth: token !== undefined,
+    });
   } catch (err) {
     if (err instanceof RootRefusedError) {
       log('error', err.message);
