@@ -145,6 +145,12 @@ class Capture {
   }
 }
 
+/** `text`, then `note` on a line of its own. */
+function joinLines(text: string, note: string): string {
+  if (note === '') return text;
+  return text === '' || text.endsWith('\n') ? `${text}${note}` : `${text}\n${note}`;
+}
+
 function failure(message: string): ExecResult {
   return { stdout: '', stderr: `Failed to execute command: ${message}`, exit_code: 1, timed_out: false };
 }
@@ -167,7 +173,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
     if (argv.length === 0) return failure('empty command');
     const syntax = shellSyntaxIn(argv);
     if (syntax !== undefined) {
-      hint = `\nnote: the command ran without a shell (argv mode), so "${syntax}" was passed as a plain argument; send "shell": true to run it with /bin/sh -c\n`;
+      hint = `note: the command ran without a shell (argv mode), so "${syntax}" was passed as a plain argument; send "shell": true to run it with /bin/sh -c\n`;
     }
     [file, ...args] = argv;
   }
@@ -182,7 +188,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
         stdio: ['ignore', 'pipe', 'pipe'],
       });
     } catch (err) {
-      resolve(failure(`${(err as Error).message}${hint}`));
+      resolve(failure(joinLines((err as Error).message, hint)));
       return;
     }
     const stdout = new Capture(request.maxOutputBytes);
@@ -200,7 +206,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
     child.on('error', (err) => {
       clearTimeout(timer);
       settle();
-      resolve(failure(`${err.message}${hint}`));
+      resolve(failure(joinLines(err.message, hint)));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
@@ -216,7 +222,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
         return;
       }
       const exitCode = code ?? (signal ? -(osConstants.signals[signal] ?? 1) : 1);
-      resolve({ stdout: stdout.text(), stderr: `${stderr.text()}${hint}`, exit_code: exitCode, timed_out: false });
+      resolve({ stdout: stdout.text(), stderr: joinLines(stderr.text(), hint), exit_code: exitCode, timed_out: false });
     });
   });
 }

@@ -96,6 +96,8 @@ export class SandboxdServer {
         else res.destroy();
       });
     });
+    // Uploads and downloads are unbounded: no limit on how long a request body may take.
+    server.requestTimeout = 0;
     server.listen(port, this.options.listenAddress);
     return server;
   }
