@@ -11,6 +11,7 @@ import { createReadStream, createWriteStream, promises as fsp, Stats } from 'nod
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
 import { confine, isWithin } from './paths';
 
@@ -194,9 +195,8 @@ export class FilesystemService {
       res.end();
       return;
     }
-    const stream = createReadStream(file, { start, end });
-    stream.on('error', () => res.destroy());
-    stream.pipe(res);
+    // pipeline closes the file when the client goes away mid-download.
+    pipeline(createReadStream(file, { start, end }), res).catch(() => undefined);
   }
 
   private async put(req: http.IncomingMessage, res: http.ServerResponse, requested: string, params: URLSearchParams): Promise<void> {

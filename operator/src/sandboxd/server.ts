@@ -15,6 +15,7 @@ import * as http from 'node:http';
 import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
@@ -196,6 +197,7 @@ export class SandboxdServer {
     try {
       body = JSON.parse((await readBody(req, MAX_JSON_BODY)).toString('utf8'));
     } catch (err) {
+      if (err instanceof BodyTooLarge) res.setHeader('Connection', 'close');
       return sendJson(res, err instanceof BodyTooLarge ? 413 : 422, {
         detail: [{ type: 'json_invalid', loc: ['body'], msg: `JSON decode error: ${(err as Error).message}` }],
       });
@@ -293,10 +295,8 @@ export class SandboxdServer {
       'Last-Modified': stat.mtime.toUTCString(),
       'ETag': `"${stat.mtimeMs.toString(16)}-${stat.size.toString(16)}"`,
     });
-    const stream = createReadStream(confined.path);
-    stream.on('error', () => res.destroy());
-    stream.pipe(res);
-    await new Promise<void>((resolve) => res.on('close', () => resolve()));
+    // pipeline closes the file when the client goes away mid-download, and drops the response on a read error.
+    await pipeline(createReadStream(confined.path), res).catch(() => undefined);
   }
 
   private async list(res: http.ServerResponse, requested: string): Promise<void> {
