@@ -152,11 +152,9 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
       address: address.address, port: address.port, filesPort: server.filesAddress?.port, workspace: flags.workspace, auth: token !== undefined,
     });
   } catch (err) {
-    if (err instanceof RootRefusedError) {
-      log('error', err.message);
-      return 1;
-    }
-    throw err;
+    // Root refused, a missing workspace, a port in use: one line, exit 1.
+    log('error', err instanceof RootRefusedError ? err.message : `cannot start: ${(err as Error).message}`);
+    return 1;
   }
   const signal = await new Promise<string>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -28,12 +28,16 @@ export interface ExecResult {
 /** The set of running process groups, so a drain can wait for them and kill what is left. */
 export class ProcessGroups {
   private readonly running = new Map<number, Promise<void>>();
+  private readonly killed = new Set<number>();
 
   public add(child: ChildProcess, done: Promise<void>): void {
     if (child.pid === undefined) return;
     const pid = child.pid;
     this.running.set(pid, done);
-    void done.finally(() => this.running.delete(pid));
+    void done.finally(() => {
+      this.running.delete(pid);
+      this.killed.delete(pid);
+    });
   }
 
   public get size(): number {
@@ -47,7 +51,15 @@ export class ProcessGroups {
 
   /** SIGKILL to every running process group. */
   public killAll(): void {
-    for (const pid of this.running.keys()) killGroup(pid);
+    for (const pid of this.running.keys()) {
+      this.killed.add(pid);
+      killGroup(pid);
+    }
+  }
+
+  /** Whether killAll killed this group (read before the command's promise settles). */
+  public wasKilled(pid: number | undefined): boolean {
+    return pid !== undefined && this.killed.has(pid);
   }
 }
 
@@ -210,7 +222,9 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      const shutDown = groups?.wasKilled(child.pid) ?? false;
       settle();
+      if (shutDown) hint = joinLines(hint, 'the runtime is shutting down: the command was killed when its grace period ended\n');
       if (timedOut) {
         const seconds = request.timeoutMs / 1000;
         resolve({

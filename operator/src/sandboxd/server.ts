@@ -222,6 +222,9 @@ export class SandboxdServer {
       const confined = await confine(this.root, request.cwd);
       if (!confined.ok) return accessDenied(res, confined.reason);
       cwd = confined.path;
+      if (!(await fsp.stat(cwd).then((st) => st.isDirectory(), () => false))) {
+        return sendJson(res, 200, { stdout: '', stderr: `Failed to execute command: cwd "${request.cwd}" is not a directory`, exit_code: 1, timed_out: false });
+      }
     }
     let env: NodeJS.ProcessEnv | undefined;
     if (request.env !== undefined && request.env !== null) {

@@ -136,6 +136,7 @@ describe('the legacy runtime API', () => {
     const body = json(await exec(port, { command: 'echo "$GREETING" && pwd', shell: true, env: { GREETING: 'hello' }, cwd: 'sub' }));
     expect(body.stdout).toBe(`hello\n${workspace}/sub\n`);
     expect((await exec(port, { command: 'pwd', cwd: '../..' })).status).toBe(403);
+    expect(json(await exec(port, { command: 'pwd', cwd: 'no/such/dir' })).stderr).toMatch(/is not a directory/);
   });
 
   test('a timeout kills the whole process tree and reports timed_out with exit 124', async () => {
@@ -290,6 +291,7 @@ describe('start-up and shutdown', () => {
     const body = json(await pending);
     expect(body.exit_code).toBe(-9);
     expect(body.timed_out).toBe(false);
+    expect(body.stderr).toMatch(/shutting down/);
     expect(alive(Number(body.stdout.trim()))).toBe(false);
   });
 
