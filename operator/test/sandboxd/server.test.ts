@@ -284,15 +284,19 @@ describe('start-up and shutdown', () => {
 
   test('a drain past its grace period kills the running command group', async () => {
     const { server, port } = await start();
-    const pending = exec(port, { command: 'sh -c "sleep 300" & echo $!; sleep 300', shell: true });
-    // Wait until the command runs, through the server's own count.
-    while (server.running === 0) await new Promise((r) => setImmediate(r));
+    const pidFile = path.join(workspace, 'grandchild.pid');
+    rmSync(pidFile, { force: true });
+    const pending = exec(port, { command: 'sh -c "sleep 300" & echo $! > grandchild.pid.tmp && mv grandchild.pid.tmp grandchild.pid; sleep 300', shell: true });
+    // Wait until the grandchild runs (its pid file appears), then drain with a short grace period.
+    while (!existsSync(pidFile)) await new Promise((r) => setTimeout(r, 10));
+    const grandchild = Number(readFileSync(pidFile, 'utf8').trim());
+    expect(alive(grandchild)).toBe(true);
     await server.drain(100);
     const body = json(await pending);
     expect(body.exit_code).toBe(-9);
     expect(body.timed_out).toBe(false);
     expect(body.stderr).toMatch(/shutting down/);
-    expect(alive(Number(body.stdout.trim()))).toBe(false);
+    expect(alive(grandchild)).toBe(false);
   });
 
   test('a drain lets a running command finish and answer', async () => {
