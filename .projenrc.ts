@@ -64,6 +64,8 @@ project.eslint?.addOverride({
       zones: [
         { target: './operator/src/runtime', from: ['./operator/src/model', './operator/src/controllers', './operator/src/commands'], message: 'runtime/ sits below model/ and the controllers' },
         { target: './operator/src/model', from: ['./operator/src/controllers', './operator/src/commands'], message: 'model/ sits below the controllers' },
+        // The in-sandbox daemon stands alone: it neither uses nor is used by the Kubernetes layers.
+        { target: './operator/src/sandboxd', from: ['./src', './operator/src/runtime', './operator/src/model', './operator/src/controllers', './operator/src/commands'], message: 'sandboxd/ (the in-sandbox daemon) stands alone' },
         ...controllerFolders.map((folder) => ({
           target: `./operator/src/controllers/${folder}`,
           from: controllerFolders.filter((other) => other !== folder).map((other) => `./operator/src/controllers/${other}`),

@@ -3,12 +3,14 @@
  * Commands: `controller` (reconcile the agents.x-k8s.io resources). `--version` prints the version.
  */
 import { runController } from './commands/controller';
+import { runRuntime } from './commands/runtime';
 import { buildInfo } from './runtime/build-info';
 import { UsageError } from './runtime/flags';
 import { ConfigError } from './runtime/kubeconfig';
 
 const COMMANDS: { readonly [name: string]: (args: readonly string[]) => Promise<number> } = {
   controller: runController,
+  runtime: runRuntime,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,0 +1,167 @@
+/**
+ * `agent-sandbox-operator runtime [flags]`: the daemon inside a sandbox Pod. Serves the legacy
+ * runtime HTTP API (upstream's python runtime, port 8888) over the workspace directory; see
+ * `../sandboxd/server.ts`. SIGTERM/SIGINT drain: the listener closes, running commands get
+ * `--grace-period` to finish, then their process groups are killed, and the process exits 0.
+ */
+import { readFileSync } from 'node:fs';
+import { RootRefusedError, SandboxdServer } from '../sandboxd/server';
+
+export interface RuntimeFlags {
+  port: number;
+  listenAddress: string;
+  workspace: string;
+  tokenFile?: string;
+  filesPort?: number;
+  allowRoot: boolean;
+  execTimeoutSeconds: number;
+  maxOutputBytes: number;
+  gracePeriodSeconds: number;
+  help: boolean;
+}
+
+export class RuntimeUsageError extends Error {}
+
+export const RUNTIME_USAGE = `Usage: agent-sandbox-operator runtime [flags]
+
+The in-sandbox daemon: the legacy runtime HTTP API (GET /, POST /execute, POST /upload,
+GET /download/<path>, GET /list/<path>, GET /exists/<path>, DELETE /delete/<path>, GET /healthz),
+and optionally sandboxd's REST FilesystemService.
+
+Flags:
+  --port <n>                 port to listen on (default 8888)
+  --listen-address <addr>    address to listen on (default 0.0.0.0)
+  --workspace <dir>          root of every file path and cwd of commands
+                             (default $SANDBOX_BASE_DIR, else /app)
+  --files-port <n>           also serve sandboxd's REST FilesystemService (/v1/files/<path>
+                             GET/HEAD/PUT/DELETE, /v1/health, /v1/metadata) on this port;
+                             sandboxd uses 8080 (default: off)
+  --token-file <file>        require "Authorization: Bearer <token>" (file content, trimmed)
+                             on every route but / and /healthz
+  --exec-timeout <seconds>   default per-command limit (default $SANDBOX_EXEC_TIMEOUT_SECONDS, else 300);
+                             a request's timeout_seconds overrides it
+  --max-output-bytes <n>     stdout and stderr kept per command (default 4194304)
+  --grace-period <seconds>   on SIGTERM, how long running commands may finish (default 20)
+  --allow-root               run even as uid 0 (refused otherwise)
+  -h, --help                 this text
+`;
+
+function positive(name: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new RuntimeUsageError(`--${name} must be a positive number, got "${value}"`);
+  return n;
+}
+
+function portOf(name: string, value: string): number {
+  const port = Number(value);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65535) {
+    throw new RuntimeUsageError(`--${name} must be 0-65535, got "${value}"`);
+  }
+  return port;
+}
+
+function envTimeout(): number {
+  const n = Number(process.env.SANDBOX_EXEC_TIMEOUT_SECONDS);
+  return Number.isFinite(n) && n > 0 ? n : 300;
+}
+
+export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
+  const flags: RuntimeFlags = {
+    port: 8888,
+    listenAddress: '0.0.0.0',
+    workspace: process.env.SANDBOX_BASE_DIR?.trim() || '/app',
+    allowRoot: false,
+    execTimeoutSeconds: envTimeout(),
+    maxOutputBytes: 4 * 1024 * 1024,
+    gracePeriodSeconds: 20,
+    help: false,
+  };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i];
+    if (arg === '-h' || arg === '--help') {
+      flags.help = true;
+      continue;
+    }
+    const match = /^--([a-z-]+)(?:=(.*))?$/s.exec(arg);
+    if (!match) throw new RuntimeUsageError(`unexpected argument "${arg}"`);
+    const name = match[1];
+    if (name === 'allow-root') {
+      flags.allowRoot = match[2] === undefined || match[2] === 'true';
+      continue;
+    }
+    let value = match[2];
+    if (value === undefined) {
+      if (i + 1 >= args.length) throw new RuntimeUsageError(`--${name} needs a value`);
+      value = args[++i];
+    }
+    switch (name) {
+      case 'port': flags.port = portOf(name, value); break;
+      case 'files-port': flags.filesPort = value === 'off' ? undefined : portOf(name, value); break;
+      case 'listen-address': flags.listenAddress = value; break;
+      case 'workspace': flags.workspace = value; break;
+      case 'token-file': flags.tokenFile = value; break;
+      case 'exec-timeout': flags.execTimeoutSeconds = positive(name, value); break;
+      case 'max-output-bytes': flags.maxOutputBytes = Math.floor(positive(name, value)); break;
+      case 'grace-period': flags.gracePeriodSeconds = positive(name, value); break;
+      default: throw new RuntimeUsageError(`unknown flag --${name}`);
+    }
+  }
+  return flags;
+}
+
+function log(level: 'info' | 'warn' | 'error', msg: string, fields: Record<string, unknown> = {}): void {
+  process.stderr.write(`${JSON.stringify({ level, time: new Date().toISOString(), msg, ...fields })}\n`);
+}
+
+/** Runs until SIGTERM/SIGINT; resolves with the exit code. */
+export async function runRuntime(args: readonly string[]): Promise<number> {
+  let flags: RuntimeFlags;
+  try {
+    flags = parseRuntimeArgs(args);
+  } catch (err) {
+    if (!(err instanceof RuntimeUsageError)) throw err;
+    process.stderr.write(`agent-sandbox-operator runtime: ${err.message}\n${RUNTIME_USAGE}`);
+    return 2;
+  }
+  if (flags.help) {
+    process.stdout.write(RUNTIME_USAGE);
+    return 0;
+  }
+  let token: string | undefined;
+  if (flags.tokenFile !== undefined) {
+    token = readFileSync(flags.tokenFile, 'utf8').trim();
+    if (token === '') {
+      log('error', 'the token file is empty', { tokenFile: flags.tokenFile });
+      return 1;
+    }
+  }
+  const server = new SandboxdServer({
+    workspace: flags.workspace,
+    port: flags.port,
+    listenAddress: flags.listenAddress,
+    filesPort: flags.filesPort,
+    token,
+    execTimeoutMs: flags.execTimeoutSeconds * 1000,
+    maxOutputBytes: flags.maxOutputBytes,
+    allowRoot: flags.allowRoot,
+    log,
+  });
+  try {
+    const address = await server.start();
+    log('info', 'runtime listening', {
+      address: address.address, port: address.port, filesPort: server.filesAddress?.port, workspace: flags.workspace, auth: token !== undefined,
+    });
+  } catch (err) {
+    // Root refused, a missing workspace, a port in use: one line, exit 1.
+    log('error', err instanceof RootRefusedError ? err.message : `cannot start: ${(err as Error).message}`);
+    return 1;
+  }
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log('info', 'draining', { signal, running: server.running, gracePeriodSeconds: flags.gracePeriodSeconds });
+  await server.drain(flags.gracePeriodSeconds * 1000);
+  log('info', 'stopped');
+  return 0;
+}

@@ -1,0 +1,419 @@
+/**
+ * The legacy runtime HTTP API on port 8888, wire-compatible with upstream's python runtime
+ * (`examples/python-runtime-sandbox/main.py` in kubernetes-sigs/agent-sandbox) and with what its
+ * Python SDK sends: `GET /`, `POST /execute`, `POST /upload`, `GET /download/<path>`,
+ * `GET /list/<path>`, `GET /exists/<path>`, with upstream's status codes and JSON field names.
+ *
+ * Beyond upstream: `/execute` accepts `timeout_seconds` (reports `timed_out`, exit 124) and
+ * `shell: true` (run with /bin/sh -c; upstream only runs argv), `DELETE /delete/<path>`
+ * (`?recursive=true` for a non-empty directory), `GET /healthz`, an optional bearer token, and 403
+ * answers that carry a `reason` beside upstream's `message`.
+ */
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
+import * as http from 'node:http';
+import { AddressInfo } from 'node:net';
+import * as path from 'node:path';
+import { Writable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { ExecResult, ProcessGroups, execute } from './exec';
+import { FilesystemService } from './filesystem';
+import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
+import { confine, decodePathParam } from './paths';
+
+export interface SandboxdOptions {
+  /** The workspace root: every path is confined to it and it is the cwd of every command. */
+  readonly workspace: string;
+  readonly port: number;
+  readonly listenAddress: string;
+  /** When set, every route but the health checks needs `Authorization: Bearer <token>`. */
+  readonly token?: string;
+  /** Default per-command limit; a request's `timeout_seconds` overrides it. */
+  readonly execTimeoutMs: number;
+  /** Bytes of stdout and of stderr kept per command. */
+  readonly maxOutputBytes: number;
+  /** When set, sandboxd's REST FilesystemService (/v1/files, /v1/health, /v1/metadata) listens here too. */
+  readonly filesPort?: number;
+  /** Running as uid 0 is refused unless this is set. */
+  readonly allowRoot: boolean;
+  readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export class RootRefusedError extends Error {}
+
+const MAX_JSON_BODY = 1024 * 1024;
+/** How long a drain waits, once the commands are done, for the answers still being written. */
+const RESPONSE_FLUSH_MS = 5_000;
+
+export class SandboxdServer {
+  private readonly groups = new ProcessGroups();
+  private draining = false;
+  private root = '';
+  private server?: http.Server;
+  private filesServer?: http.Server;
+  private files?: FilesystemService;
+  private active = 0;
+  private onIdle?: () => void;
+  private readonly tokenDigest?: Buffer;
+
+  public constructor(private readonly options: SandboxdOptions) {
+    if (options.token !== undefined) this.tokenDigest = digest(options.token);
+  }
+
+  /** Checks the uid, resolves the workspace, listens; resolves with the bound address. */
+  public async start(): Promise<AddressInfo> {
+    if (!this.options.allowRoot && process.getuid?.() === 0) {
+      throw new RootRefusedError('refusing to run as root (uid 0); run as an unprivileged user or pass --allow-root');
+    }
+    this.root = await fsp.realpath(this.options.workspace);
+    const stat = await fsp.stat(this.root);
+    if (!stat.isDirectory()) throw new Error(`the workspace ${this.root} is not a directory`);
+    const server = this.listen(this.options.port, (req, res) => this.handle(req, res));
+    this.server = server;
+    await listening(server);
+    if (this.options.filesPort !== undefined) {
+      this.files = new FilesystemService(this.root, () => this.draining);
+      this.filesServer = this.listen(this.options.filesPort, (req, res) => this.handleFiles(req, res));
+      await listening(this.filesServer);
+    }
+    return server.address() as AddressInfo;
+  }
+
+  /** The FilesystemService's address, when it listens. */
+  public get filesAddress(): AddressInfo | undefined {
+    return this.filesServer?.address() as AddressInfo | undefined;
+  }
+
+  private listen(port: number, handler: (req: http.IncomingMessage, res: http.ServerResponse) => Promise<void>): http.Server {
+    const server = http.createServer((req, res) => {
+      this.active++;
+      res.on('close', () => {
+        this.active--;
+        if (this.active === 0) this.onIdle?.();
+      });
+      handler(req, res).catch((err: Error) => {
+        this.options.log?.('error', 'request failed', { err: err.stack ?? String(err) });
+        if (!res.headersSent) sendJson(res, 500, { message: `Internal error: ${err.message}` });
+        else res.destroy();
+      });
+    });
+    // Uploads and downloads are unbounded: no limit on how long a request body may take.
+    server.requestTimeout = 0;
+    server.listen(port, this.options.listenAddress);
+    return server;
+  }
+
+  private async handleFiles(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const rawPath = query < 0 ? url : url.slice(0, query);
+    if (this.draining) res.setHeader('Connection', 'close');
+    if (rawPath !== '/v1/health' && !this.authorized(req)) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return discard(req, res, 401, { code: 'UNAUTHENTICATED', message: 'missing or invalid Authorization header' });
+    }
+    return this.files!.handle(req, res, rawPath, new URLSearchParams(query < 0 ? '' : url.slice(query + 1)));
+  }
+
+  /** Running commands (process groups). */
+  public get running(): number {
+    return this.groups.size;
+  }
+
+  /**
+   * Graceful stop: no new connections, health answers 503, running commands get `graceMs` to
+   * finish, then their process groups are killed; resolves once the server is closed.
+   */
+  public async drain(graceMs: number): Promise<void> {
+    this.draining = true;
+    const servers = [this.server, this.filesServer].filter((x): x is http.Server => x !== undefined);
+    if (servers.length === 0) return;
+    const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    for (const server of servers) server.closeIdleConnections();
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)));
+    const finished = await Promise.race([this.groups.idle().then(() => true), graceOver]);
+    clearTimeout(timer);
+    if (!finished) {
+      this.options.log?.('warn', 'grace period over: killing the running commands', { running: this.groups.size });
+      this.groups.killAll();
+      await this.groups.idle();
+    }
+    // Let the answers to the finished commands go out (bounded), then drop what is left.
+    if (this.active > 0) {
+      await new Promise<void>((resolve) => {
+        const bound = setTimeout(resolve, RESPONSE_FLUSH_MS);
+        this.onIdle = () => {
+          clearTimeout(bound);
+          resolve();
+        };
+      });
+    }
+    for (const server of servers) server.closeAllConnections();
+    await closed;
+  }
+
+  private async handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    const rawPath = query < 0 ? url : url.slice(0, query);
+    const params = new URLSearchParams(query < 0 ? '' : url.slice(query + 1));
+    const method = req.method ?? 'GET';
+    if (this.draining) res.setHeader('Connection', 'close');
+
+    if (rawPath === '/' || rawPath === '/healthz') {
+      if (method !== 'GET' && method !== 'HEAD') return methodNotAllowed(req, res);
+      if (rawPath === '/healthz') {
+        return sendJson(res, this.draining ? 503 : 200, this.draining ? { status: 'draining' } : { status: 'ok' });
+      }
+      return sendJson(res, 200, { status: 'ok', message: 'Sandbox Runtime is active.' });
+    }
+    const route = routeOf(rawPath);
+    if (!route) return discard(req, res, 404, { detail: 'Not Found' });
+    if (method !== route.method) return methodNotAllowed(req, res);
+    if (!this.authorized(req)) {
+      res.setHeader('WWW-Authenticate', 'Bearer');
+      return discard(req, res, 401, { detail: 'Missing or invalid Authorization header.' });
+    }
+    switch (route.name) {
+      case 'execute': return this.execute(req, res);
+      case 'upload': return this.upload(req, res);
+      case 'download': return this.download(res, decodePathParam(route.param));
+      case 'list': return this.list(res, decodePathParam(route.param));
+      case 'exists': return this.exists(res, decodePathParam(route.param));
+      case 'delete': return this.remove(res, decodePathParam(route.param), params.get('recursive'));
+    }
+  }
+
+  private authorized(req: http.IncomingMessage): boolean {
+    if (!this.tokenDigest) return true;
+    const match = /^bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    if (!match) return false;
+    return timingSafeEqual(digest(match[1].trim()), this.tokenDigest);
+  }
+
+  private async execute(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    let body: unknown;
+    try {
+      body = JSON.parse((await readBody(req, MAX_JSON_BODY)).toString('utf8'));
+    } catch (err) {
+      if (err instanceof BodyTooLarge) res.setHeader('Connection', 'close');
+      return sendJson(res, err instanceof BodyTooLarge ? 413 : 422, {
+        detail: [{ type: 'json_invalid', loc: ['body'], msg: `JSON decode error: ${(err as Error).message}` }],
+      });
+    }
+    const request = (body ?? {}) as Record<string, unknown>;
+    const invalid = (loc: string, msg: string) => sendJson(res, 422, { detail: [{ type: 'invalid', loc: ['body', loc], msg }] });
+    if (typeof body !== 'object' || Array.isArray(body) || body === null) return invalid('command', 'the body must be a JSON object');
+    if (typeof request.command !== 'string') return invalid('command', 'Field required: a string');
+    const shell = request.shell ?? false;
+    if (typeof shell !== 'boolean') return invalid('shell', 'must be a boolean');
+    let timeoutMs = this.options.execTimeoutMs;
+    if (request.timeout_seconds !== undefined && request.timeout_seconds !== null) {
+      const seconds = request.timeout_seconds;
+      if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
+        return invalid('timeout_seconds', 'must be a positive number of seconds');
+      }
+      timeoutMs = seconds * 1000;
+    }
+    let cwd = this.root;
+    if (request.cwd !== undefined && request.cwd !== null) {
+      if (typeof request.cwd !== 'string') return invalid('cwd', 'must be a string');
+      const confined = await confine(this.root, request.cwd);
+      if (!confined.ok) return accessDenied(res, confined.reason);
+      cwd = confined.path;
+      if (!(await fsp.stat(cwd).then((st) => st.isDirectory(), () => false))) {
+        return sendJson(res, 200, { stdout: '', stderr: `Failed to execute command: cwd "${request.cwd}" is not a directory`, exit_code: 1, timed_out: false });
+      }
+    }
+    let env: NodeJS.ProcessEnv | undefined;
+    if (request.env !== undefined && request.env !== null) {
+      const extra = request.env as Record<string, unknown>;
+      if (typeof extra !== 'object' || Array.isArray(extra) || Object.values(extra).some((v) => typeof v !== 'string')) {
+        return invalid('env', 'must be an object of strings');
+      }
+      env = { ...process.env, ...(extra as Record<string, string>) };
+    }
+    const result: ExecResult = await execute({
+      command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes,
+    }, this.groups);
+    return sendJson(res, 200, result);
+  }
+
+  private async upload(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const boundary = boundaryOf(req.headers['content-type']);
+    if (!boundary) {
+      return discard(req, res, 422, { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required (multipart/form-data)' }] });
+    }
+    let denied: string | undefined;
+    let filename: string | undefined;
+    try {
+      filename = await readFilePart(req, boundary, async (name) => {
+        const confined = await confine(this.root, name);
+        if (!confined.ok) {
+          denied = confined.reason;
+          return discardSink();
+        }
+        return this.fileSink(confined.path, name, (reason) => (denied = reason));
+      });
+    } catch (err) {
+      if (err instanceof MultipartError) {
+        return discard(req, res, 422, { detail: [{ type: 'multipart', loc: ['body', 'file'], msg: err.message }] });
+      }
+      return discard(req, res, 500, { message: `File upload failed: ${(err as Error).message}` });
+    }
+    if (denied !== undefined) return accessDenied(res, denied);
+    if (filename === undefined) return sendJson(res, 422, { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required' }] });
+    return sendJson(res, 200, { message: `File '${filename}' uploaded successfully.` });
+  }
+
+  /** Writes to a temp file beside the target and renames it over the target when complete. */
+  private async fileSink(target: string, name: string, deny: (reason: string) => void): Promise<PartSink> {
+    const dir = path.dirname(target);
+    await fsp.mkdir(dir, { recursive: true });
+    // The parents exist now: check again, so a link created meanwhile cannot redirect the write.
+    const again = await confine(this.root, path.relative(this.root, dir));
+    if (!again.ok || again.path !== dir) {
+      deny(again.ok ? `"${name}" resolves outside the workspace through a symbolic link` : again.reason);
+      return discardSink();
+    }
+    const temp = path.join(dir, `.upload-${randomBytes(6).toString('hex')}`);
+    const stream = createWriteStream(temp, { flags: 'wx' });
+    return {
+      stream,
+      finish: () => fsp.rename(temp, target),
+      abort: () => fsp.rm(temp, { force: true }),
+    };
+  }
+
+  private async download(res: http.ServerResponse, requested: string): Promise<void> {
+    const confined = await confine(this.root, requested);
+    if (!confined.ok) return accessDenied(res, confined.reason);
+    const stat = await fsp.stat(confined.path).catch(() => undefined);
+    if (!stat || !stat.isFile()) return sendJson(res, 404, { message: 'File not found' });
+    res.writeHead(200, {
+      'Content-Type': 'application/octet-stream',
+      'Content-Disposition': `attachment; filename="${requested.replace(/[^\x20-\x7e]|["\\]/g, '_')}"`,
+      'Content-Length': stat.size,
+      'Last-Modified': stat.mtime.toUTCString(),
+      'ETag': `"${stat.mtimeMs.toString(16)}-${stat.size.toString(16)}"`,
+    });
+    // pipeline closes the file when the client goes away mid-download, and drops the response on a read error.
+    await pipeline(createReadStream(confined.path), res).catch(() => undefined);
+  }
+
+  private async list(res: http.ServerResponse, requested: string): Promise<void> {
+    const confined = await confine(this.root, requested);
+    if (!confined.ok) return accessDenied(res, confined.reason);
+    const stat = await fsp.stat(confined.path).catch(() => undefined);
+    if (!stat || !stat.isDirectory()) return sendJson(res, 404, { message: 'Path is not a directory' });
+    try {
+      const entries = [];
+      for (const name of await fsp.readdir(confined.path)) {
+        const s = await fsp.stat(path.join(confined.path, name));
+        entries.push({ name, size: s.size, type: s.isDirectory() ? 'directory' : 'file', mod_time: s.mtimeMs / 1000 });
+      }
+      return sendJson(res, 200, entries);
+    } catch (err) {
+      return sendJson(res, 500, { message: `List files failed: ${(err as Error).message}` });
+    }
+  }
+
+  private async exists(res: http.ServerResponse, requested: string): Promise<void> {
+    const confined = await confine(this.root, requested);
+    if (!confined.ok) return accessDenied(res, confined.reason);
+    const found = await fsp.stat(confined.path).then(() => true, () => false);
+    return sendJson(res, 200, { path: requested, exists: found });
+  }
+
+  private async remove(res: http.ServerResponse, requested: string, recursive: string | null): Promise<void> {
+    const confined = await confine(this.root, requested);
+    if (!confined.ok) return accessDenied(res, confined.reason);
+    if (confined.path === this.root) return accessDenied(res, 'the workspace root itself cannot be deleted');
+    // The entry itself, not what a symbolic link points at.
+    const relative = path.posix.normalize(requested.replace(/^\/+/, '')).replace(/\/+$/, '');
+    const lexicalParent = await confine(this.root, path.posix.dirname(relative));
+    const target = lexicalParent.ok ? path.join(lexicalParent.path, path.posix.basename(relative)) : confined.path;
+    const stat = await fsp.lstat(target).catch(() => undefined);
+    if (!stat) return sendJson(res, 404, { message: 'File not found' });
+    try {
+      if (stat.isDirectory()) {
+        if (recursive === 'true' || recursive === '1') await fsp.rm(target, { recursive: true });
+        else await fsp.rmdir(target);
+      } else {
+        await fsp.unlink(target);
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTEMPTY' || code === 'EEXIST') {
+        return sendJson(res, 409, { message: 'Directory not empty; pass recursive=true' });
+      }
+      return sendJson(res, 500, { message: `Delete failed: ${(err as Error).message}` });
+    }
+    return sendJson(res, 200, { path: requested, deleted: true });
+  }
+}
+
+type RouteName = 'execute' | 'upload' | 'download' | 'list' | 'exists' | 'delete';
+
+function routeOf(rawPath: string): { name: RouteName; method: string; param: string } | undefined {
+  if (rawPath === '/execute') return { name: 'execute', method: 'POST', param: '' };
+  if (rawPath === '/upload') return { name: 'upload', method: 'POST', param: '' };
+  const match = /^\/(download|list|exists|delete)\/(.*)$/s.exec(rawPath);
+  if (!match) return undefined;
+  const name = match[1] as RouteName;
+  return { name, method: name === 'delete' ? 'DELETE' : 'GET', param: match[2] };
+}
+
+function listening(server: http.Server): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once('listening', resolve);
+    server.once('error', reject);
+  });
+}
+
+function digest(token: string): Buffer {
+  return createHash('sha256').update(token).digest();
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function accessDenied(res: http.ServerResponse, reason: string): void {
+  sendJson(res, 403, { message: 'Access denied', reason });
+}
+
+function methodNotAllowed(req: http.IncomingMessage, res: http.ServerResponse): void {
+  discard(req, res, 405, { detail: 'Method Not Allowed' });
+}
+
+/** Answers without reading the body: the connection closes so the unread body cannot desync it. */
+function discard(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown): void {
+  if (!req.complete) res.setHeader('Connection', 'close');
+  sendJson(res, status, body);
+  req.resume();
+}
+
+function discardSink(): PartSink {
+  return {
+    stream: new Writable({ write: (_chunk, _enc, cb) => cb() }),
+    finish: async () => undefined,
+    abort: async () => undefined,
+  };
+}
+
+class BodyTooLarge extends Error {}
+
+async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) throw new BodyTooLarge(`body larger than ${limit} bytes`);
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}

@@ -1,0 +1,39 @@
+import { RuntimeUsageError, parseRuntimeArgs } from '../../src/commands/runtime';
+
+test('defaults: upstream port 8888 on every address, no FilesystemService, root refused', () => {
+  const flags = parseRuntimeArgs([]);
+  expect(flags).toMatchObject({ port: 8888, listenAddress: '0.0.0.0', allowRoot: false, maxOutputBytes: 4 * 1024 * 1024, help: false });
+  expect(flags.filesPort).toBeUndefined();
+  expect(flags.tokenFile).toBeUndefined();
+});
+
+test('flags as "--name value" and "--name=value"', () => {
+  expect(parseRuntimeArgs([
+    '--port', '9000', '--listen-address=127.0.0.1', '--workspace', '/w', '--token-file=/t', '--allow-root',
+    '--exec-timeout', '2.5', '--max-output-bytes=100', '--grace-period', '3', '--files-port', '8080',
+  ])).toEqual({
+    port: 9000,
+    listenAddress: '127.0.0.1',
+    workspace: '/w',
+    tokenFile: '/t',
+    allowRoot: true,
+    execTimeoutSeconds: 2.5,
+    maxOutputBytes: 100,
+    gracePeriodSeconds: 3,
+    filesPort: 8080,
+    help: false,
+  });
+  expect(parseRuntimeArgs(['--files-port=off']).filesPort).toBeUndefined();
+  expect(parseRuntimeArgs(['-h']).help).toBe(true);
+});
+
+test.each([
+  [['--port', '70000']],
+  [['--port', '']],
+  [['--exec-timeout', '0']],
+  [['--nope', 'x']],
+  [['--workspace']],
+  [['positional']],
+])('%j is a usage error', (args) => {
+  expect(() => parseRuntimeArgs(args)).toThrow(RuntimeUsageError);
+});
