@@ -1,14 +1,17 @@
 /**
  * `agent-sandbox-operator <command> [flags]`: the one binary of the operator image.
- * Commands: `controller` (reconcile the agents.x-k8s.io resources). `--version` prints the version.
+ * Commands: `controller` (reconcile the agents.x-k8s.io resources), `router` (the data-plane proxy
+ * to the sandboxes). `--version` prints the version.
  */
 import { runController } from './commands/controller';
+import { runRouter } from './commands/router';
 import { buildInfo } from './runtime/build-info';
 import { UsageError } from './runtime/flags';
 import { ConfigError } from './runtime/kubeconfig';
 
 const COMMANDS: { readonly [name: string]: (args: readonly string[]) => Promise<number> } = {
   controller: runController,
+  router: runRouter,
 };
 
 async function main(argv: readonly string[]): Promise<number> {
