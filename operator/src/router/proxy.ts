@@ -118,6 +118,8 @@ export class Router {
   private readonly agent: http.Agent;
   private readonly limits: ConnectionLimits;
   private readonly dial: Dial;
+  /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
+  private readonly tunnels = new Set<Duplex>();
 
   public constructor(private readonly opts: RouterOptions) {
     const inner = opts.dial ?? defaultDial;
@@ -146,6 +148,7 @@ export class Router {
 
   public close(): void {
     this.agent.destroy();
+    for (const s of this.tunnels) s.destroy();
   }
 
   public handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
@@ -313,6 +316,10 @@ export class Router {
       socket.write(`${lines.join('\r\n')}\r\n\r\n`);
       if (upHead.length > 0) socket.write(upHead);
       if (head.length > 0) upSocket.write(head);
+      for (const s of [socket, upSocket]) {
+        this.tunnels.add(s);
+        s.once('close', () => this.tunnels.delete(s));
+      }
       upSocket.on('error', () => socket.destroy());
       upSocket.on('close', () => socket.destroy());
       socket.on('close', () => upSocket.destroy());

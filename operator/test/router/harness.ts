@@ -100,7 +100,13 @@ export async function startRouter(overrides: Partial<RouterOptions> & { authoriz
   };
 }
 
-export async function startUpstream(handler: http.RequestListener, ip = UPSTREAM_IP): Promise<{ server: http.Server; port: number; close(): Promise<void> }> {
+export interface Upstream {
+  readonly server: http.Server;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startUpstream(handler: http.RequestListener, ip = UPSTREAM_IP): Promise<Upstream> {
   const server = http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, ip, resolve));
   return {
