@@ -61,6 +61,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     pathRoutingPrefix: flags.string('path-routing-prefix'),
     maxConnectionsPerSandbox: flags.number('max-connections-per-sandbox'),
     maxConnections: flags.number('max-connections'),
+    cachesSynced: () => informers.hasSynced,
   });
 
   let shuttingDown = false;

@@ -37,6 +37,8 @@ export interface RouterOptions {
   readonly maxConnections: number;
   readonly dial?: Dial;
   readonly metrics?: RouterMetrics;
+  /** False until the caches have synced: until then an absent sandbox may just not be listed yet (503, not 404). */
+  readonly cachesSynced?: () => boolean;
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
@@ -180,6 +182,7 @@ export class Router {
     const decision = await this.opts.authorizer.check({ authorization: req.headers.authorization, namespace: target.namespace, id: target.id });
     this.opts.metrics?.authzDecision(target.namespace, decision.allowed);
     if (!decision.allowed) return decision;
+    if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
     const resolved = this.opts.resolver.resolve(target);
     if ('detail' in resolved) return resolved;
     const why = this.opts.guard.check(resolved.ip);

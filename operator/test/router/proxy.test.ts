@@ -102,6 +102,18 @@ describe('router proxy', () => {
   });
 });
 
+test('before the caches have synced, a sandbox the cache lacks is 503, not 404', async () => {
+  let synced = false;
+  const h = await startRouter({ cachesSynced: () => synced });
+  try {
+    expect(await request(h.port, '/', { 'x-sandbox-id': 'sb' })).toMatchObject({ status: 503, body: JSON.stringify({ detail: 'The router\'s caches have not synced yet.' }) });
+    synced = true;
+    expect((await request(h.port, '/', { 'x-sandbox-id': 'sb' })).status).toBe(404);
+  } finally {
+    await h.close();
+  }
+});
+
 describe('router timeouts', () => {
   test('an upstream that never answers gets 504 after --proxy-timeout; X-Sandbox-Timeout shortens it', async () => {
     const hung: http.ServerResponse[] = [];
