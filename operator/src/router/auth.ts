@@ -83,6 +83,8 @@ interface CacheEntry {
 
 export class KubernetesAuthorizer implements Authorizer {
   private readonly cache = new Map<string, CacheEntry>();
+  /** Reviews under way, so a burst with one token asks the API server once. */
+  private readonly pending = new Map<string, Promise<AuthDecision>>();
   private readonly ttlMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
@@ -104,6 +106,14 @@ export class KubernetesAuthorizer implements Authorizer {
     const cached = this.cache.get(key);
     if (cached && cached.expires > this.now()) return cached.decision;
     this.cache.delete(key);
+    const inFlight = this.pending.get(key);
+    if (inFlight) return inFlight;
+    const asked = this.reviewAndCache(key, token, req).finally(() => this.pending.delete(key));
+    this.pending.set(key, asked);
+    return asked;
+  }
+
+  private async reviewAndCache(key: string, token: string, req: AuthRequest): Promise<AuthDecision> {
     let decision: AuthDecision;
     try {
       decision = await this.review(token, req);

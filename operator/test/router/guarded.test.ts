@@ -253,6 +253,21 @@ describe('auth', () => {
   });
 });
 
+test('kubernetes mode: concurrent checks with one token share one review', async () => {
+  let reviews = 0;
+  const reviewer: Reviewer = {
+    tokenReview: async () => {
+      reviews++;
+      return { username: 'alice' };
+    },
+    accessReview: async () => true,
+  };
+  const authorizer = new KubernetesAuthorizer(reviewer);
+  const decisions = await Promise.all(Array.from({ length: 5 }, () => authorizer.check({ authorization: 'Bearer t', namespace: 'default', id: 'sb' })));
+  expect(decisions.every((d) => d.allowed)).toBe(true);
+  expect(reviews).toBe(1);
+});
+
 describe('router flags', () => {
   test('defaults and parsing', () => {
     const { flags } = parseRouterArgs([]);
