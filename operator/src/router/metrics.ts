@@ -17,6 +17,7 @@ export class RouterMetrics {
   private readonly upstreamErrors: Counter<'sandbox_namespace' | 'reason'>;
   private readonly authz: Counter<'sandbox_namespace' | 'decision'>;
   private readonly rejected: Counter<'sandbox_namespace' | 'scope'>;
+  private readonly retries: Counter<'sandbox_namespace'>;
 
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
@@ -29,6 +30,7 @@ export class RouterMetrics {
     this.inflight = new Gauge({ name: 'sandbox_router_inflight_requests', help: 'Requests and upgraded connections in flight.', registers });
     this.upstreamErrors = new Counter({ name: 'sandbox_router_upstream_errors_total', help: 'Failures talking to a sandbox.', labelNames: ['sandbox_namespace', 'reason'], registers });
     this.authz = new Counter({ name: 'sandbox_router_authz_decisions_total', help: 'Authorization decisions.', labelNames: ['sandbox_namespace', 'decision'], registers });
+    this.retries = new Counter({ name: 'sandbox_router_upstream_retries_total', help: 'Connection attempts repeated after a dial failure.', labelNames: ['sandbox_namespace'], registers });
     this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
   }
 
@@ -48,6 +50,10 @@ export class RouterMetrics {
 
   public authzDecision(namespace: string, allowed: boolean): void {
     this.authz.inc({ sandbox_namespace: namespace, decision: allowed ? 'allow' : 'deny' });
+  }
+
+  public upstreamRetry(namespace: string): void {
+    this.retries.inc({ sandbox_namespace: namespace });
   }
 
   public limitRejected(namespace: string, scope: 'sandbox' | 'total'): void {

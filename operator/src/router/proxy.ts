@@ -207,47 +207,70 @@ export class Router {
       this.opts.metrics?.inflightDelta(-1);
     });
     const timeoutMs = Math.min(target.timeoutMs ?? this.opts.proxyTimeoutMs, this.opts.proxyTimeoutMs);
-    const upstream = http.request({
-      host: resolved.ip,
-      port: target.port,
-      method: req.method,
-      path: target.path,
-      headers: forwardHeaders(req, res.getHeader('x-request-id') as string, false),
-      agent: this.agent,
-    });
+    // Only a request without a body can be sent again, and only when no connection was made.
+    const replayable = !hasBody(req);
+    let upstream: http.ClientRequest | undefined;
+    let retryTimer: NodeJS.Timeout | undefined;
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
-      upstream.destroy(new Error(`no complete response within ${timeoutMs} ms`));
+      if (retryTimer !== undefined) {
+        clearTimeout(retryTimer);
+        return this.fail(res, target, 'timeout', log, new Error(`no connection within ${timeoutMs} ms`));
+      }
+      upstream?.destroy(new Error(`no complete response within ${timeoutMs} ms`));
     }, timeoutMs);
-    const done = () => clearTimeout(timer);
+    const done = () => {
+      clearTimeout(timer);
+      clearTimeout(retryTimer);
+    };
     res.once('close', () => {
       done();
-      if (!res.writableFinished) upstream.destroy();
+      if (!res.writableFinished) upstream?.destroy();
     });
-    upstream.on('response', (upRes) => {
-      if (upRes.statusCode === 101) {
-        upRes.destroy();
-        return this.fail(res, target, 'other', log, new Error('upstream answered 101 to a plain request'));
-      }
-      res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.headers));
-      res.flushHeaders();
-      upRes.on('error', () => res.destroy());
-      upRes.on('aborted', () => res.destroy());
-      upRes.pipe(res);
-      upRes.on('end', done);
-    });
-    upstream.on('error', (err: NodeJS.ErrnoException) => {
-      done();
-      if (res.headersSent) {
-        // The status is out; all that is left is to cut the body short.
-        this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
-        res.destroy();
-        return;
-      }
-      this.fail(res, target, timedOut ? 'timeout' : reasonOf(err), log, err);
-    });
-    req.pipe(upstream);
+    const attempt = (retries: number) => {
+      retryTimer = undefined;
+      const current = http.request({
+        host: resolved.ip,
+        port: target.port,
+        method: req.method,
+        path: target.path,
+        headers: forwardHeaders(req, res.getHeader('x-request-id') as string, false),
+        agent: this.agent,
+      });
+      upstream = current;
+      current.on('response', (upRes) => {
+        if (upRes.statusCode === 101) {
+          upRes.destroy();
+          return this.fail(res, target, 'other', log, new Error('upstream answered 101 to a plain request'));
+        }
+        res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.headers));
+        res.flushHeaders();
+        upRes.on('error', () => res.destroy());
+        upRes.on('aborted', () => res.destroy());
+        upRes.pipe(res);
+        upRes.on('end', done);
+      });
+      current.on('error', (err: NodeJS.ErrnoException) => {
+        if (res.headersSent) {
+          done();
+          // The status is out; all that is left is to cut the body short.
+          this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
+          res.destroy();
+          return;
+        }
+        if (!timedOut && !res.destroyed && replayable && RETRYABLE_DIAL_ERRORS.has(err.code ?? '') && retries < DIAL_RETRY_DELAYS_MS.length) {
+          this.opts.metrics?.upstreamRetry(target.namespace);
+          retryTimer = setTimeout(() => attempt(retries + 1), DIAL_RETRY_DELAYS_MS[retries]);
+          return;
+        }
+        done();
+        this.fail(res, target, timedOut ? 'timeout' : reasonOf(err), log, err);
+      });
+      if (replayable) current.end();
+      else req.pipe(current);
+    };
+    attempt(0);
   }
 
   private fail(res: http.ServerResponse, target: Target, reason: UpstreamErrorReason, log: Logger, err: Error): void {
@@ -351,6 +374,14 @@ export class Router {
     });
     upstream.end();
   }
+}
+
+/** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
+const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
+const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
+
+function hasBody(req: http.IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
 function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {

@@ -54,6 +54,43 @@ describe('SSRF guards', () => {
   });
 });
 
+describe('dial retries', () => {
+  test('a refused connection is retried for a bodyless request, never for one with a body', async () => {
+    const upstream = await startUpstream(echoHandler);
+    let refusals = 2;
+    const dials: string[] = [];
+    const h = await startRouter({
+      dial: (host, port) => {
+        dials.push(host);
+        if (!host.startsWith('127.')) throw new Error(`test dial to a non-loopback address ${host}`);
+        if (refusals-- > 0) {
+          const s = new net.Socket();
+          process.nextTick(() => s.destroy(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })));
+          return s;
+        }
+        return net.connect({ host, port });
+      },
+    });
+    try {
+      await withSandbox(h, [UPSTREAM_IP]);
+      const to = { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port) };
+      expect((await request(h.port, '/', to)).status).toBe(200);
+      expect(dials).toHaveLength(3);
+      expect(await h.metrics.registry.metrics()).toMatch(/sandbox_router_upstream_retries_total\{sandbox_namespace="default"\} 2/);
+      // Another port, so that no pooled connection serves it.
+      const second = await startUpstream(echoHandler);
+      refusals = 1;
+      dials.length = 0;
+      expect((await request(h.port, '/', { ...to, 'x-sandbox-port': String(second.port) }, 'POST', 'body')).status).toBe(502);
+      expect(dials).toHaveLength(1);
+      await second.close();
+    } finally {
+      await h.close();
+      await upstream.close();
+    }
+  });
+});
+
 describe('concurrency limits', () => {
   test('per sandbox and in total → 429 with Retry-After; capacity returns when a request ends', async () => {
     const held: http.ServerResponse[] = [];
