@@ -62,10 +62,17 @@ project.eslint?.addOverride({
   rules: {
     'import/no-restricted-paths': ['error', {
       zones: [
-        { target: './operator/src/runtime', from: ['./operator/src/model', './operator/src/controllers', './operator/src/commands'], message: 'runtime/ sits below model/ and the controllers' },
-        { target: './operator/src/model', from: ['./operator/src/controllers', './operator/src/commands'], message: 'model/ sits below the controllers' },
+        {
+          target: './operator/src/runtime',
+          from: ['./operator/src/model', './operator/src/controllers', './operator/src/router', './operator/src/commands'],
+          message: 'runtime/ sits below model/, the controllers and the router',
+        },
+        { target: './operator/src/model', from: ['./operator/src/controllers', './operator/src/router', './operator/src/commands'], message: 'model/ sits below the controllers and the router' },
+        // The router is a layer beside the controllers: it reads runtime/ and model/, never a controller.
+        { target: './operator/src/router', from: ['./operator/src/controllers', './operator/src/commands'], message: 'the router sits beside the controllers; shared pieces live in model/ or runtime/' },
+        { target: './operator/src/controllers', from: ['./operator/src/router'], message: 'the controllers do not import the router' },
         // The in-sandbox daemon stands alone: it neither uses nor is used by the Kubernetes layers.
-        { target: './operator/src/sandboxd', from: ['./src', './operator/src/runtime', './operator/src/model', './operator/src/controllers', './operator/src/commands'], message: 'sandboxd/ (the in-sandbox daemon) stands alone' },
+        { target: './operator/src/sandboxd', from: ['./src', './operator/src/runtime', './operator/src/model', './operator/src/controllers', './operator/src/router', './operator/src/commands'], message: 'sandboxd/ (the in-sandbox daemon) stands alone' },
         ...controllerFolders.map((folder) => ({
           target: `./operator/src/controllers/${folder}`,
           from: controllerFolders.filter((other) => other !== folder).map((other) => `./operator/src/controllers/${other}`),

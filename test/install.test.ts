@@ -316,18 +316,34 @@ describe('AgentSandboxSystem', () => {
     expect(find(objects, 'ClusterRoleBinding', 'agent-sandbox-controller').subjects[0].namespace).toBe('sandboxes');
   });
 
-  test('the router: app=sandbox-router pods behind sandbox-router-svc, no API token', () => {
-    const objects = synth({ router: { image: 'registry.example.com/router:v1', imageDigest: DIGEST, replicas: 3, args: ['--authz-mode=tokenreview'] } });
+  test('the router: app=sandbox-router pods behind sandbox-router-svc, with their own read-only RBAC and a PDB', () => {
+    const objects = synth({ router: { image: 'registry.example.com/router:v1', imageDigest: DIGEST, replicas: 3, args: ['--auth=token', '--auth-token-file=/etc/router/token'] } });
     const deployment = find(objects, 'Deployment', 'sandbox-router');
     expect(deployment.metadata.namespace).toBe('agent-sandbox-system');
     expect(deployment.spec.replicas).toBe(3);
     expect(deployment.spec.selector.matchLabels).toEqual({ app: 'sandbox-router' });
     expect(deployment.spec.template.metadata.labels.app).toBe('sandbox-router');
     const pod = deployment.spec.template.spec;
-    expect(pod.automountServiceAccountToken).toBe(false);
+    expect(pod.automountServiceAccountToken).toBeUndefined();
+    expect(pod.serviceAccountName).toBe('sandbox-router');
     expect(pod.containers[0].image).toBe(`registry.example.com/router:v1@${DIGEST}`);
-    expect(pod.containers[0].args).toEqual(['router', '--authz-mode=tokenreview']);
-    expect(pod.containers[0].ports).toEqual([{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
+    expect(pod.containers[0].args).toEqual(['router', '--auth=token', '--auth-token-file=/etc/router/token']);
+    expect(pod.containers[0].ports).toEqual([
+      { name: 'http', containerPort: 8080, protocol: 'TCP' },
+      { name: 'probes', containerPort: 8081, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+    ]);
+    expect(pod.containers[0].readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'probes' });
+    expect(pod.containers[0].livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'probes' });
+    expect(find(objects, 'ServiceAccount', 'sandbox-router').metadata.namespace).toBe('agent-sandbox-system');
+    expect(find(objects, 'ClusterRole', 'sandbox-router').rules).toEqual([
+      { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]);
+    expect(find(objects, 'ClusterRoleBinding', 'sandbox-router').subjects).toEqual([{ kind: 'ServiceAccount', name: 'sandbox-router', namespace: 'agent-sandbox-system' }]);
+    expect(find(objects, 'PodDisruptionBudget', 'sandbox-router').spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { app: 'sandbox-router' } } });
     const service = find(objects, 'Service', 'sandbox-router-svc');
     expect(service.spec).toEqual({ selector: { app: 'sandbox-router' }, ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }] });
   });
@@ -557,7 +573,7 @@ describe('how the install\'s objects fit together', () => {
   test('cluster-scoped objects carry no namespace; everything else is in the install namespace', () => {
     const objects = synth({ namespace: 'ops', router: {}, flowControl: {} });
     const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PriorityLevelConfiguration', 'FlowSchema'];
-    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set([...clusterScoped, 'ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'Service']));
+    expect(new Set(objects.map((o) => o.kind))).toEqual(new Set([...clusterScoped, 'ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'PodDisruptionBudget', 'Service']));
     const namespaceOf = (expected: (o: any) => string | undefined) =>
       Object.fromEntries(objects.map((o) => [`${o.kind}/${o.metadata.name}`, expected(o)]));
     expect(namespaceOf((o) => o.metadata.namespace)).toEqual(namespaceOf((o) => (clusterScoped.includes(o.kind) ? undefined : 'ops')));
@@ -578,7 +594,7 @@ describe('how the install\'s objects fit together', () => {
     const full = build({ router: {}, flowControl: {} });
     expect(full.system.routerDeployment?.name).toBe('sandbox-router');
     expect(full.system.routerDeployment?.kind).toBe('Deployment');
-    expect(full.objects.filter((o) => o.metadata.name.startsWith('sandbox-router')).map((o) => o.kind).sort()).toEqual(['Deployment', 'Service']);
+    expect(full.objects.filter((o) => o.metadata.name.startsWith('sandbox-router')).map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Service', 'ServiceAccount']);
     expect(full.system.flowControl?.flowSchemas).toHaveLength(3);
     expect(ofKind(full.objects, 'FlowSchema', 'PriorityLevelConfiguration')).toHaveLength(5);
   });

@@ -1,8 +1,10 @@
 /**
  * `agent-sandbox-operator <command> [flags]`: the one binary of the operator image.
- * Commands: `controller` (reconcile the agents.x-k8s.io resources). `--version` prints the version.
+ * Commands: `controller` (reconcile the agents.x-k8s.io resources), `router` (the data-plane proxy
+ * to the sandboxes), `runtime` (the daemon inside a sandbox Pod). `--version` prints the version.
  */
 import { runController } from './commands/controller';
+import { runRouter } from './commands/router';
 import { runRuntime } from './commands/runtime';
 import { buildInfo } from './runtime/build-info';
 import { UsageError } from './runtime/flags';
@@ -10,6 +12,7 @@ import { ConfigError } from './runtime/kubeconfig';
 
 const COMMANDS: { readonly [name: string]: (args: readonly string[]) => Promise<number> } = {
   controller: runController,
+  router: runRouter,
   runtime: runRuntime,
 };
 

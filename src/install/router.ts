@@ -40,9 +40,39 @@ export function checkRouter(errors: ErrorList, router: SandboxRouterOptions): vo
   checkResources(errors, 'router.resources', router.resources);
 }
 
-/** The router Deployment and its Service in `namespace`; returns the Deployment. */
+const ROUTER_NAME = 'sandbox-router';
+const RBAC_API = 'rbac.authorization.k8s.io/v1';
+
+/**
+ * What the router reads and asks: Sandboxes and their Pods (its routing caches), TokenReviews and
+ * SubjectAccessReviews (its default `--auth=kubernetes` mode).
+ */
+const ROUTER_RULES = [
+  { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
+
+/** The router's ServiceAccount, ClusterRole and binding. */
+function addRouterRbac(scope: Construct, namespace: string): void {
+  namespaced(scope, 'RouterServiceAccount', 'v1', 'ServiceAccount', ROUTER_NAME, namespace, {}, ROUTER_LABELS);
+  new ApiObject(scope, 'RouterClusterRole', {
+    apiVersion: RBAC_API, kind: 'ClusterRole', metadata: { name: ROUTER_NAME, labels: { ...ROUTER_LABELS } }, rules: ROUTER_RULES,
+  });
+  new ApiObject(scope, 'RouterClusterRoleBinding', {
+    apiVersion: RBAC_API,
+    kind: 'ClusterRoleBinding',
+    metadata: { name: ROUTER_NAME, labels: { ...ROUTER_LABELS } },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ROUTER_NAME },
+    subjects: [{ kind: 'ServiceAccount', name: ROUTER_NAME, namespace }],
+  });
+}
+
+/** The router's RBAC, Deployment, PodDisruptionBudget and Service in `namespace`; returns the Deployment. */
 export function addRouter(scope: Construct, namespace: string, router: SandboxRouterOptions, operatorImage: string): ApiObject {
   const image = router.image === undefined ? operatorImage : imageRef(router.image, router.imageDigest);
+  addRouterRbac(scope, namespace);
   const deployment = namespaced(scope, 'RouterDeployment', 'apps/v1', 'Deployment', 'sandbox-router', namespace, {
     spec: {
       replicas: router.replicas ?? 2,
@@ -50,22 +80,31 @@ export function addRouter(scope: Construct, namespace: string, router: SandboxRo
       template: {
         metadata: { labels: { ...ROUTER_LABELS } },
         spec: {
-          // The router proxies by pod IP or DNS and needs no API access by default.
-          automountServiceAccountToken: false,
+          // The router watches Sandboxes and Pods and reviews callers' tokens.
+          serviceAccountName: ROUTER_NAME,
           securityContext: POD_SECURITY,
           containers: [{
             name: 'router',
             image,
             args: ['router', ...(router.args ?? [])],
-            ports: [{ name: 'http', containerPort: 8080, protocol: 'TCP' }],
-            readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 5 },
-            livenessProbe: { httpGet: { path: '/healthz', port: 'http' }, initialDelaySeconds: 10, periodSeconds: 20 },
+            ports: [
+              { name: 'http', containerPort: 8080, protocol: 'TCP' },
+              { name: 'probes', containerPort: 8081, protocol: 'TCP' },
+              { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+            ],
+            // Ready once its Sandbox and Pod caches have synced; unready while draining.
+            readinessProbe: { httpGet: { path: '/readyz', port: 'probes' }, periodSeconds: 5 },
+            livenessProbe: { httpGet: { path: '/healthz', port: 'probes' }, initialDelaySeconds: 10, periodSeconds: 20 },
             resources: resourcesOf(router.resources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '256Mi' } }),
             securityContext: CONTAINER_SECURITY,
           }],
         },
       },
     },
+  }, ROUTER_LABELS);
+  // Voluntary evictions (node drains) take router pods one at a time.
+  namespaced(scope, 'RouterPodDisruptionBudget', 'policy/v1', 'PodDisruptionBudget', ROUTER_NAME, namespace, {
+    spec: { maxUnavailable: 1, selector: { matchLabels: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value } } },
   }, ROUTER_LABELS);
   namespaced(scope, 'RouterService', 'v1', 'Service', router.serviceName ?? 'sandbox-router-svc', namespace, {
     spec: {

@@ -1,0 +1,117 @@
+/**
+ * `agent-sandbox-operator router [flags]`: the data-plane reverse proxy in front of the sandboxes.
+ * Stateless: it routes from informer caches of Sandboxes and their Pods, so any number of replicas
+ * can run. Ready once the caches have synced; on SIGTERM readiness fails, the listener stops
+ * accepting, and in-flight requests get a bounded time to finish.
+ */
+import * as fs from 'node:fs';
+import * as http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import * as os from 'node:os';
+import { SandboxLabels } from '../../../src/api/labels';
+import { RESOURCES, type Pod, type Sandbox } from '../model';
+import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
+import { parseRouterArgs, routerUsage, splitList } from '../router/flags';
+import { AddressGuard } from '../router/guard';
+import { RouterMetrics } from '../router/metrics';
+import { Router } from '../router/proxy';
+import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
+import { buildInfo, userAgent } from '../runtime/build-info';
+import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
+import { closeServer, listen, metricsHandler, probesHandler } from '../runtime/http';
+import { InformerFactory } from '../runtime/informer-factory';
+import { HttpKubeClient } from '../runtime/kube-client';
+import { loadConnection } from '../runtime/kubeconfig';
+import { createLogger } from '../runtime/log';
+
+/** Longest wait for in-flight requests at shutdown. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export async function runRouter(args: readonly string[]): Promise<number> {
+  const parsed = parseRouterArgs(args);
+  if (parsed.help) {
+    process.stdout.write(`${routerUsage()}\n`);
+    return 0;
+  }
+  const flags = parsed.flags;
+  const build = buildInfo();
+  const log = createLogger(flags.string('log-level'), { component: 'router' });
+  const connection = loadConnection(flags.string('kubeconfig'));
+  log.info({ version: build.version, apiServer: connection.server, credentials: connection.source, flags: flags.nonDefaults() }, 'starting the router');
+
+  const client = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });
+  const metrics = new RouterMetrics(build);
+  const authorizer = makeAuthorizer(flags.string('auth'), flags.string('auth-token-file'), client, flags.number('auth-cache-ttl'), flags.number('auth-cache-size'));
+  if (flags.string('auth') === 'none') log.warn('--auth=none: anyone who reaches the router can use every sandbox it routes to');
+
+  const namespace = flags.string('namespace') || undefined;
+  const informers = new InformerFactory(client, { log });
+  const sandboxes = informers.forResource<Sandbox>(RESOURCES.sandboxes, { namespace });
+  const pods = informers.forResource<Pod>(RESOURCES.pods, {
+    namespace, labelSelector: SandboxLabels.SANDBOX_NAME_HASH, indexes: { [POD_NAME_HASH_INDEX]: podNameHashIndex },
+  });
+  const guard = new AddressGuard(splitList(flags.string('allowed-pod-cidrs')));
+  const router = new Router({
+    resolver: new Resolver(sandboxes, pods),
+    guard,
+    authorizer,
+    log,
+    metrics,
+    proxyTimeoutMs: flags.number('proxy-timeout'),
+    pathRoutingPrefix: flags.string('path-routing-prefix'),
+    maxConnectionsPerSandbox: flags.number('max-connections-per-sandbox'),
+    maxConnections: flags.number('max-connections'),
+    cachesSynced: () => informers.hasSynced,
+  });
+
+  let shuttingDown = false;
+  let exit!: (code: number) => void;
+  const exited = new Promise<number>((resolve) => (exit = resolve));
+  let shutdown: (signal: string) => Promise<void> = async () => exit(0);
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  informers.start();
+  const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
+    liveness: () => undefined,
+    readiness: () => (shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
+  }), log, 'health probes');
+  const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
+  const proxy = (await listen(flags.string('bind-address'), (req, res) => router.handleRequest(req, res), log, 'proxy'))!;
+  proxy.on('upgrade', (req, socket, head) => router.handleUpgrade(req, socket, head));
+  for (const server of [proxy, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
+  void informers.synced().then(() => log.info('caches synced; ready'));
+
+  shutdown = async (signal: string) => {
+    if (shuttingDown) {
+      exit(1);
+      return;
+    }
+    shuttingDown = true;
+    log.info({ signal, open: router.openConnections }, 'shutting down: no new connections; draining');
+    const closed = closeServer(proxy);
+    await Promise.race([closed, sleep(SYSTEM_CLOCK, DRAIN_TIMEOUT_MS)]);
+    proxy.closeAllConnections();
+    router.close();
+    informers.stop();
+    await Promise.all([closeServer(health), closeServer(metricsServer)]);
+    client.close();
+    log.info('shutdown complete');
+    exit(0);
+  };
+  return exited;
+}
+
+function makeAuthorizer(mode: string, tokenFile: string, client: HttpKubeClient, ttlMs: number, maxEntries: number): Authorizer {
+  if (mode === 'none') return ALLOW_ALL;
+  if (mode === 'token') return new StaticTokenAuthorizer(fs.readFileSync(tokenFile, 'utf8'));
+  return new KubernetesAuthorizer(new KubeReviewer(client), { ttlMs, maxEntries });
+}
+
+/** The addresses a server accepts connections on (every interface's, when bound to all). */
+function ownAddresses(server: http.Server | undefined): string[] {
+  if (!server) return [];
+  const bound = (server.address() as AddressInfo).address;
+  if (bound !== '::' && bound !== '0.0.0.0') return [bound];
+  return Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
+}

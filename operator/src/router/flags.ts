@@ -1,0 +1,138 @@
+/**
+ * The `router` command line: its own small flag table, parsed with the controller's value rules
+ * (Go-style durations, `--name=value` or `--name value`, bare booleans).
+ */
+import { AUTH_MODES } from './auth';
+import { DEFAULT_ALLOWED_POD_CIDRS, parseCidr } from './guard';
+import {
+  type ControllerFlag, type ControllerFlagValue, formatGoDuration, parseControllerFlagValue,
+} from '../../../src/api/controller-flags';
+import { UsageError } from '../runtime/flags';
+
+const bindAddress = (value: string) =>
+  value === '0' || /^(\[[0-9a-fA-F:.]+\]|[^:[\]]*):\d{1,5}$/.test(value) ? undefined : `"${value}" must be [host]:port, such as ":8080"`;
+const positive = (value: number) => (value > 0 ? undefined : `must be greater than 0 (it is ${value})`);
+const positiveDuration = (value: number) => (value > 0 ? undefined : `must be greater than 0s (it is ${formatGoDuration(value)})`);
+
+export const ROUTER_FLAGS: readonly ControllerFlag[] = [
+  { flag: 'bind-address', type: 'string', default: ':8080', description: 'Address the proxy listens on.', validate: bindAddress },
+  { flag: 'health-probe-bind-address', type: 'string', default: ':8081', description: 'Address of /healthz and /readyz ("0" disables).', validate: bindAddress },
+  { flag: 'metrics-bind-address', type: 'string', default: ':9090', description: 'Address of /metrics ("0" disables).', validate: bindAddress },
+  { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means in-cluster credentials, then $KUBECONFIG, then ~/.kube/config.' },
+  { flag: 'namespace', type: 'string', default: '', description: 'Only route to sandboxes in this namespace; empty means all namespaces.' },
+  {
+    flag: 'auth',
+    type: 'string',
+    default: 'kubernetes',
+    description: 'Who may use the router: kubernetes (bearer token, TokenReview + SubjectAccessReview get on the sandbox or its claim), token (--auth-token-file), or none.',
+    validate: (v: string) => (AUTH_MODES.includes(v as never) ? undefined : `"${v}" is not an auth mode; use one of ${AUTH_MODES.join(', ')}`),
+  },
+  { flag: 'auth-token-file', type: 'string', default: '', description: 'File holding the bearer token for --auth=token (trimmed).' },
+  { flag: 'auth-cache-ttl', type: 'duration', default: 10_000, description: 'How long a kubernetes-mode decision is cached.', validate: positiveDuration },
+  { flag: 'auth-cache-size', type: 'int', default: 4096, description: 'Most kubernetes-mode decisions kept in the cache.', validate: positive },
+  {
+    flag: 'allowed-pod-cidrs',
+    type: 'string',
+    default: DEFAULT_ALLOWED_POD_CIDRS.join(','),
+    description: 'Comma-separated CIDRs pod IPs must fall in; link-local and the router\'s own addresses are refused regardless.',
+    validate: (v: string) => {
+      try {
+        splitList(v).forEach(parseCidr);
+        return splitList(v).length > 0 ? undefined : 'must list at least one CIDR';
+      } catch (err) {
+        return (err as Error).message;
+      }
+    },
+  },
+  {
+    flag: 'path-routing-prefix',
+    type: 'string',
+    default: '',
+    description: 'Also route <prefix>/<namespace>/<id>/<port>/... paths (the prefix and the three segments are removed); empty disables.',
+    validate: (v: string) => (v === '' || (v.startsWith('/') && !v.endsWith('/')) ? undefined : `"${v}" must start with "/" and not end with "/"`),
+  },
+  { flag: 'proxy-timeout', type: 'duration', default: 180_000, description: 'Longest a plain request may take (X-Sandbox-Timeout may shorten it); not applied to upgraded connections.', validate: positiveDuration },
+  { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
+  { flag: 'max-connections', type: 'int', default: 8192, description: 'Concurrent requests and upgraded connections in total; more get 429.', validate: positive },
+  {
+    flag: 'log-level',
+    type: 'string',
+    default: 'info',
+    description: 'debug, info, warn or error.',
+    validate: (v: string) => (['debug', 'info', 'warn', 'error'].includes(v) ? undefined : `"${v}" is not a log level`),
+  },
+];
+
+export function splitList(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+}
+
+export class RouterFlags {
+  private readonly values: Map<string, ControllerFlagValue>;
+
+  public constructor(given: Record<string, ControllerFlagValue> = {}) {
+    this.values = new Map(ROUTER_FLAGS.map((f) => [f.flag, given[f.flag] ?? f.default]));
+  }
+
+  public string(flag: string): string {
+    return this.get(flag) as string;
+  }
+
+  public number(flag: string): number {
+    return this.get(flag) as number;
+  }
+
+  public nonDefaults(): Record<string, ControllerFlagValue> {
+    const out: Record<string, ControllerFlagValue> = {};
+    for (const f of ROUTER_FLAGS) if (this.values.get(f.flag) !== f.default) out[f.flag] = this.values.get(f.flag)!;
+    return out;
+  }
+
+  private get(flag: string): ControllerFlagValue {
+    const v = this.values.get(flag);
+    if (v === undefined) throw new Error(`--${flag} is not a flag of the router`);
+    return v;
+  }
+}
+
+export interface ParsedRouterArgs {
+  readonly flags: RouterFlags;
+  readonly help: boolean;
+}
+
+/** Parse the args after `router`; throws UsageError naming the bad flag. */
+export function parseRouterArgs(args: readonly string[]): ParsedRouterArgs {
+  const given: Record<string, ControllerFlagValue> = {};
+  let help = false;
+  for (let i = 0; i < args.length; i++) {
+    const match = /^--?([^=]+)(?:=([\s\S]*))?$/.exec(args[i]);
+    if (!match || args[i] === '--') throw new UsageError(`unexpected argument "${args[i]}": the router command takes only flags (--name=value)`);
+    const [, name, inline] = match;
+    if (name === 'help' || name === 'h') { help = true; continue; }
+    const flag = ROUTER_FLAGS.find((f) => f.flag === name);
+    if (!flag) throw new UsageError(`unknown flag --${name}; valid flags are ${[...ROUTER_FLAGS.map((f) => `--${f.flag}`), '--help'].join(', ')}`);
+    let raw = inline;
+    if (raw === undefined) {
+      if (flag.type === 'bool') raw = 'true';
+      else if (i + 1 < args.length) raw = args[++i];
+      else throw new UsageError(`flag --${name} needs a value (--${name}=<${flag.type}>)`);
+    }
+    const { value, error } = parseControllerFlagValue(flag, raw);
+    if (error !== undefined) throw new UsageError(error);
+    given[name] = value!;
+  }
+  const flags = new RouterFlags(given);
+  if (flags.string('auth') === 'token' && flags.string('auth-token-file') === '') {
+    throw new UsageError('--auth=token needs --auth-token-file=<file holding the token>');
+  }
+  return { flags, help };
+}
+
+export function routerUsage(): string {
+  const lines = ['Usage: agent-sandbox-operator router [flags]', '', 'Flags:'];
+  for (const f of ROUTER_FLAGS) {
+    const shown = f.default === '' ? '' : ` (default ${f.type === 'duration' ? formatGoDuration(f.default as number) : JSON.stringify(f.default)})`;
+    lines.push(`  --${f.flag} ${f.type}`, `      ${f.description}${shown}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,62 @@
+/**
+ * The router's Prometheus series under upstream's names (sandbox-router/ in
+ * kubernetes-sigs/agent-sandbox), so its dashboards work unchanged.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BuildInfo } from '../runtime/metrics';
+
+const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 180];
+
+export type UpstreamErrorReason = 'dial' | 'timeout' | 'eof' | 'other';
+
+export class RouterMetrics {
+  public readonly registry = new Registry();
+  private readonly requests: Counter<'method' | 'code' | 'sandbox_namespace'>;
+  private readonly duration: Histogram<'method' | 'code' | 'sandbox_namespace'>;
+  private readonly inflight: Gauge;
+  private readonly upstreamErrors: Counter<'sandbox_namespace' | 'reason'>;
+  private readonly authz: Counter<'sandbox_namespace' | 'decision'>;
+  private readonly rejected: Counter<'sandbox_namespace' | 'scope'>;
+  private readonly retries: Counter<'sandbox_namespace'>;
+
+  public constructor(build?: BuildInfo, defaults = true) {
+    const registers = [this.registry];
+    if (defaults) collectDefaultMetrics({ register: this.registry });
+    const info = new Gauge({ name: 'sandbox_router_build_info', help: 'Build information of the running router; always 1.', labelNames: ['git_version', 'git_commit', 'build_date', 'node_version'], registers });
+    if (build) info.set({ git_version: build.version, git_commit: build.gitCommit, build_date: build.buildDate, node_version: process.version }, 1);
+    const labels = ['method', 'code', 'sandbox_namespace'] as const;
+    this.requests = new Counter({ name: 'sandbox_router_requests_total', help: 'Requests handled by the router.', labelNames: labels, registers });
+    this.duration = new Histogram({ name: 'sandbox_router_request_duration_seconds', help: 'Time from request to the end of the response (upgrades: to the 101).', labelNames: labels, buckets: DURATION_BUCKETS, registers });
+    this.inflight = new Gauge({ name: 'sandbox_router_inflight_requests', help: 'Requests and upgraded connections in flight.', registers });
+    this.upstreamErrors = new Counter({ name: 'sandbox_router_upstream_errors_total', help: 'Failures talking to a sandbox.', labelNames: ['sandbox_namespace', 'reason'], registers });
+    this.authz = new Counter({ name: 'sandbox_router_authz_decisions_total', help: 'Authorization decisions.', labelNames: ['sandbox_namespace', 'decision'], registers });
+    this.retries = new Counter({ name: 'sandbox_router_upstream_retries_total', help: 'Connection attempts repeated after a dial failure.', labelNames: ['sandbox_namespace'], registers });
+    this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
+  }
+
+  public observe(method: string, code: number, namespace: string, seconds: number): void {
+    const labels = { method, code: String(code), sandbox_namespace: namespace };
+    this.requests.inc(labels);
+    this.duration.observe(labels, seconds);
+  }
+
+  public inflightDelta(delta: number): void {
+    this.inflight.inc(delta);
+  }
+
+  public upstreamError(namespace: string, reason: UpstreamErrorReason): void {
+    this.upstreamErrors.inc({ sandbox_namespace: namespace, reason });
+  }
+
+  public authzDecision(namespace: string, allowed: boolean): void {
+    this.authz.inc({ sandbox_namespace: namespace, decision: allowed ? 'allow' : 'deny' });
+  }
+
+  public upstreamRetry(namespace: string): void {
+    this.retries.inc({ sandbox_namespace: namespace });
+  }
+
+  public limitRejected(namespace: string, scope: 'sandbox' | 'total'): void {
+    this.rejected.inc({ sandbox_namespace: namespace, scope });
+  }
+}

@@ -1,0 +1,412 @@
+/**
+ * The router's proxy: HTTP/1.1 requests and Upgrade (WebSocket) connections to the sandbox a
+ * request names, through the resolver (caches), the authorizer and the address guard, with
+ * per-sandbox and total concurrency limits. Every connection to a sandbox goes through one dial
+ * function (injectable), checked by the guard first.
+ *
+ * Headers: Authorization, Cookie, Proxy-Authorization, hop-by-hop headers (and those named in
+ * Connection), Host, inbound Forwarded/X-Forwarded-* and every X-Sandbox-* are removed before
+ * forwarding (like the legacy Python router, the sandbox never sees routing or credentials);
+ * X-Forwarded-For/-Host/-Proto and X-Request-ID are set. Origin is removed on upgrades only.
+ * Paths are forwarded with their escaping untouched, and dot segments are not redirected.
+ */
+import { randomUUID } from 'node:crypto';
+import * as http from 'node:http';
+import * as net from 'node:net';
+import type { Duplex } from 'node:stream';
+import { parseTarget, type Target } from './addressing';
+import type { Authorizer } from './auth';
+import type { AddressGuard } from './guard';
+import type { RouterMetrics, UpstreamErrorReason } from './metrics';
+import type { ResolveRequest, Resolved, Unresolved } from './resolve';
+import type { Logger } from '../runtime/log';
+
+/** Opens a TCP connection; the router's only way to reach a sandbox. */
+export type Dial = (host: string, port: number) => net.Socket;
+
+export const defaultDial: Dial = (host, port) => net.connect({ host, port });
+
+export interface RouterOptions {
+  readonly resolver: { resolve(req: ResolveRequest): Resolved | Unresolved };
+  readonly guard: AddressGuard;
+  readonly authorizer: Authorizer;
+  readonly log: Logger;
+  readonly proxyTimeoutMs: number;
+  readonly pathRoutingPrefix?: string;
+  readonly maxConnectionsPerSandbox: number;
+  readonly maxConnections: number;
+  readonly dial?: Dial;
+  readonly metrics?: RouterMetrics;
+  /** False until the caches have synced: until then an absent sandbox may just not be listed yet (503, not 404). */
+  readonly cachesSynced?: () => boolean;
+}
+
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+const CREDENTIALS = new Set(['authorization', 'cookie', 'host', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-request-id']);
+
+/** The request headers to send to the sandbox. */
+export function forwardHeaders(req: http.IncomingMessage, requestId: string, upgrade: boolean): http.OutgoingHttpHeaders {
+  const named = new Set(String(req.headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s));
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || HOP_BY_HOP.has(name) || CREDENTIALS.has(name) || named.has(name) || name.startsWith('x-sandbox-')) continue;
+    if (upgrade && name === 'origin') continue;
+    out[name] = value;
+  }
+  if (/^\s*trailers\s*$/i.test(String(req.headers.te ?? ''))) out.te = 'trailers';
+  if (upgrade) {
+    out.connection = 'Upgrade';
+    out.upgrade = req.headers.upgrade;
+  }
+  out['x-forwarded-for'] = req.socket.remoteAddress ?? '';
+  if (req.headers.host) out['x-forwarded-host'] = req.headers.host;
+  out['x-forwarded-proto'] = 'http';
+  out['x-request-id'] = requestId;
+  return out;
+}
+
+function filterResponseHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
+  const named = new Set(String(headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()));
+  const out: http.OutgoingHttpHeaders = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !named.has(name)) out[name] = value;
+  }
+  return out;
+}
+
+/** Counts open connections per sandbox and in total. */
+export class ConnectionLimits {
+  private total = 0;
+  private readonly perSandbox = new Map<string, number>();
+
+  public constructor(private readonly maxPerSandbox: number, private readonly maxTotal: number) {}
+
+  /** A release function, or which limit is full. */
+  public acquire(key: string): (() => void) | 'sandbox' | 'total' {
+    if (this.total >= this.maxTotal) return 'total';
+    const n = this.perSandbox.get(key) ?? 0;
+    if (n >= this.maxPerSandbox) return 'sandbox';
+    this.total++;
+    this.perSandbox.set(key, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.total--;
+      const left = (this.perSandbox.get(key) ?? 1) - 1;
+      if (left === 0) this.perSandbox.delete(key);
+      else this.perSandbox.set(key, left);
+    };
+  }
+
+  public get open(): number {
+    return this.total;
+  }
+}
+
+interface Admitted {
+  readonly target: Target;
+  readonly resolved: Resolved;
+  readonly release: () => void;
+}
+
+interface Refused {
+  readonly status: number;
+  readonly detail: string;
+  readonly headers?: Record<string, string>;
+}
+
+export class Router {
+  private readonly agent: http.Agent;
+  private readonly limits: ConnectionLimits;
+  private readonly dial: Dial;
+  /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
+  private readonly tunnels = new Set<Duplex>();
+
+  public constructor(private readonly opts: RouterOptions) {
+    const inner = opts.dial ?? defaultDial;
+    this.dial = (host, port) => {
+      const why = opts.guard.check(host);
+      if (why === undefined) return inner(host, port);
+      const refused = new net.Socket();
+      process.nextTick(() => refused.destroy(Object.assign(new Error(`refusing to connect: ${why}`), { code: 'EROUTERGUARD' })));
+      return refused;
+    };
+    this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxConnections, maxFreeSockets: 16 });
+    (this.agent as unknown as { createConnection: (o: { host?: string; port?: number }) => net.Socket }).createConnection =
+      (o) => this.dial(o.host!, Number(o.port));
+    this.limits = new ConnectionLimits(opts.maxConnectionsPerSandbox, opts.maxConnections);
+  }
+
+  /** Serve on `server`: requests and upgrades. */
+  public attach(server: http.Server): void {
+    server.on('request', (req, res) => this.handleRequest(req, res));
+    server.on('upgrade', (req, socket, head) => this.handleUpgrade(req, socket, head));
+  }
+
+  public get openConnections(): number {
+    return this.limits.open;
+  }
+
+  public close(): void {
+    this.agent.destroy();
+    for (const s of this.tunnels) s.destroy();
+  }
+
+  public handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdOf(req);
+    res.setHeader('x-request-id', requestId);
+    const log = this.opts.log.child({ requestId });
+    let namespace = '';
+    res.on('close', () => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
+      log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
+    });
+    if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
+    void this.admit(req).then((admitted) => {
+      if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
+      namespace = admitted.target.namespace;
+      this.forward(req, res, admitted, log);
+    }, (err: Error) => {
+      log.error({ err }, 'admitting the request failed');
+      json(res, 500, { detail: 'An internal error occurred in the proxy.' });
+    });
+  }
+
+  /** Parse, authorize, resolve, guard and count one request or upgrade. */
+  private async admit(req: http.IncomingMessage): Promise<Admitted | Refused> {
+    const target = parseTarget(req.url ?? '/', req.headers, this.opts.pathRoutingPrefix ?? '');
+    if ('detail' in target) return target;
+    const decision = await this.opts.authorizer.check({ authorization: req.headers.authorization, namespace: target.namespace, id: target.id });
+    this.opts.metrics?.authzDecision(target.namespace, decision.allowed);
+    if (!decision.allowed) return decision;
+    if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
+    const resolved = this.opts.resolver.resolve(target);
+    if ('detail' in resolved) return resolved;
+    const why = this.opts.guard.check(resolved.ip);
+    if (why !== undefined) {
+      this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
+      return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
+    }
+    const release = this.limits.acquire(`${target.namespace}/${target.id}`);
+    if (typeof release !== 'function') {
+      this.opts.metrics?.limitRejected(target.namespace, release);
+      const detail = release === 'sandbox' ? `Too many concurrent connections to sandbox ${target.namespace}/${target.id}.` : 'Too many concurrent connections through the router.';
+      return { status: 429, detail, headers: { 'retry-after': '1' } };
+    }
+    return { target, resolved, release };
+  }
+
+  private forward(req: http.IncomingMessage, res: http.ServerResponse, admitted: Admitted, log: Logger): void {
+    const { target, resolved, release } = admitted;
+    this.opts.metrics?.inflightDelta(1);
+    res.once('close', () => {
+      release();
+      this.opts.metrics?.inflightDelta(-1);
+    });
+    const timeoutMs = Math.min(target.timeoutMs ?? this.opts.proxyTimeoutMs, this.opts.proxyTimeoutMs);
+    // Only a request without a body can be sent again, and only when no connection was made.
+    const replayable = !hasBody(req);
+    let upstream: http.ClientRequest | undefined;
+    let retryTimer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (retryTimer !== undefined) {
+        clearTimeout(retryTimer);
+        return this.fail(res, target, 'timeout', log, new Error(`no connection within ${timeoutMs} ms`));
+      }
+      upstream?.destroy(new Error(`no complete response within ${timeoutMs} ms`));
+    }, timeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      clearTimeout(retryTimer);
+    };
+    res.once('close', () => {
+      done();
+      if (!res.writableFinished) upstream?.destroy();
+    });
+    const attempt = (retries: number) => {
+      retryTimer = undefined;
+      const current = http.request({
+        host: resolved.ip,
+        port: target.port,
+        method: req.method,
+        path: target.path,
+        headers: forwardHeaders(req, res.getHeader('x-request-id') as string, false),
+        agent: this.agent,
+      });
+      upstream = current;
+      current.on('response', (upRes) => {
+        if (upRes.statusCode === 101) {
+          upRes.destroy();
+          return this.fail(res, target, 'other', log, new Error('upstream answered 101 to a plain request'));
+        }
+        res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.headers));
+        res.flushHeaders();
+        upRes.on('error', () => res.destroy());
+        upRes.on('aborted', () => res.destroy());
+        upRes.pipe(res);
+        upRes.on('end', done);
+      });
+      current.on('error', (err: NodeJS.ErrnoException) => {
+        if (res.headersSent) {
+          done();
+          // The status is out; all that is left is to cut the body short.
+          this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
+          res.destroy();
+          return;
+        }
+        if (!timedOut && !res.destroyed && replayable && RETRYABLE_DIAL_ERRORS.has(err.code ?? '') && retries < DIAL_RETRY_DELAYS_MS.length) {
+          this.opts.metrics?.upstreamRetry(target.namespace);
+          retryTimer = setTimeout(() => attempt(retries + 1), DIAL_RETRY_DELAYS_MS[retries]);
+          return;
+        }
+        done();
+        this.fail(res, target, timedOut ? 'timeout' : reasonOf(err), log, err);
+      });
+      if (replayable) current.end();
+      else req.pipe(current);
+    };
+    attempt(0);
+  }
+
+  private fail(res: http.ServerResponse, target: Target, reason: UpstreamErrorReason, log: Logger, err: Error): void {
+    this.opts.metrics?.upstreamError(target.namespace, reason);
+    log.warn({ namespace: target.namespace, sandbox: target.id, reason, err: err.message }, 'upstream failed');
+    if (res.headersSent) return void res.destroy();
+    if (reason === 'timeout') return json(res, 504, { detail: `Timed out waiting for the backend sandbox: ${target.id}` });
+    json(res, 502, { detail: `Could not connect to the backend sandbox: ${target.id}` });
+  }
+
+  public handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    const requestId = requestIdOf(req);
+    const log = this.opts.log.child({ requestId });
+    const started = process.hrtime.bigint();
+    socket.on('error', () => socket.destroy());
+    const finish = (status: number, namespace: string) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
+      log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
+    };
+    void this.admit(req).then((admitted) => {
+      if ('detail' in admitted) {
+        finish(admitted.status, '');
+        return rawJson(socket, admitted.status, { detail: admitted.detail }, { ...admitted.headers, 'x-request-id': requestId });
+      }
+      this.forwardUpgrade(req, socket, head, admitted, requestId, log, finish);
+    }, (err: Error) => {
+      log.error({ err }, 'admitting the upgrade failed');
+      rawJson(socket, 500, { detail: 'An internal error occurred in the proxy.' });
+    });
+  }
+
+  private forwardUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer, admitted: Admitted, requestId: string, log: Logger,
+    finish: (status: number, namespace: string) => void): void {
+    const { target, resolved, release } = admitted;
+    this.opts.metrics?.inflightDelta(1);
+    let released = false;
+    const releaseOnce = () => {
+      if (released) return;
+      released = true;
+      release();
+      this.opts.metrics?.inflightDelta(-1);
+    };
+    socket.once('close', releaseOnce);
+    const upstream = http.request({
+      host: resolved.ip,
+      port: target.port,
+      method: req.method,
+      path: target.path,
+      headers: forwardHeaders(req, requestId, true),
+      createConnection: () => this.dial(resolved.ip, target.port),
+    });
+    // The proxy timeout bounds the handshake only; an upgraded connection lives until either side closes it.
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      upstream.destroy(new Error('handshake timed out'));
+    }, this.opts.proxyTimeoutMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      upstream.destroy();
+    });
+    upstream.on('upgrade', (upRes, upSocket, upHead) => {
+      clearTimeout(timer);
+      finish(101, target.namespace);
+      const lines = [`HTTP/1.1 101 ${upRes.statusMessage ?? 'Switching Protocols'}`];
+      for (let i = 0; i < upRes.rawHeaders.length; i += 2) lines.push(`${upRes.rawHeaders[i]}: ${upRes.rawHeaders[i + 1]}`);
+      lines.push(`x-request-id: ${requestId}`);
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+      if (upHead.length > 0) socket.write(upHead);
+      if (head.length > 0) upSocket.write(head);
+      for (const s of [socket, upSocket]) {
+        this.tunnels.add(s);
+        s.once('close', () => this.tunnels.delete(s));
+      }
+      upSocket.on('error', () => socket.destroy());
+      upSocket.on('close', () => socket.destroy());
+      socket.on('close', () => upSocket.destroy());
+      upSocket.pipe(socket);
+      socket.pipe(upSocket);
+    });
+    upstream.on('response', (upRes) => {
+      // The sandbox declined the upgrade: relay its answer and close.
+      clearTimeout(timer);
+      finish(upRes.statusCode ?? 502, target.namespace);
+      const lines = [`HTTP/1.1 ${upRes.statusCode} ${upRes.statusMessage ?? ''}`];
+      const headers = filterResponseHeaders(upRes.headers);
+      for (const [k, v] of Object.entries(headers)) for (const one of [v].flat()) lines.push(`${k}: ${String(one)}`);
+      lines.push('connection: close');
+      socket.write(`${lines.join('\r\n')}\r\n\r\n`);
+      upRes.pipe(socket);
+    });
+    upstream.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      const reason = timedOut ? 'timeout' : reasonOf(err);
+      this.opts.metrics?.upstreamError(target.namespace, reason);
+      log.warn({ namespace: target.namespace, sandbox: target.id, reason, err: err.message }, 'upstream failed');
+      const status = reason === 'timeout' ? 504 : 502;
+      finish(status, target.namespace);
+      rawJson(socket, status, { detail: reason === 'timeout' ? `Timed out waiting for the backend sandbox: ${target.id}` : `Could not connect to the backend sandbox: ${target.id}` });
+    });
+    upstream.end();
+  }
+}
+
+/** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
+const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
+const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
+
+function hasBody(req: http.IncomingMessage): boolean {
+  return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+}
+
+function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
+  if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'EROUTERGUARD' || err.code === 'ETIMEDOUT') return 'dial';
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return 'eof';
+  return 'other';
+}
+
+/** The client's X-Request-ID when it is a sane token, else a new one. */
+function requestIdOf(req: http.IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
+}
+
+function json(res: http.ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return void res.destroy();
+  const text = JSON.stringify(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function rawJson(socket: Duplex, status: number, body: object, headers: Record<string, string> = {}): void {
+  if (socket.destroyed) return;
+  const text = JSON.stringify(body);
+  const lines = [`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}`, 'content-type: application/json', `content-length: ${Buffer.byteLength(text)}`, 'connection: close'];
+  for (const [k, v] of Object.entries(headers)) lines.push(`${k}: ${v}`);
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${text}`);
+}

@@ -1,0 +1,150 @@
+/**
+ * A router in front of loopback "sandboxes": an upstream HTTP server on 127.64.0.7 (inside the
+ * loopback pod CIDR the tests allow), stores filled by hand, and a dial function that fails the
+ * test on any non-loopback address.
+ */
+import * as http from 'node:http';
+import * as net from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { SandboxLabels } from '../../../src/api/labels';
+import { NameHash } from '../../../src/api/name-hash';
+import type { Pod, Sandbox } from '../../src/model';
+import { ALLOW_ALL, type Authorizer } from '../../src/router/auth';
+import { AddressGuard } from '../../src/router/guard';
+import { RouterMetrics } from '../../src/router/metrics';
+import { Router, type RouterOptions } from '../../src/router/proxy';
+import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../../src/router/resolve';
+import { SILENT_LOGGER } from '../../src/runtime/log';
+import { FakeStore } from '../fake-kube';
+
+export const UPSTREAM_IP = '127.64.0.7';
+export const TEST_POD_CIDRS = ['127.64.0.0/12'];
+
+export function sandbox(name: string, opts: { namespace?: string; ready?: boolean; suspended?: boolean; uid?: string } = {}): Sandbox {
+  return {
+    apiVersion: 'agents.x-k8s.io/v1alpha1',
+    kind: 'Sandbox',
+    metadata: { name, namespace: opts.namespace ?? 'default', uid: opts.uid ?? `uid-${name}` },
+    spec: opts.suspended ? { operatingMode: 'Suspended' } : {},
+    status: { conditions: [{ type: 'Ready', status: opts.ready === false ? 'False' : 'True', reason: 'x', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] },
+  } as unknown as Sandbox;
+}
+
+export function pod(sb: Sandbox, ips: string[], opts: { ready?: boolean; name?: string } = {}): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: opts.name ?? sb.metadata.name,
+      namespace: sb.metadata.namespace,
+      labels: { [SandboxLabels.SANDBOX_NAME_HASH]: NameHash.of(sb.metadata.name) },
+      ownerReferences: [{ apiVersion: 'agents.x-k8s.io/v1alpha1', kind: 'Sandbox', name: sb.metadata.name, uid: sb.metadata.uid!, controller: true }],
+    },
+    status: { podIP: ips[0], podIPs: ips.map((ip) => ({ ip })), conditions: [{ type: 'Ready', status: opts.ready === false ? 'False' : 'True' }] },
+  };
+}
+
+export interface Harness {
+  readonly router: Router;
+  readonly server: http.Server;
+  readonly port: number;
+  readonly sandboxes: FakeStore<Sandbox>;
+  readonly pods: FakeStore<Pod>;
+  readonly dialed: string[];
+  readonly metrics: RouterMetrics;
+  close(): Promise<void>;
+}
+
+/** Fails loudly (and records) any dial outside 127.0.0.0/8. */
+export function loopbackOnlyDial(dialed: string[]): RouterOptions['dial'] {
+  return (host, port) => {
+    dialed.push(`${host}:${port}`);
+    if (!host.startsWith('127.')) throw new Error(`test dial to a non-loopback address ${host}:${port}`);
+    return net.connect({ host, port });
+  };
+}
+
+export async function startRouter(overrides: Partial<RouterOptions> & { authorizer?: Authorizer } = {}): Promise<Harness> {
+  const sandboxes = new FakeStore<Sandbox>();
+  const pods = new FakeStore<Pod>({ [POD_NAME_HASH_INDEX]: podNameHashIndex });
+  const dialed: string[] = [];
+  const metrics = new RouterMetrics(undefined, false);
+  const router = new Router({
+    resolver: new Resolver(sandboxes, pods),
+    guard: new AddressGuard(TEST_POD_CIDRS, ['127.0.0.1']),
+    authorizer: ALLOW_ALL,
+    log: SILENT_LOGGER,
+    proxyTimeoutMs: 30_000,
+    maxConnections: 100,
+    maxConnectionsPerSandbox: 10,
+    dial: loopbackOnlyDial(dialed),
+    metrics,
+    ...overrides,
+  });
+  const server = http.createServer();
+  router.attach(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    router,
+    server,
+    sandboxes,
+    pods,
+    dialed,
+    metrics,
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      router.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+export interface Upstream {
+  readonly server: http.Server;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+export async function startUpstream(handler: http.RequestListener, ip = UPSTREAM_IP): Promise<Upstream> {
+  const server = http.createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, ip, resolve));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: http.IncomingHttpHeaders;
+  readonly body: string;
+}
+
+export function request(port: number, path: string, headers: http.OutgoingHttpHeaders = {}, method = 'GET', body?: string): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** An upstream that answers with what it received. */
+export const echoHandler: http.RequestListener = (req, res) => {
+  let body = '';
+  req.on('data', (c) => (body += c));
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/json', 'x-upstream': 'yes' });
+    res.end(JSON.stringify({ method: req.method, url: req.url, headers: req.headers, body }));
+  });
+};

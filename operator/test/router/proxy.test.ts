@@ -1,0 +1,135 @@
+import * as http from 'node:http';
+import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP } from './harness';
+
+describe('router proxy', () => {
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let h: Harness;
+  const route = (id: string, extra: http.OutgoingHttpHeaders = {}) => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port), ...extra });
+
+  beforeEach(async () => {
+    upstream = await startUpstream(echoHandler);
+    h = await startRouter({ pathRoutingPrefix: '/router' });
+    const sb = sandbox('sb');
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP]));
+  });
+
+  afterEach(async () => {
+    await h.close();
+    await upstream.close();
+  });
+
+  test('forwards method, escaped path, query and body; strips credentials, hop-by-hop and X-Sandbox-*', async () => {
+    const reply = await request(h.port, '/files/a%2Fb/../c?x=1', route('sb', {
+      'authorization': 'Bearer secret',
+      'cookie': 'c=1',
+      'proxy-authorization': 'Basic x',
+      'x-sandbox-timeout': '30',
+      'connection': 'keep-alive, x-hop',
+      'x-hop': '1',
+      'x-forwarded-for': '6.6.6.6',
+      'origin': 'http://o',
+      'x-keep': 'kept',
+      'x-request-id': 'rid-1',
+    }), 'POST', 'hello');
+    expect(reply.status).toBe(200);
+    expect(reply.headers['x-upstream']).toBe('yes');
+    expect(reply.headers['x-request-id']).toBe('rid-1');
+    const seen = JSON.parse(reply.body);
+    expect(seen).toMatchObject({ method: 'POST', url: '/files/a%2Fb/../c?x=1', body: 'hello' });
+    for (const gone of ['authorization', 'cookie', 'proxy-authorization', 'x-sandbox-id', 'x-sandbox-port', 'x-sandbox-timeout', 'x-hop']) {
+      expect(seen.headers[gone]).toBeUndefined();
+    }
+    expect(seen.headers).toMatchObject({ 'x-keep': 'kept', 'origin': 'http://o', 'x-forwarded-for': '127.0.0.1', 'x-forwarded-proto': 'http', 'x-request-id': 'rid-1' });
+    expect(h.dialed).toEqual([`${UPSTREAM_IP}:${upstream.port}`]);
+  });
+
+  test('path routing: prefix and identity segments removed, escapes kept', async () => {
+    const reply = await request(h.port, `/router/default/sb/${upstream.port}/download/a%2Fb?q=1`);
+    expect(reply.status).toBe(200);
+    expect(JSON.parse(reply.body).url).toBe('/download/a%2Fb?q=1');
+  });
+
+  test('/healthz on the proxy port is answered by the router', async () => {
+    const reply = await request(h.port, '/healthz');
+    expect(reply).toMatchObject({ status: 200, body: '{"status":"ok"}' });
+    expect(h.dialed).toEqual([]);
+  });
+
+  test('missing → 404, suspended → 409, not ready or no pod → 503, each naming the sandbox', async () => {
+    expect(await request(h.port, '/', route('nope'))).toMatchObject({ status: 404, body: JSON.stringify({ detail: 'Sandbox default/nope not found.' }) });
+    h.sandboxes.put(sandbox('sus', { suspended: true }));
+    expect(await request(h.port, '/', route('sus'))).toMatchObject({ status: 409, body: JSON.stringify({ detail: 'Sandbox default/sus is suspended.' }) });
+    const nr = sandbox('nr');
+    h.sandboxes.put(nr);
+    h.pods.put(pod(nr, [UPSTREAM_IP], { ready: false }));
+    expect(await request(h.port, '/', route('nr'))).toMatchObject({ status: 503, body: JSON.stringify({ detail: 'Sandbox default/nr is not ready.' }) });
+    h.sandboxes.put(sandbox('nopod'));
+    expect(await request(h.port, '/', route('nopod'))).toMatchObject({ status: 503, body: JSON.stringify({ detail: 'Sandbox default/nopod has no pod yet.' }) });
+    expect(await request(h.port, '/', route('sb', { 'x-sandbox-uid': 'other' }))).toMatchObject({ status: 404 });
+    expect(h.dialed).toEqual([]);
+  });
+
+  test('a pod-name annotation picks that pod', async () => {
+    const sb = sandbox('ann');
+    sb.metadata.annotations = { 'agents.x-k8s.io/pod-name': 'ann-pod' };
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, ['127.64.0.99'], { name: 'other' }), pod(sb, [UPSTREAM_IP], { name: 'ann-pod' }));
+    expect((await request(h.port, '/', route('ann'))).status).toBe(200);
+  });
+
+  test('X-Sandbox-Pod-IP is used only when it is a current IP of that sandbox\'s pod', async () => {
+    expect((await request(h.port, '/', route('sb', { 'x-sandbox-pod-ip': UPSTREAM_IP }))).status).toBe(200);
+    const stale = await request(h.port, '/', route('sb', { 'x-sandbox-pod-ip': '10.1.2.3' }));
+    expect(stale).toMatchObject({ status: 503, body: JSON.stringify({ detail: '10.1.2.3 is not a current pod IP of sandbox default/sb.' }) });
+    expect(h.dialed).toEqual([`${UPSTREAM_IP}:${upstream.port}`]);
+  });
+
+  test('dial failure → 502 with upstream\'s text', async () => {
+    const port = upstream.port;
+    await upstream.close();
+    const reply = await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(port) });
+    expect(reply).toMatchObject({ status: 502, body: JSON.stringify({ detail: 'Could not connect to the backend sandbox: sb' }) });
+    upstream = await startUpstream(echoHandler);
+  });
+
+  test('metrics use upstream\'s names', async () => {
+    await request(h.port, '/', route('sb'));
+    const text = await h.metrics.registry.metrics();
+    expect(text).toMatch(/sandbox_router_requests_total\{method="GET",code="200",sandbox_namespace="default"\} 1/);
+    expect(text).toMatch(/sandbox_router_request_duration_seconds_bucket/);
+    expect(text).toMatch(/sandbox_router_inflight_requests 0/);
+  });
+});
+
+test('before the caches have synced, a sandbox the cache lacks is 503, not 404', async () => {
+  let synced = false;
+  const h = await startRouter({ cachesSynced: () => synced });
+  try {
+    expect(await request(h.port, '/', { 'x-sandbox-id': 'sb' })).toMatchObject({ status: 503, body: JSON.stringify({ detail: 'The router\'s caches have not synced yet.' }) });
+    synced = true;
+    expect((await request(h.port, '/', { 'x-sandbox-id': 'sb' })).status).toBe(404);
+  } finally {
+    await h.close();
+  }
+});
+
+describe('router timeouts', () => {
+  test('an upstream that never answers gets 504 after --proxy-timeout; X-Sandbox-Timeout shortens it', async () => {
+    const hung: http.ServerResponse[] = [];
+    const upstream = await startUpstream((_req, res) => void hung.push(res));
+    const h = await startRouter({ proxyTimeoutMs: 300 });
+    const sb = sandbox('sb');
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP]));
+    try {
+      const reply = await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port) });
+      expect(reply).toMatchObject({ status: 504, body: JSON.stringify({ detail: 'Timed out waiting for the backend sandbox: sb' }) });
+      const short = await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port), 'x-sandbox-timeout': '0.05' });
+      expect(short.status).toBe(504);
+    } finally {
+      await h.close();
+      await upstream.close();
+    }
+  });
+});
