@@ -24,6 +24,7 @@ import { InformerFactory, resourceLabel } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
 import { SERVICE_ACCOUNT_DIR, loadConnection } from '../runtime/kubeconfig';
 import { DEFAULT_LEASE_NAME, LeaderElector } from '../runtime/leader-election';
+import { ProcessLifecycle } from '../runtime/lifecycle';
 import { Logger, createLogger } from '../runtime/log';
 import { OperatorMetrics } from '../runtime/metrics';
 
@@ -69,23 +70,18 @@ export async function runController(args: readonly string[]): Promise<number> {
   for (const informer of informers.informers) metrics.trackInformerSize(resourceLabel(informer.type), () => informer.size);
   if (controllers.length === 0) log.warn('no controllers are registered; the process only elects a leader and serves probes');
 
-  let shuttingDown = false;
   let elector: LeaderElector | undefined;
-  let exit!: (code: number) => void;
-  const exited = new Promise<number>((resolve) => (exit = resolve));
-  // Installed before anything listens or campaigns, so a signal during start-up still shuts down in order.
-  let shutdown: (signal: string) => Promise<void> = async () => exit(0);
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Before anything listens or campaigns, so a signal during start-up still shuts down in order.
+  const life = new ProcessLifecycle(log);
   const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
     liveness: () => undefined,
-    readiness: () => (shuttingDown ? 'shutting down' : !informers.hasSynced ? 'informers have not synced yet' : undefined),
+    readiness: () => (life.shuttingDown ? 'shutting down' : !informers.hasSynced ? 'informers have not synced yet' : undefined),
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
 
   const startControllers = async () => {
     await informers.synced();
-    if (shuttingDown) return;
+    if (life.shuttingDown) return;
     log.info({ controllers: controllers.map((c) => c.name) }, 'caches synced; starting controllers');
     for (const c of controllers) c.start();
   };
@@ -104,9 +100,9 @@ export async function runController(args: readonly string[]): Promise<number> {
       },
       onStoppedLeading: () => {
         metrics.setLeader(DEFAULT_LEASE_NAME, false);
-        if (shuttingDown) return;
+        if (life.shuttingDown) return;
         log.error('lost the leader lease; exiting so that no two replicas reconcile at once');
-        exit(1);
+        life.exit(1);
       },
     });
     metrics.setLeader(DEFAULT_LEASE_NAME, false);
@@ -115,23 +111,15 @@ export async function runController(args: readonly string[]): Promise<number> {
     void startControllers();
   }
 
-  shutdown = async (signal: string) => {
-    if (shuttingDown) {
-      log.warn({ signal }, 'second signal; exiting at once');
-      exit(1);
-      return;
-    }
-    shuttingDown = true;
-    log.info({ signal }, 'shutting down: draining workers, then releasing the leader lease');
+  // Workers drain first, then the Lease is released so a standby takes over at once.
+  life.onShutdown(async () => {
     await drain(controllers, log);
     await elector?.release();
     informers.stop();
     await Promise.all([closeServer(health), closeServer(metricsServer)]);
     client.close();
-    log.info('shutdown complete');
-    exit(0);
-  };
-  return exited;
+  });
+  return life.exited;
 }
 
 async function drain(controllers: RunnableController[], log: Logger): Promise<void> {

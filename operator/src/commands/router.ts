@@ -22,6 +22,7 @@ import { closeServer, listen, metricsHandler, probesHandler } from '../runtime/h
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
 import { loadConnection } from '../runtime/kubeconfig';
+import { ProcessLifecycle } from '../runtime/lifecycle';
 import { createLogger } from '../runtime/log';
 
 /** Longest wait for in-flight requests at shutdown. */
@@ -64,17 +65,12 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     cachesSynced: () => informers.hasSynced,
   });
 
-  let shuttingDown = false;
-  let exit!: (code: number) => void;
-  const exited = new Promise<number>((resolve) => (exit = resolve));
-  let shutdown: (signal: string) => Promise<void> = async () => exit(0);
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  const life = new ProcessLifecycle(log);
 
   informers.start();
   const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
     liveness: () => undefined,
-    readiness: () => (shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
+    readiness: () => (life.shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
   const proxy = (await listen(flags.string('bind-address'), (req, res) => router.handleRequest(req, res), log, 'proxy'))!;
@@ -82,13 +78,8 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   for (const server of [proxy, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
   void informers.synced().then(() => log.info('caches synced; ready'));
 
-  shutdown = async (signal: string) => {
-    if (shuttingDown) {
-      exit(1);
-      return;
-    }
-    shuttingDown = true;
-    log.info({ signal, open: router.openConnections }, 'shutting down: no new connections; draining');
+  life.onShutdown(async () => {
+    log.info({ open: router.openConnections }, 'no new connections; draining');
     const closed = closeServer(proxy);
     await Promise.race([closed, sleep(SYSTEM_CLOCK, DRAIN_TIMEOUT_MS)]);
     proxy.closeAllConnections();
@@ -96,10 +87,8 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     informers.stop();
     await Promise.all([closeServer(health), closeServer(metricsServer)]);
     client.close();
-    log.info('shutdown complete');
-    exit(0);
-  };
-  return exited;
+  });
+  return life.exited;
 }
 
 function makeAuthorizer(mode: string, tokenFile: string, client: HttpKubeClient, ttlMs: number, maxEntries: number): Authorizer {
