@@ -1,7 +1,7 @@
-import { ApiObject, Duration, JsonPatch, Testing } from 'cdk8s';
-import { OperatingMode, SandboxShutdownPolicy } from '../src/api/enums';
+import { ApiObject, JsonPatch, Testing } from 'cdk8s';
 import { Sandbox } from '../src/sandbox';
 import { SandboxVolume } from '../src/volume';
+import { fullSandboxProps } from './fixtures/full-sandbox';
 
 const python = { image: 'python:3.12-slim', ports: [{ number: 8888, name: 'http' }] };
 
@@ -20,24 +20,7 @@ describe('Sandbox', () => {
 
   test('every field renders', () => {
     const chart = Testing.chart();
-    const sb = new Sandbox(chart, 'full', {
-      metadata: { name: 'notebook', namespace: 'team-a' },
-      containers: [{
-        ...python,
-        env: { MODE: 'dev' },
-        resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '2Gi' } },
-        volumeMounts: [{ volume: 'work', path: '/work' }, { volume: 'scratch', path: '/tmp' }],
-        security: { readOnlyRootFilesystem: true, runAsUser: 1000 },
-      }],
-      volumes: [SandboxVolume.emptyDir('scratch', { medium: 'Memory', sizeLimit: '256Mi' })],
-      volumeClaimTemplates: [{ name: 'work', storage: '10Gi', storageClassName: 'standard' }],
-      service: true,
-      operatingMode: OperatingMode.SUSPENDED,
-      shutdownTime: '2026-12-01T18:00:00Z',
-      shutdownPolicy: SandboxShutdownPolicy.DELETE,
-      terminationGracePeriod: Duration.seconds(5),
-      security: { fsGroup: 1000 },
-    });
+    const sb = new Sandbox(chart, 'full', fullSandboxProps());
     sb.addContainer({ image: 'busybox', name: 'sidecar', command: ['sleep', 'infinity'] });
     const [obj] = Testing.synth(chart);
     expect(obj).toMatchSnapshot();

@@ -1,14 +1,13 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Chart, Duration, Testing } from 'cdk8s';
+import { Chart, Testing } from 'cdk8s';
 import * as ts from 'typescript';
 import { EXAMPLES } from '../../examples';
 import { OUT_FILE, generateOperatorTypes } from '../../hack/gen-operator-types';
-import { OperatingMode, SandboxShutdownPolicy } from '../../src/api/enums';
 import { KINDS } from '../../src/api/groups';
 import { Sandbox } from '../../src/sandbox';
-import { SandboxVolume } from '../../src/volume';
+import { fullSandboxProps } from '../fixtures/full-sandbox';
 
 /** The generated type each kind's objects must satisfy. */
 const TYPE_OF_KIND: Record<string, string> = {
@@ -21,25 +20,7 @@ const TYPE_OF_KIND: Record<string, string> = {
 /** The examples hold no bare Sandbox: one with every field set. */
 function bareSandbox(app: ReturnType<typeof Testing.app>): void {
   const chart = new Chart(app, 'bare');
-  new Sandbox(chart, 'full', {
-    metadata: { name: 'notebook', namespace: 'team-a' },
-    containers: [{
-      image: 'python:3.12-slim',
-      ports: [{ number: 8888, name: 'http' }],
-      env: { MODE: 'dev' },
-      resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { memory: '2Gi' } },
-      volumeMounts: [{ volume: 'work', path: '/work' }, { volume: 'scratch', path: '/tmp' }],
-      security: { readOnlyRootFilesystem: true, runAsUser: 1000 },
-    }],
-    volumes: [SandboxVolume.emptyDir('scratch', { medium: 'Memory', sizeLimit: '256Mi' })],
-    volumeClaimTemplates: [{ name: 'work', storage: '10Gi', storageClassName: 'standard' }],
-    service: true,
-    operatingMode: OperatingMode.SUSPENDED,
-    shutdownTime: '2026-12-01T18:00:00Z',
-    shutdownPolicy: SandboxShutdownPolicy.DELETE,
-    terminationGracePeriod: Duration.seconds(5),
-    security: { fsGroup: 1000 },
-  });
+  new Sandbox(chart, 'full', fullSandboxProps());
 }
 
 /** Objects of the four kinds that the examples' constructs (and a full bare Sandbox) emit. */
