@@ -7,7 +7,7 @@
  * bench/results/<id>.json, .md and .png (see report.ts); controller logs and profiles go to
  * test-results/bench/<id>/.
  *
- * Flags: --scenarios burst,cold,refill,sustained  --size 300  --cold-size 100  --rates 45,100
+ * Flags: --scenarios burst,cold,refill,sustained,router (router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
  *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --flags "--flag=v ..." (more flags for both controllers)  --smoke
@@ -15,14 +15,13 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Testing } from 'cdk8s';
-import * as yaml from 'yaml';
-import { SandboxCrds } from '../src/crds';
 import { connectionFromKubeconfig } from '../tools/control-plane/api';
 import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
 import { Kube, waitFor } from '../tools/control-plane/kube';
 import { BenchClient } from './client';
+import { writeCrds } from './crds';
 import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary } from './controllers';
+import { main as routerBench } from './data-plane/router';
 import { FloorAdopter } from './floor';
 import { BenchRun, environment, writeReport } from './report';
 import { burst } from './scenarios/burst';
@@ -85,7 +84,7 @@ export function parseArgs(argv: string[]): Options {
     smoke,
     plot: !has('no-plot') && !smoke,
   };
-  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'router'].includes(s)) throw new Error(`unknown scenario ${s}`);
   // `--controllers floor` (or `ours,floor`): the floor is listed like a controller.
   if ((o.controllers as string[]).includes('floor')) {
     o.controllers = o.controllers.filter((c) => (c as string) !== 'floor');
@@ -95,16 +94,17 @@ export function parseArgs(argv: string[]): Options {
   return o;
 }
 
-const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-/** Our synthesized CRDs as one YAML file (applied before kube-controller-manager starts). */
-function writeCrds(): string {
-  const chart = Testing.chart();
-  new SandboxCrds(chart, 'crds');
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'bench-crds-')), 'crds.yaml');
-  fs.writeFileSync(file, Testing.synth(chart).map((o) => yaml.stringify(o)).join('---\n'));
-  return file;
+/** `--name value` / `--name=value` pairs of `names` from argv, as they were given. */
+function passThrough(argv: string[], names: string[]): string[] {
+  const out: string[] = [];
+  argv.forEach((a, i) => {
+    const name = names.find((n) => a === `--${n}` || a.startsWith(`--${n}=`));
+    if (name) out.push(...(a.includes('=') ? [a] : [a, argv[i + 1]]));
+  });
+  return out;
 }
+
+const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
 
 interface Job { scenario: string; rate?: number; controller: ControllerName; delay: number; repeat: number }
 
@@ -200,6 +200,14 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
 
 export async function main(argv: string[]): Promise<number> {
   const o = parseArgs(argv);
+  // `router` measures the data plane (router vs direct to the runtime), not the controllers: its
+  // own harness and report (bench/data-plane/router.ts), run before the controller scenarios.
+  let routerFailed = false;
+  if (o.scenarios.includes('router')) {
+    routerFailed = (await routerBench([...(o.smoke ? ['--smoke'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency'])])) !== 0;
+    o.scenarios = o.scenarios.filter((s) => s !== 'router');
+    if (!o.scenarios.length) return routerFailed ? 1 : 0;
+  }
   const id = `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
   // Controller logs and CPU profiles: kept for inspection, never committed.
   const runDir = path.join(ROOT, 'test-results', 'bench', id);
@@ -232,7 +240,7 @@ export async function main(argv: string[]): Promise<number> {
   };
   const files = writeReport({ id, options: o, settings, environment: environment(upstreamBin), runs, totalSeconds: Math.round((Date.now() - started) / 1000) }, o.out, o.plot);
   log(`wrote ${files.join(', ')}`);
-  return runs.some((r: any) => r.error || (r.claims && r.claims.ready < r.claims.created) || (r.refill && !r.refill.completed)) ? 1 : 0;
+  return routerFailed || runs.some((r: any) => r.error || (r.claims && r.claims.ready < r.claims.created) || (r.refill && !r.refill.completed)) ? 1 : 0;
 }
 
 if (require.main === module) {

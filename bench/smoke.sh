@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The harness's own smoke test (for .ci/run): a handful of claims against both controllers and the
-# floor on fresh local control planes, no timing asserts. Passes when every run brought every claim
-# to Ready and the result files were written. Prints `bench smoke: N passed, M failed` last and
+# floor on fresh local control planes, then a second of router traffic (router vs direct), no timing
+# asserts. Passes when every run brought every claim to Ready, every router request succeeded, and
+# the result files were written. Prints `bench smoke: N passed, M failed` last and
 # writes test-results/bench-smoke.json {passed, failed}.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -9,10 +10,12 @@ OUT="test-results/bench-smoke/$(date +%Y%m%d-%H%M%S)"
 mkdir -p "$OUT"
 npx ts-node --transpile-only bench/run.ts --smoke --out "$OUT" "$@"
 rc=$?
-node - "$OUT" "$rc" <<'JS'
+npx ts-node --transpile-only bench/run.ts --smoke --scenarios router --out "$OUT/router"
+router_rc=$?
+node - "$OUT" "$rc" "$router_rc" <<'JS'
 const fs = require('fs');
 const path = require('path');
-const [out, rc] = process.argv.slice(2);
+const [out, rc, routerRc] = process.argv.slice(2);
 let passed = 0, failed = 0;
 const check = (ok, what) => { if (ok) passed++; else { failed++; console.error(`FAIL: ${what}`); } };
 const jsons = fs.readdirSync(out).filter((f) => f.endsWith('.json'));
@@ -29,6 +32,18 @@ if (jsons.length) {
   }
 }
 check(rc === '0', `bench/run.ts exit code 0 (was ${rc})`);
+const routerDir = path.join(out, 'router');
+const routerJsons = fs.existsSync(routerDir) ? fs.readdirSync(routerDir).filter((f) => f.endsWith('.json')) : [];
+check(routerJsons.length === 1, `one router results JSON in ${routerDir} (found ${routerJsons.length})`);
+if (routerJsons.length) {
+  const report = JSON.parse(fs.readFileSync(path.join(routerDir, routerJsons[0]), 'utf8'));
+  for (const via of ['direct', 'router']) {
+    const cases = report.cases.filter((c) => c.via === via);
+    check(cases.length === 4 && cases.every((c) => c.requests > 0 && c.errors === 0),
+      `router bench ${via}: every case answered without errors (${cases.map((c) => `${c.payload}/c${c.concurrency}: ${c.requests} ok, ${c.errors} errors${c.firstError ? ` (${c.firstError})` : ''}`).join('; ')})`);
+  }
+}
+check(routerRc === '0', `bench/run.ts --scenarios router exit code 0 (was ${routerRc})`);
 fs.mkdirSync('test-results', { recursive: true });
 fs.writeFileSync('test-results/bench-smoke.json', JSON.stringify({ passed, failed }) + '\n');
 console.log(`bench smoke: ${passed} passed, ${failed} failed`);
