@@ -207,7 +207,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   /** Jittered exponential backoff: half fixed, half random, so replicas spread out. */
   private backoff(failures: number, unreachable: boolean): number {
     const initial = this.options.backoffInitialMs ?? 500;
-    const max = unreachable ? Math.min(this.options.unreachableBackoffMaxMs ?? 2_000, this.options.backoffMaxMs ?? 30_000) : this.options.backoffMaxMs ?? 30_000;
+    const httpMax = this.options.backoffMaxMs ?? 30_000;
+    const max = unreachable ? Math.min(this.options.unreachableBackoffMaxMs ?? 2_000, httpMax) : httpMax;
     const delay = Math.min(max, initial * 2 ** Math.min(failures - 1, 30));
     return delay / 2 + (this.random() * delay) / 2;
   }

@@ -166,7 +166,8 @@ export class HttpKubeClient implements KubeClient {
   }
 
   public watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined,
-    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number; onOpen?: () => void }, onEvent: (event: WatchEvent<T>) => void): WatchHandle {
+    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number; onOpen?: () => void },
+    onEvent: (event: WatchEvent<T>) => void): WatchHandle {
     const path = withQuery(resourcePath(type, namespace), {
       ...listQuery({ ...options, limit: undefined, continue: undefined }),
       watch: 1,
