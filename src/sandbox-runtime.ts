@@ -174,7 +174,8 @@ function installContainer(opts: SandboxRuntimeOptions): Json {
     image: opts.image ?? DEFAULT_OPERATOR_IMAGE,
     imagePullPolicy: opts.imagePullPolicy,
     args: ['install-runtime', RUNTIME_BIN_DIR],
-    resources: { requests: { cpu: '50m', memory: '32Mi' }, limits: { memory: '128Mi' } },
+    // Measured: about 52 MiB RSS while copying the ~96 MiB node binary.
+    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '128Mi' } },
     volumeMounts: [{ name: BIN_VOLUME, mountPath: RUNTIME_BIN_DIR }],
     securityContext: {
       runAsNonRoot: true,
