@@ -31,7 +31,8 @@ and optionally sandboxd's REST FilesystemService.
 Flags:
   --port <n>                 port to listen on (default 8888)
   --listen-address <addr>    address to listen on (default 0.0.0.0)
-  --workspace <dir>          root of every file path and cwd of commands
+  --workspace <dir>          root of every file path and cwd of commands; a relative path is
+                             under it, an absolute path must lie inside it (else 403)
                              (default $SANDBOX_BASE_DIR, else /app)
   --files-port <n>           also serve sandboxd's REST FilesystemService (/v1/files/<path>
                              GET/HEAD/PUT/DELETE, /v1/health, /v1/metadata) on this port;

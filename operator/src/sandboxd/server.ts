@@ -8,6 +8,11 @@
  * `shell: true` (run with /bin/sh -c; upstream only runs argv), `DELETE /delete/<path>`
  * (`?recursive=true` for a non-empty directory), `GET /healthz`, an optional bearer token, and 403
  * answers that carry a `reason` beside upstream's `message`.
+ *
+ * Unlike upstream, an absolute path (a file name, a path parameter, `cwd`) is taken literally, not
+ * re-rooted: `/workspace/a.txt` is fine when the workspace is /workspace, `/etc/passwd` is a 403
+ * whose reason says to use a path relative to the workspace; `/` alone still names the root (see
+ * paths.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
@@ -19,7 +24,7 @@ import { pipeline } from 'node:stream/promises';
 import { ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
-import { confine, decodePathParam } from './paths';
+import { confine, confineEntry, decodePathParam } from './paths';
 
 export interface SandboxdOptions {
   /** The workspace root: every path is confined to it and it is the cwd of every command. */
@@ -331,9 +336,9 @@ export class SandboxdServer {
     if (!confined.ok) return accessDenied(res, confined.reason);
     if (confined.path === this.root) return accessDenied(res, 'the workspace root itself cannot be deleted');
     // The entry itself, not what a symbolic link points at.
-    const relative = path.posix.normalize(requested.replace(/^\/+/, '')).replace(/\/+$/, '');
-    const lexicalParent = await confine(this.root, path.posix.dirname(relative));
-    const target = lexicalParent.ok ? path.join(lexicalParent.path, path.posix.basename(relative)) : confined.path;
+    const entry = await confineEntry(this.root, requested);
+    if (!entry.ok) return accessDenied(res, entry.reason);
+    const target = entry.path;
     const stat = await fsp.lstat(target).catch(() => undefined);
     if (!stat) return sendJson(res, 404, { message: 'File not found' });
     try {
