@@ -6,8 +6,9 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { AddressLeases, IpAllocator, splitPodCidr } from '../../tools/control-plane/pod-cidr';
+import { AddressLeases, IpAllocator, isLoopbackCidr, splitPodCidr } from '../../tools/control-plane/pod-cidr';
 import { launchFor, LaunchError, PodContext, runtimeArgs } from '../../tools/control-plane/pod-command';
+import { PodRunner } from '../../tools/control-plane/pod-runner';
 
 const POD: PodContext = { namespace: 'ns', name: 'p', ip: '127.72.0.9', workspace: '/ws/p', bundle: '/repo/operator/dist/agent-sandbox-operator.mjs', allowRoot: false };
 
@@ -60,6 +61,13 @@ describe('pod addresses', () => {
   test('kwok gets the lower half of the pod CIDR, the runner the upper', () => {
     expect(splitPodCidr('127.64.0.0/12')).toEqual(['127.64.0.0/13', '127.72.0.0/13']);
     expect(() => splitPodCidr('127.0.0.0/25')).toThrow(/too small/);
+  });
+
+  test('the runner refuses a pod CIDR outside loopback before it touches anything', () => {
+    expect(isLoopbackCidr('127.72.0.0/13')).toBe(true);
+    expect(isLoopbackCidr('10.0.0.0/8')).toBe(false);
+    expect(() => new PodRunner({ kubeconfig: '/nonexistent', workDir: '/nonexistent', cidr: '10.72.0.0/13', bundle: '', log: () => undefined }))
+      .toThrow('--cidr must be an IPv4 CIDR inside 127.0.0.0/8, such as 127.72.0.0/13; got "10.72.0.0/13"');
   });
 
   test('addresses come in order from the offset, wrap, and skip .0, .255, reserved and refused ones', () => {

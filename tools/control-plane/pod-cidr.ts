@@ -41,6 +41,12 @@ export function cidrContains(c: Ipv4Cidr, ip: string): boolean {
   return n >= c.base && n < c.base + 2 ** (32 - c.bits);
 }
 
+/** An IPv4 CIDR inside 127.0.0.0/8 (a /8 to /30): addresses nothing but this machine answers. */
+export function isLoopbackCidr(cidr: string): boolean {
+  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
+  return !!m && m.slice(1, 4).every((o) => Number(o) <= 255) && Number(m[4]) >= 8 && Number(m[4]) <= 30;
+}
+
 /** [kwok's half, the pod runner's half] of the pod CIDR. */
 export function splitPodCidr(cidr: string): [string, string] {
   const c = parseCidr(cidr);

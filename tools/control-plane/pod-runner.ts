@@ -18,7 +18,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { assertLoopback } from './api';
-import { AddressLeases, IpAllocator } from './pod-cidr';
+import { AddressLeases, IpAllocator, isLoopbackCidr } from './pod-cidr';
 import { launchFor, LaunchError, PodContext } from './pod-command';
 import { ContainerProcess, RestartPolicy } from './pod-process';
 import { Log } from './processes';
@@ -81,6 +81,8 @@ export class PodRunner {
   private stopped = false;
 
   public constructor(private readonly opts: PodRunnerOptions) {
+    // Pods' processes bind these addresses and the runner probes them: they must never leave the machine.
+    if (!isLoopbackCidr(opts.cidr)) throw new Error(`--cidr must be an IPv4 CIDR inside 127.0.0.0/8, such as 127.72.0.0/13; got "${opts.cidr}"`);
     const connection = fromKubeconfigFiles([opts.kubeconfig]);
     assertLoopback(connection.server);
     this.client = new HttpKubeClient({ connection, userAgent: 'cdk8s-agent-sandbox-pod-runner', qps: -1, maxInFlight: 0 });
