@@ -20,7 +20,7 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // No cdk8s-plus peer: the constructs emit plain ApiObjects (the generated L1s drop fields we need),
   // and Maven Central serves no org.cdk8s:cdk8s-plus-* here, so the Java package could not resolve it.
   // The operator's runtime dependencies are dev deps too: esbuild bundles them into one file.
-  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0'],
+  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {
