@@ -2,6 +2,7 @@
  * A grpc-js client of process.v1.ProcessService built from our codec, with promise helpers for
  * the tests of the runtime and of the router.
  */
+import { existsSync, readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import {
   type ExecuteRequest, type ExecuteResponse, PROCESS_SERVICE_DEFINITION, type StartRequest, type StartResponse,
@@ -66,4 +67,22 @@ export function firstEvent(client: ProcessClient, req: StartRequest, opts: CallO
 
 export function stdoutOf(events: readonly StartResponse[]): string {
   return Buffer.concat(events.flatMap((e) => (e.event && 'stdout' in e.event ? [e.event.stdout] : []))).toString('utf8');
+}
+
+/** Resolves once `pid` no longer exists (the test's own timeout bounds the wait). */
+export async function processGone(pid: number): Promise<void> {
+  for (;;) {
+    try {
+      process.kill(pid, 0);
+    } catch {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The trimmed content of `file` once something has written it. */
+export async function writtenText(file: string): Promise<string> {
+  while (!existsSync(file) || readFileSync(file, 'utf8').trim() === '') await new Promise((r) => setTimeout(r, 20));
+  return readFileSync(file, 'utf8').trim();
 }

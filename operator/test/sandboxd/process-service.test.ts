@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, existsSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { execute, firstEvent, type ProcessClient, processClient, start, stdoutOf, unary } from './process-client';
+import { execute, firstEvent, type ProcessClient, processClient, processGone, start, stdoutOf, unary, writtenText } from './process-client';
 import { SandboxdServer } from '../../src/sandboxd/server';
 
 let base: string;
@@ -11,23 +11,6 @@ let server: SandboxdServer;
 let client: ProcessClient;
 
 const sh = (script: string) => ({ config: { command: ['/bin/sh', '-c', script], envVars: {} } });
-
-/** Resolves once `pid` no longer exists (the test's own timeout bounds the wait). */
-async function gone(pid: number): Promise<void> {
-  for (;;) {
-    try {
-      process.kill(pid, 0);
-    } catch {
-      return;
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-async function fileText(file: string): Promise<string> {
-  while (!existsSync(file) || readFileSync(file, 'utf8').trim() === '') await new Promise((r) => setTimeout(r, 20));
-  return readFileSync(file, 'utf8').trim();
-}
 
 beforeAll(async () => {
   base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'sandboxd-grpc-')));
@@ -81,9 +64,9 @@ describe('Execute', () => {
   test('the deadline kills the child: DEADLINE_EXCEEDED, and the process is gone', async () => {
     const pidFile = path.join(base, 'execute.pid');
     const call = execute(client, sh(`echo $$ > ${pidFile}; exec sleep 60`), { deadlineMs: 1500 });
-    const pid = Number(await fileText(pidFile));
+    const pid = Number(await writtenText(pidFile));
     await expect(call).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
-    await gone(pid);
+    await processGone(pid);
     expect(server.running).toBe(0);
   });
 });
@@ -135,10 +118,10 @@ describe('Start', () => {
     const pidFile = path.join(base, 'start.pid');
     const { call, first, done } = firstEvent(client, sh(`echo $$ > ${pidFile}; exec sleep 60`));
     await first;
-    const pid = Number(await fileText(pidFile));
+    const pid = Number(await writtenText(pidFile));
     call.cancel();
     expect((await done).code).toBe(grpc.status.CANCELLED);
-    await gone(pid);
+    await processGone(pid);
   });
 
   test('without a PTY, ResizeTTY is FAILED_PRECONDITION', async () => {
