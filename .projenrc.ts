@@ -120,7 +120,9 @@ const operatorBuild = project.addTask('operator:build', {
   description: 'Type-check and bundle the operator to operator/dist/agent-sandbox-operator.mjs',
   steps: [
     { exec: 'tsc -p tsconfig.operator.json' },
-    { exec: 'esbuild operator/src/main.ts --bundle --platform=node --target=node20 --format=esm --sourcemap --outfile=operator/dist/agent-sandbox-operator.mjs --banner:js="import { createRequire } from \'node:module\'; const require = createRequire(import.meta.url);"' },
+    // @grpc/proto-loader (and protobufjs under it) is required by grpc-js only inside its channelz and
+    // ORCA services, which the operator never registers: left out, it saves a third of a megabyte.
+    { exec: 'esbuild operator/src/main.ts --bundle --platform=node --target=node20 --format=esm --sourcemap --external:@grpc/proto-loader --outfile=operator/dist/agent-sandbox-operator.mjs --banner:js="import { createRequire } from \'node:module\'; const require = createRequire(import.meta.url);"' },
   ],
 });
 project.addTask('operator', {
