@@ -12,7 +12,8 @@
  * trailers-only response with the matching grpc-status and the JSON error's text as grpc-message;
  * other requests get the same JSON bodies and statuses as over HTTP/1.1. --proxy-timeout (and
  * X-Sandbox-Timeout) bound plain requests only: a gRPC call is bounded by its own grpc-timeout,
- * which both ends enforce, so long streams are never cut by the router.
+ * which both ends enforce, so long streams are never cut by the router. Metrics count every stream
+ * as a request; a refusal is labelled with the HTTP status it stands for (a gRPC refusal too).
  */
 import * as http2 from 'node:http2';
 import { isIP } from 'node:net';
@@ -135,6 +136,7 @@ export class H2Proxy {
       }
     });
     stream.once('close', () => {
+      clearTimeout(timer);
       if (!upstream.closed) upstream.close(NGHTTP2_CANCEL);
     });
     stream.pipe(upstream);
@@ -145,7 +147,8 @@ export class H2Proxy {
     const key = `${host}:${port}`;
     const pooled = this.sessions.get(key);
     if (pooled && !pooled.closed && !pooled.destroyed) return pooled;
-    const session = http2.connect(`http://${key}`, { createConnection: () => this.router.dial(ip, port) });
+    // No Nagle: small HTTP/2 frames (a unary call's end) would otherwise wait for the peer's delayed ACK (~40 ms).
+    const session = http2.connect(`http://${key}`, { createConnection: () => this.router.dial(ip, port).setNoDelay(true) });
     const drop = () => {
       if (this.sessions.get(key) === session) this.sessions.delete(key);
     };

@@ -15,7 +15,8 @@ export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin
 const SNIFF_TIMEOUT_MS = 10_000;
 
 export class ProxyListener {
-  public readonly server = net.createServer((socket) => this.sniff(socket));
+  /** No Nagle on client connections: HTTP/2's small frames would wait for delayed ACKs. */
+  public readonly server = net.createServer({ noDelay: true }, (socket) => this.sniff(socket));
   public readonly http1 = http.createServer();
   public readonly http2 = http2.createServer();
   private readonly sessions = new Set<http2.ServerHttp2Session>();

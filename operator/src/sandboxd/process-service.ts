@@ -114,6 +114,8 @@ export class ProcessService {
     child.stderr!.on('data', (c: Buffer) => stderr.push(c));
     const kill = () => killGroup(child.pid!);
     call.once('cancelled', kill);
+    // Cancelled while the child was being started: the event has passed already.
+    if (call.cancelled) kill();
     const exitCode = await exited(child, EXECUTE_DRAIN_AFTER_EXIT_MS);
     call.off('cancelled', kill);
     if (call.cancelled) return;
@@ -134,6 +136,7 @@ export class ProcessService {
     this.processes.set(id, entry);
     const onCancel = () => killGroup(child.pid!);
     call.once('cancelled', onCancel);
+    if (call.cancelled) onCancel();
     call.write({ event: { init: { processId: id } } });
     const size = this.options.streamChunkSize;
     const streams = [child.stdout!, child.stderr!];
