@@ -134,7 +134,7 @@ export class ProcessService {
     const id = this.nextId++;
     const entry: Registered = { ...launch, signalled: false };
     this.processes.set(id, entry);
-    const onCancel = () => killGroup(child.pid!);
+    const onCancel = () => void killLaunch(launch);
     call.once('cancelled', onCancel);
     if (call.cancelled) onCancel();
     call.write({ event: { init: { processId: id } } });
@@ -276,6 +276,19 @@ async function lookPath(name: string, cwd: string, pathVar: string): Promise<str
     if (await executable(file)) return file;
   }
   throw new RpcError(grpc.status.NOT_FOUND, `config.command: ${name}: executable file not found in $PATH`);
+}
+
+/**
+ * SIGKILL to the child's process group and, with a PTY, first to the command's own session under
+ * `script` (found while `script` still lives), which a hangup alone might not end.
+ */
+async function killLaunch(launch: Launch): Promise<void> {
+  const pid = launch.child.pid!;
+  if (launch.pty) {
+    const inner = await ptyChildPid(pid);
+    if (inner !== undefined) killGroup(inner);
+  }
+  killGroup(pid);
 }
 
 /**

@@ -124,6 +124,16 @@ describe('Start', () => {
     await processGone(pid);
   });
 
+  test('cancelling a PTY stream kills the command in its own session too, even one that ignores hangups', async () => {
+    const pidFile = path.join(base, 'pty.pid');
+    const { call, first, done } = firstEvent(client, { ...sh(`trap '' HUP; echo $$ > ${pidFile}; while :; do sleep 1; done`), pty: { cols: 0, rows: 0 } });
+    await first;
+    const pid = Number(await writtenText(pidFile));
+    call.cancel();
+    expect((await done).code).toBe(grpc.status.CANCELLED);
+    await processGone(pid);
+  });
+
   test('without a PTY, ResizeTTY is FAILED_PRECONDITION', async () => {
     const { first, done } = firstEvent(client, { config: { command: ['cat'], envVars: {} } });
     const init = (await first).event;
