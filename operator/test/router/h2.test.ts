@@ -181,6 +181,19 @@ test('the token authorizer: no token is UNAUTHENTICATED; the right one passes an
   }
 });
 
+test('an authorizer\'s 403 is PERMISSION_DENIED', async () => {
+  const h = await startRouter({ authorizer: { check: async () => ({ allowed: false, status: 403, detail: 'forbidden' }) } });
+  withSandbox(h, 'sb');
+  const client = processClient(`127.0.0.1:${h.port}`);
+  try {
+    await expect(execute(client, sh('true'), to('sb'))).rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: 'forbidden' });
+    expect(h.dialed).toEqual([]);
+  } finally {
+    client.close();
+    await h.close();
+  }
+});
+
 test('a gRPC stream outlives a short --proxy-timeout', async () => {
   const h = await startRouter({ proxyTimeoutMs: 200 });
   withSandbox(h, 'sb');

@@ -185,7 +185,8 @@ test('a drain ends running Start streams once the grace period is over (exit -1,
   const c = processClient(`127.0.0.1:${draining.grpcAddress!.port}`);
   try {
     const { first, events, done } = firstEvent(c, sh('sleep 60'));
-    await first;
+    // A fresh daemon: process ids count from 1.
+    expect((await first).event).toEqual({ init: { processId: 1 } });
     await draining.drain(100);
     expect((await done).code).toBe(grpc.status.OK);
     expect(events[events.length - 1].event).toEqual({ exit: { exitCode: -1 } });
