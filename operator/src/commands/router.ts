@@ -81,7 +81,8 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   h2.attach(proxy.http2);
   const bind = parseBindAddress(flags.string('bind-address'));
   if (!bind) throw new Error('--bind-address cannot be "0": the proxy is the router\'s reason to run');
-  await listenOn(proxy.server, bind, log, 'proxy (HTTP/1.1 and h2c)');
+  // "serving proxy": tests and tools find the port by that message. HTTP/1.1, upgrades and h2c share it.
+  await listenOn(proxy.server, bind, log, 'proxy');
   for (const server of [proxy.server, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
   void informers.synced().then(() => log.info('caches synced; ready'));
 

@@ -39,8 +39,13 @@ describe('Execute', () => {
 
   test('env_vars override the daemon\'s environment; cwd is confined to the workspace', async () => {
     process.env.GRPC_TEST_VAR = 'daemon';
-    const res = await execute(client, { config: { command: ['/bin/sh', '-c', 'echo $GRPC_TEST_VAR; pwd'], envVars: { GRPC_TEST_VAR: 'call' }, cwd: '/sub' } });
+    const res = await execute(client, { config: { command: ['/bin/sh', '-c', 'echo $GRPC_TEST_VAR; pwd'], envVars: { GRPC_TEST_VAR: 'call' }, cwd: 'sub' } });
     expect(res.stdout.toString()).toBe(`call\n${path.join(workspace, 'sub')}\n`);
+    // An absolute cwd is taken literally (upstream re-roots it): fine inside the workspace, refused elsewhere.
+    const inside = await execute(client, { config: { command: ['pwd'], envVars: {}, cwd: path.join(workspace, 'sub') } });
+    expect(inside.stdout.toString()).toBe(`${path.join(workspace, 'sub')}\n`);
+    await expect(execute(client, { config: { command: ['pwd'], envVars: {}, cwd: '/sub' } }))
+      .rejects.toMatchObject({ code: grpc.status.PERMISSION_DENIED, details: expect.stringContaining('relative to the workspace') });
     const root = await execute(client, { config: { command: ['pwd'], envVars: {} } });
     expect(root.stdout.toString()).toBe(`${workspace}\n`);
   });
