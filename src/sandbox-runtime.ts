@@ -42,7 +42,13 @@ export interface SandboxRuntimeOptions {
   readonly grpcPort?: number;
   /** Default time limit of one command; a request's `timeout_seconds` overrides it. @default Duration.minutes(5) */
   readonly execTimeout?: Duration;
-  /** Require `Authorization: Bearer <token>` with the token from this Secret key. @default - no token */
+  /**
+   * Require `Authorization: Bearer <token>` with the token from this Secret key. For clients that
+   * reach the Pod directly (port-forward, in-cluster Pod IP): the router strips `Authorization`
+   * before forwarding, so requests through the router cannot carry it; the router authenticates
+   * its callers itself (`--auth`).
+   * @default - no token
+   */
   readonly token?: SandboxRuntimeTokenSecret;
   /** Root of every file path and the working directory of every command. @default '/workspace' */
   readonly workspacePath?: string;

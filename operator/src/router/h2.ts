@@ -84,12 +84,13 @@ export class H2Proxy {
     const opts = this.router.opts;
     const { target, resolved, release } = admitted;
     const { stream } = ex;
+    // The client left while it was being admitted: give the slot back, send nothing.
+    if (stream.closed || stream.destroyed) return release();
     opts.metrics?.inflightDelta(1);
     stream.once('close', () => {
       release();
       opts.metrics?.inflightDelta(-1);
     });
-    if (stream.closed) return;
     const host = isIP(resolved.ip) === 6 ? `[${resolved.ip}]` : resolved.ip;
     const out: http2.OutgoingHttpHeaders = {
       ...forwardableHeaders(headers, { remoteAddress: stream.session?.socket?.remoteAddress, host: headers[':authority'] ?? headers.host, requestId: ex.requestId }),

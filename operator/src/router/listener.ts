@@ -4,6 +4,11 @@
  * hands it to the HTTP/2 server (gRPC clients open plaintext connections this way), anything else
  * to the HTTP/1.1 server; the bytes read are put back first. No h2c Upgrade from HTTP/1.1 (gRPC
  * clients do not use it).
+ *
+ * The HTTP/1.1 server is fed connections rather than listening itself, so it is told when the
+ * listener starts: Node tracks an http.Server's connections (headersTimeout, requestTimeout,
+ * closeIdleConnections) only from its 'listening' event. Without that, a client that never finishes
+ * its headers would hold a connection forever.
  */
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
@@ -17,11 +22,14 @@ const SNIFF_TIMEOUT_MS = 10_000;
 export class ProxyListener {
   /** No Nagle on client connections: HTTP/2's small frames would wait for delayed ACKs. */
   public readonly server = net.createServer({ noDelay: true }, (socket) => this.sniff(socket));
-  public readonly http1 = http.createServer();
+  public readonly http1: http.Server;
   public readonly http2 = http2.createServer();
   private readonly sessions = new Set<http2.ServerHttp2Session>();
 
-  public constructor() {
+  /** `http1Options`: e.g. headersTimeout (Node's default 60 s) and requestTimeout (300 s). */
+  public constructor(http1Options: http.ServerOptions = {}) {
+    this.http1 = http.createServer(http1Options);
+    this.server.on('listening', () => this.http1.emit('listening'));
     this.http2.on('session', (session) => {
       this.sessions.add(session);
       session.once('close', () => this.sessions.delete(session));
@@ -31,7 +39,8 @@ export class ProxyListener {
   /** Stops accepting; idle HTTP/1.1 connections close and HTTP/2 clients get a GOAWAY. Resolves once every connection is gone. */
   public close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.http1.closeIdleConnections();
+    // Closes idle connections and stops the timeout checker; the error says it never listened itself.
+    this.http1.close(() => undefined);
     for (const session of this.sessions) session.close();
     return closed;
   }

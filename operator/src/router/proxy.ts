@@ -141,7 +141,9 @@ export class Router {
     res.setHeader('x-request-id', requestId);
     const log = this.opts.log.child({ requestId });
     let namespace = '';
+    let clientGone = false;
     res.on('close', () => {
+      clientGone = true;
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
       log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
@@ -149,6 +151,8 @@ export class Router {
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     void this.admit(req.url ?? '/', req.headers).then((admitted) => {
       if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
+      // The client left while it was being admitted (an auth review can take a while): give the slot back, send nothing.
+      if (clientGone) return admitted.release();
       namespace = admitted.target.namespace;
       this.forward(req, res, admitted, log);
     }, (err: Error) => {
@@ -245,8 +249,9 @@ export class Router {
           res.destroy();
           return;
         }
-        // A kept-alive connection the sandbox closed as we reused it: send a bodyless request again at once.
-        if (!timedOut && !res.destroyed && replayable && current.reusedSocket && err.code === 'ECONNRESET' && retries === 0) {
+        // A kept-alive connection the sandbox closed as we reused it: the request may have been
+        // read before the reset, so only an idempotent one is sent again (at once, once).
+        if (!timedOut && !res.destroyed && replayable && IDEMPOTENT.has(req.method ?? '') && current.reusedSocket && err.code === 'ECONNRESET' && retries === 0) {
           this.opts.metrics?.upstreamRetry(target.namespace);
           return attempt(1);
         }
@@ -277,6 +282,8 @@ export class Router {
     const log = this.opts.log.child({ requestId });
     const started = process.hrtime.bigint();
     socket.on('error', () => socket.destroy());
+    let clientGone = false;
+    socket.once('close', () => (clientGone = true));
     const finish = (status: number, namespace: string) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
@@ -287,6 +294,7 @@ export class Router {
         finish(admitted.status, '');
         return rawJson(socket, admitted.status, { detail: admitted.detail }, { ...admitted.headers, 'x-request-id': requestId });
       }
+      if (clientGone) return admitted.release();
       this.forwardUpgrade(req, socket, head, admitted, requestId, log, finish);
     }, (err: Error) => {
       log.error({ err }, 'admitting the upgrade failed');
@@ -370,6 +378,8 @@ export class Router {
 /** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
 const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
 const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
+/** Methods a sandbox may see twice without harm. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** An idle kept-alive connection to a sandbox is closed after this long. */
 const IDLE_UPSTREAM_SOCKET_MS = 4_000;
 

@@ -3,6 +3,9 @@
  * result handling: requeueAfterMs → addAfter and forget the backoff; a thrown error → log and
  * addRateLimited; success → forget. Keys come from informer events through `watch()`.
  *
+ * A create refused because the namespace is being deleted ends the reconcile quietly, without a
+ * retry: everything in that namespace is about to go, and its deletion events will follow.
+ *
  * A successful reconcile is the authority on when its key is due next: one that does not ask to
  * come back also cancels the key's pending delayed add (an earlier deadline or error retry), so a
  * deleted object's far deadline is dropped with it instead of waiting in the queue for weeks.
@@ -128,6 +131,13 @@ export class Controller implements RunnableController {
         this.metrics.reconciled('success', seconds);
       }
     } catch (err) {
+      if (err instanceof ApiError && err.namespaceTerminating) {
+        this.log.debug({ key, err: err.message }, 'namespace is being deleted; not retrying');
+        this.queue.forget(key);
+        this.queue.cancelDelayed(key);
+        this.metrics.reconciled('success', (performance.now() - started) / 1000);
+        return;
+      }
       this.metrics.reconciled('error', (performance.now() - started) / 1000);
       const retries = this.queue.retries(key);
       // A conflict is routine optimistic concurrency (someone wrote first); the retry sorts it out.

@@ -125,6 +125,11 @@ export class ApiError extends Error {
   public get alreadyExists(): boolean { return this.statusCode === 409 && this.reason === 'AlreadyExists'; }
   public get gone(): boolean { return this.statusCode === 410; }
   public get invalid(): boolean { return this.statusCode === 422; }
+  /** A create refused because the namespace is being deleted (403 with cause NamespaceTerminating). */
+  public get namespaceTerminating(): boolean {
+    const causes = (this.body as { details?: { causes?: Array<{ reason?: string }> } } | undefined)?.details?.causes;
+    return this.statusCode === 403 && (causes ?? []).some((c) => c.reason === 'NamespaceTerminating');
+  }
 }
 
 /** The API client controllers use. Every method rejects with ApiError on an HTTP error. */

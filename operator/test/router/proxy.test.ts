@@ -115,10 +115,15 @@ test('before the caches have synced, a sandbox the cache lacks is 503, not 404',
 });
 
 describe('connections to the sandbox', () => {
-  test('a response slower than the idle-connection timeout still arrives; a kept-alive connection the sandbox resets on reuse is retried for a bodyless request', async () => {
+  test('a response slower than the idle-connection timeout still arrives; a kept-alive connection the sandbox resets on reuse is retried for a GET, never for a POST', async () => {
     const served = new WeakSet<object>();
     let resets = 0;
+    let posts = 0;
     const upstream = await startUpstream((req, res) => {
+      if (req.method === 'POST') {
+        posts++;
+        return void req.socket.destroy(); // read, maybe acted on, then the connection is gone
+      }
       if (req.url === '/slow') return void setTimeout(() => echoHandler(req, res), 4_500);
       // The keep-alive race: the sandbox drops a connection just as the router reuses it.
       if (req.url === '/reset-once' && served.has(req.socket) && resets === 0) {
@@ -138,6 +143,9 @@ describe('connections to the sandbox', () => {
       expect((await request(h.port, '/first', route)).status).toBe(200);
       expect((await request(h.port, '/reset-once', route)).status).toBe(200);
       expect(resets).toBe(1);
+      expect((await request(h.port, '/first-again', route)).status).toBe(200);
+      expect((await request(h.port, '/charge', route, 'POST')).status).toBe(502);
+      expect(posts).toBe(1);
     } finally {
       await h.close();
       await upstream.close();

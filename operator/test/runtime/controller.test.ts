@@ -151,6 +151,29 @@ test('watch(): event filters decide which adds, updates and deletes enqueue', as
   expect(updatesOnly.queue.length).toBe(1);
 });
 
+test('a create refused because the namespace is being deleted ends the reconcile quietly, with no retry', async () => {
+  const terminating = new ApiError(403, 'Forbidden', 'unable to create new content in namespace ns because it is being terminated', {
+    kind: 'Status', code: 403, reason: 'Forbidden', details: { causes: [{ reason: 'NamespaceTerminating', field: 'metadata.namespace' }] },
+  });
+  expect(terminating.namespaceTerminating).toBe(true);
+  expect(new ApiError(403, 'Forbidden', 'RBAC says no').namespaceTerminating).toBe(false);
+  let calls = 0;
+  const { clock, controller } = setup(async () => {
+    calls++;
+    throw terminating;
+  });
+  controller.start();
+  controller.queue.add('ns/x');
+  await tick();
+  expect(calls).toBe(1);
+  expect(controller.queue.waiting).toBe(0);
+  expect(controller.queue.retries('ns/x')).toBe(0);
+  clock.advance(60_000);
+  await tick();
+  expect(calls).toBe(1);
+  await controller.stop();
+});
+
 test('conflicts are retried like other errors', async () => {
   let n = 0;
   const { clock, controller } = setup(async () => {

@@ -284,6 +284,8 @@ export class SandboxReconciler implements Reconciler {
       if (sandboxWrite) return action.op === 'delete-sandbox' ? { kind: 'done' } : { kind: 'gone' };
       return { kind: 'race', detail: `${what}: ${error.message}` };
     }
+    // The namespace is being deleted: everything in it, this Sandbox too, is about to go.
+    if (error.namespaceTerminating) return { kind: 'gone' };
     if (error.alreadyExists && action.op === 'create') {
       const live = await this.getLive(action.kind, sandbox.metadata.namespace, action.object.metadata.name);
       return live ? { kind: 'exists', child: action.kind, object: live } : { kind: 'race', detail: `${what} existed, then vanished` };

@@ -201,7 +201,8 @@ export class WarmPoolReconciler implements Reconciler {
         else restartMemberWrite(this.writes, key, sandboxes, this.now());
         // A name collision created nothing: pick another name (as generateName callers do).
         if (error instanceof ApiError && error.alreadyExists && attempt < MAX_NAME_ATTEMPTS) continue;
-        this.log.error({ namespace, err: error }, 'pool member create failed');
+        if (error instanceof ApiError && error.namespaceTerminating) this.log.debug({ namespace }, 'namespace is being deleted; no pool member created');
+        else this.log.error({ namespace, err: error }, 'pool member create failed');
         return false;
       }
     }

@@ -29,6 +29,15 @@ describe('SandboxReconciler', () => {
     expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox/status']);
   });
 
+  test('a Pod create refused because the namespace is being deleted ends the pass: no error, no status write', async () => {
+    const { client, reconciler } = setup(sandbox());
+    const terminating = apiError(403, 'Forbidden', 'namespace ns is being terminated');
+    Object.assign(terminating, { body: { details: { causes: [{ reason: 'NamespaceTerminating' }] } } });
+    client.failOnce({ verb: 'create', resource: 'pods', error: terminating });
+    await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+    expect(client.writes).toEqual(['create pods my-sandbox']);
+  });
+
   test('PVCs are written before the Pod, Pod and Service together', async () => {
     const { client, reconciler } = setup(sandbox({ spec: { service: true, volumeClaimTemplates: [vct('data')] } }));
     await reconciler.reconcile(KEY);
