@@ -1,0 +1,50 @@
+/**
+ * The real runtime (`agent-sandbox-operator runtime` from operator/dist) as a child process on
+ * 127.0.0.1 with a fresh workspace, for the SDK's tests of run and files. Build the bundle first
+ * (`npx projen operator:build`).
+ */
+import { ChildProcess, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createInterface } from 'node:readline';
+
+const BUNDLE = path.resolve(process.cwd(), 'operator', 'dist', 'agent-sandbox-operator.mjs');
+
+export interface RuntimeProcess {
+  readonly url: string;
+  readonly workspace: string;
+  stop(): Promise<void>;
+}
+
+export async function startRuntime(extraArgs: readonly string[] = []): Promise<RuntimeProcess> {
+  if (!fs.existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run "npx projen operator:build" first`);
+  const workspace = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-runtime-'));
+  const args = [BUNDLE, 'runtime', '--listen-address', '127.0.0.1', '--port', '0', '--workspace', workspace, ...extraArgs];
+  // The tests run as root on CI machines; the runtime refuses that unless told.
+  if (process.getuid?.() === 0) args.push('--allow-root');
+  const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    const lines: string[] = [];
+    createInterface({ input: child.stderr! }).on('line', (line) => {
+      lines.push(line);
+      try {
+        const entry = JSON.parse(line);
+        if (entry.msg === 'runtime listening') resolve(entry.port);
+      } catch { /* not JSON */ }
+    });
+    child.once('exit', (code) => reject(new Error(`the runtime exited (${code}) before listening:\n${lines.join('\n')}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    workspace,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      fs.rmSync(workspace, { recursive: true, force: true });
+    },
+  };
+}
