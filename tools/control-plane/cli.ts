@@ -1,7 +1,7 @@
 /**
  * Keep a local control plane running between commands, for development and demos:
  *
- *   npx ts-node --transpile-only tools/control-plane/cli.ts up [--nodes N] [--pod-ready-delay-ms MS] [--benchmark] [--no-apf] [--manifest FILE]...
+ *   npx ts-node --transpile-only tools/control-plane/cli.ts up [--nodes N] [--pod-ready-delay-ms MS] [--benchmark] [--no-apf] [--no-pod-runner] [--manifest FILE]...
  *   npx ts-node --transpile-only tools/control-plane/cli.ts status
  *   npx ts-node --transpile-only tools/control-plane/cli.ts down
  *
@@ -35,6 +35,7 @@ function parseUpArgs(argv: string[]): ControlPlaneOptions {
       case '--pod-cidr': opts = { ...opts, podCidr: next() }; break;
       case '--benchmark': opts = { ...opts, benchmarkMode: true }; break;
       case '--no-apf': opts = { ...opts, priorityAndFairness: false }; break;
+      case '--no-pod-runner': opts = { ...opts, podRunner: false }; break;
       case '--bin-dir': opts = { ...opts, binDir: next() }; break;
       case '--manifest': manifests.push(path.resolve(next())); break;
       default: throw new Error(`unknown option ${argv[i]}`);

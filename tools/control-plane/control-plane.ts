@@ -11,6 +11,8 @@ import { cacheRoot, resolveBinaries } from './binaries';
 import { Kube, waitFor } from './kube';
 import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
+import { splitPodCidr } from './pod-cidr';
+import { podRunnerCommand } from './pod-runner';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
 
 export interface ControlPlaneOptions {
@@ -39,6 +41,13 @@ export interface ControlPlaneOptions {
   readonly manifests?: string[];
   /** Start processes in their own session so they outlive this process (cli up). @default false */
   readonly detached?: boolean;
+  /**
+   * Run the pod runner (pod-runner.ts): Pods labelled `control-plane.local/run: "true"` get their
+   * containers run as local processes (the operator's runtime from operator/dist) on a loopback
+   * pod address. kwok then allocates from the lower half of podCidr, the runner from the upper.
+   * @default true
+   */
+  readonly podRunner?: boolean;
   /** Progress messages. @default stderr */
   readonly log?: Log;
 }
@@ -60,13 +69,15 @@ export interface ControlPlane {
   readonly workDir: string;
   readonly processes: ProcessRecord[];
   readonly nodeNames: string[];
+  /** The pod runner's half of the pod CIDR; undefined when it does not run. */
+  readonly podRunnerCidr?: string;
   readonly timings: StartupTimings;
   /** Stops every process this control plane started (by pid) and removes workDir. Idempotent. */
   stop(): Promise<void>;
 }
 
 /** Components stop front to back: clients of the apiserver first, etcd last. */
-export const STOP_ORDER = [['kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+export const STOP_ORDER = [['pod-runner', 'kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
 export const DEFAULT_POD_CIDR = '127.64.0.0/12';
 export const STORAGE_CLASS = 'standard';
 /** Where kube-controller-manager's in-tree hostPath provisioner creates volume directories (fixed upstream). */
@@ -157,11 +168,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--enable-hostpath-provisioner=true',
     ]);
     sup.start('kube-scheduler', bins.path('kube-scheduler'), componentArgs(schedPort));
+    const [kwokCidr, podRunnerCidr] = options.podRunner ?? true ? splitPodCidr(podCidr) : [podCidr, undefined];
     const stagesFile = path.join(workDir, 'kwok-stages.yaml');
     fs.writeFileSync(stagesFile, composeStages(bins.kwokModuleDir, options.podReadyDelayMs ?? 0));
     sup.start('kwok', bins.path('kwok'), [
       `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
-      `--cidr=${podCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+      `--cidr=${kwokCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
     ]);
     const componentHealth = (port: number) => {
       const c = new ApiClient({ ...connectionFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
@@ -178,6 +190,13 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     await kube.applyServerSide([...nodeNames.map(nodeObject), defaultStorageClass()], 'cdk8s-agent-sandbox-harness');
     // kwok has no health endpoint of its own here; nodes turning Ready is the proof it works.
     await sup.waitReady('kwok', async () => allNodesReady(api, nodeNames), 60_000);
+    if (podRunnerCidr) {
+      const dir = podRunnerDir(workDir);
+      const runner = podRunnerCommand({ kubeconfig, workDir: dir, cidr: podRunnerCidr, exitWithStdin: !options.detached });
+      // A detached runner must outlive this process; an owned one stops when its stdin closes.
+      sup.start('pod-runner', runner.bin, runner.args, process.env, options.detached ? 'ignore' : 'pipe');
+      await sup.waitReady('pod-runner', async () => fs.existsSync(path.join(dir, 'ready')), 60_000);
+    }
     const totalMs = Date.now() - t0;
 
     fs.mkdirSync(cacheRoot(), { recursive: true });
@@ -192,11 +211,13 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       binDir: bins.binDir,
       workDir,
       nodeNames,
+      podRunnerCidr,
       processes: sup.records,
       timings: { binariesMs, etcdMs, apiserverMs, controllersMs, totalMs },
       stop: () => stopping ??= (async () => {
         const volumeDirs = await hostPathVolumeDirs(kubeconfig);
         await sup.stopAll(STOP_ORDER);
+        await stopPodProcesses(workDir, log);
         removeLeftovers(workDir, kubeconfig, volumeDirs);
         log('control plane stopped');
       })(),
@@ -224,7 +245,23 @@ export async function stopRecorded(state: { workDir: string; kubeconfig: string;
     ...STOP_ORDER.map((names) => state.processes.filter((p) => names.includes(p.name))),
   ];
   await stopProcesses(groups, log);
+  await stopPodProcesses(state.workDir, log);
   removeLeftovers(state.workDir, state.kubeconfig, volumeDirs);
+}
+
+/** Where the pod runner keeps its pids, workspaces and container logs. */
+export function podRunnerDir(workDir: string): string {
+  return path.join(workDir, 'pod-runner');
+}
+
+/**
+ * Stops what the pod runner recorded as still running. The runner stops its Pods' processes itself
+ * on SIGTERM, and they stop themselves when it dies; this is the last net for a runner that was
+ * SIGKILLed while one of its children ignored the closed pipe.
+ */
+async function stopPodProcesses(workDir: string, log: Log): Promise<void> {
+  const file = path.join(podRunnerDir(workDir), 'pids');
+  if (fs.existsSync(file)) await stopProcesses([readPidsFile(file)], log);
 }
 
 /**

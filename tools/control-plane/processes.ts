@@ -92,16 +92,21 @@ export class Supervisor {
     return path.join(this.logDir, `${name}.log`);
   }
 
-  public start(name: string, bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): ProcessRecord {
+  /**
+   * @param stdin 'pipe' gives the process a stdin whose write end only this process holds, so the
+   *   process can notice (end of file) when its owner is gone, even after a SIGKILL.
+   */
+  public start(name: string, bin: string, args: string[], env: NodeJS.ProcessEnv = process.env, stdin: 'ignore' | 'pipe' = 'ignore'): ProcessRecord {
     const out = fs.openSync(this.logFile(name), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(bin, args, { stdio: ['ignore', out, out], detached: this.detached, env });
+      child = spawn(bin, args, { stdio: [stdin, out, out], detached: this.detached, env });
     } finally {
       fs.closeSync(out); // the child holds its own copy of the descriptor
     }
     // Without a listener a spawn failure (e.g. ENOENT) would be an uncaught 'error' event.
     child.once('error', (e) => this.log(`${name}: ${e.message}`));
+    child.stdin?.on('error', () => undefined); // the process is gone; its 'exit' tells the rest
     if (child.pid === undefined) throw new Error(`${name}: could not start ${bin}`);
     const rec: Running = {
       name,

@@ -1,6 +1,7 @@
 /**
  * Runs the real operator bundle (operator/dist/agent-sandbox-operator.mjs) as a child process
- * against the integration control plane: start, wait until its controllers run, stop gracefully
+ * against the integration control plane, as the controller or the router: start, wait until its
+ * controllers run (or its caches synced), stop gracefully
  * or SIGKILL it, and keep its JSON log for assertions and failure reports.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
@@ -66,11 +67,24 @@ export interface OperatorOptions {
   readonly logFile?: string;
 }
 
+/** Loopback-only defaults of each command (every listener on a free port of 127.0.0.1). */
+const DEFAULT_ARGS = {
+  controller: ['--leader-elect=false', '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'],
+  router: ['--bind-address=127.0.0.1:0', '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'],
+};
+
 export class OperatorProcess {
   /** Starts the `controller` command and resolves once its controllers have started. */
   public static async start(opts: OperatorOptions): Promise<OperatorProcess> {
-    const op = new OperatorProcess(opts);
+    const op = new OperatorProcess(opts, 'controller');
     await op.waitForLog((l) => l.msg === 'caches synced; starting controllers', 60_000, 'the operator to start its controllers');
+    return op;
+  }
+
+  /** Starts the `router` command and resolves once its caches have synced (it is ready). */
+  public static async startRouter(opts: OperatorOptions): Promise<OperatorProcess> {
+    const op = new OperatorProcess(opts, 'router');
+    await op.waitForLog((l) => l.msg === 'caches synced; ready', 60_000, 'the router to sync its caches');
     return op;
   }
 
@@ -81,16 +95,11 @@ export class OperatorProcess {
   private readonly exited: Promise<number | string | null>;
   private partial = '';
 
-  private constructor(opts: OperatorOptions) {
+  private constructor(opts: OperatorOptions, command: keyof typeof DEFAULT_ARGS) {
     const logDir = path.join(ROOT, 'test-results', 'operator');
     fs.mkdirSync(logDir, { recursive: true });
-    this.logFile = opts.logFile ?? path.join(logDir, `operator-${process.pid}-${++OperatorProcess.count}.log`);
-    const args = [
-      '--enable-source-maps', OPERATOR_BUNDLE, 'controller',
-      `--kubeconfig=${opts.kubeconfig}`, '--leader-elect=false',
-      '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0',
-      ...(opts.args ?? []),
-    ];
+    this.logFile = opts.logFile ?? path.join(logDir, `${command === 'controller' ? 'operator' : command}-${process.pid}-${++OperatorProcess.count}.log`);
+    const args = ['--enable-source-maps', OPERATOR_BUNDLE, command, `--kubeconfig=${opts.kubeconfig}`, ...DEFAULT_ARGS[command], ...(opts.args ?? [])];
     this.child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(this.child);
     const out = fs.createWriteStream(this.logFile);
@@ -152,9 +161,14 @@ export class OperatorProcess {
     }, timeoutMs, what);
   }
 
+  /** The port a listener ("proxy", "metrics", "health probes") was bound to, from the log. */
+  public async port(endpoint: string): Promise<number> {
+    return (await this.waitForLog((l) => l.msg === `serving ${endpoint}`, 10_000, `the ${endpoint} endpoint`)).port;
+  }
+
   /** One scrape of the operator's Prometheus endpoint (--metrics-bind-address). */
   public async metrics(): Promise<Metrics> {
-    const { port } = await this.waitForLog((l) => l.msg === 'serving metrics', 10_000, 'the metrics endpoint');
+    const port = await this.port('metrics');
     const text = await new Promise<string>((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, path: '/metrics', agent: false }, (res) => {
         let body = '';

@@ -1,0 +1,358 @@
+/**
+ * The pod runner: a kubelet stand-in for the local cluster, so the data plane can run for real
+ * without containers. It owns the Pods bound to a kwok node that carry the label
+ * `control-plane.local/run: "<value>"` (the cluster's own runner takes "true"; kwok's stages leave
+ * every Pod with that label alone): it gives each a unique address from its half of the pod CIDR,
+ * runs its containers as local processes (see pod-command.ts and pod-process.ts), keeps the Pod's
+ * status (phase, podIP, Ready/ContainersReady, containerStatuses) in step with them, and on
+ * deletion stops them, removes the Pod's workspace and then removes the Pod object, as kwok's
+ * pod-delete stage does.
+ *
+ * Crash safety: every child's pid is kept in `<workDir>/pids` (reaped by `cli.ts down` and the next
+ * start), children are process-group leaders stopped as a group, and Node.js children stop
+ * themselves when the runner's end of their stdin closes. With --exit-with-stdin the runner in turn
+ * stops everything when its owner (a test run) goes away.
+ *
+ * Run: node -r ts-node/register/transpile-only tools/control-plane/pod-runner.ts --kubeconfig=F --work-dir=D --cidr=C [--bundle=F] [--label-value=V] [--exit-with-stdin]
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { assertLoopback } from './api';
+import { IpAllocator } from './pod-cidr';
+import { launchFor, LaunchError, PodContext } from './pod-command';
+import { ContainerProcess, RestartPolicy } from './pod-process';
+import { Log } from './processes';
+import { InformerFactory } from '../../operator/src/runtime/informer-factory';
+import { HttpKubeClient } from '../../operator/src/runtime/kube-client';
+import { fromKubeconfigFiles } from '../../operator/src/runtime/kubeconfig';
+import { ApiError, KubeObject, ResourceType } from '../../operator/src/runtime/types';
+
+/** The opt-in label; its value names the runner that owns the Pod. */
+export const RUN_LABEL = 'control-plane.local/run';
+export const DEFAULT_RUN_VALUE = 'true';
+/** Longest a runner shutdown waits for one Pod's processes before SIGKILL. */
+const SHUTDOWN_GRACE_MS = 10_000;
+const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods', namespaced: true };
+
+export interface PodRunnerOptions {
+  readonly kubeconfig: string;
+  /** Holds `pids`, `ready`, the Pods' workspaces (`pods/`) and their containers' logs (`logs/`). */
+  readonly workDir: string;
+  /** The runner's half of the pod CIDR (see pod-cidr.ts). */
+  readonly cidr: string;
+  readonly bundle: string;
+  /** @default "true" */
+  readonly labelValue?: string;
+  readonly log: Log;
+}
+
+interface Pod extends KubeObject {
+  metadata: KubeObject['metadata'] & { deletionGracePeriodSeconds?: number };
+  spec: {
+    nodeName?: string;
+    restartPolicy?: RestartPolicy;
+    terminationGracePeriodSeconds?: number;
+    containers: Array<import('./pod-command').ContainerSpec>;
+    initContainers?: Array<{ name: string; image?: string }>;
+  };
+  status?: { podIP?: string; conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> };
+}
+
+interface RunningPod {
+  readonly pod: Pod;
+  readonly ip: string;
+  readonly workspace: string;
+  readonly containers: ContainerProcess[];
+  readonly startTime: string;
+  readonly transitions: Map<string, { status: string; at: string }>;
+  terminating?: Promise<void>;
+  lastSent?: string;
+  sending?: Promise<void>;
+  dirty?: boolean;
+}
+
+export class PodRunner {
+  private readonly client: HttpKubeClient;
+  private readonly informers: InformerFactory;
+  private readonly ips: IpAllocator;
+  private readonly pods = new Map<string, RunningPod>();
+  private readonly labelValue: string;
+  private stopped = false;
+
+  public constructor(private readonly opts: PodRunnerOptions) {
+    const connection = fromKubeconfigFiles([opts.kubeconfig]);
+    assertLoopback(connection.server);
+    this.client = new HttpKubeClient({ connection, userAgent: 'cdk8s-agent-sandbox-pod-runner', qps: -1, maxInFlight: 0 });
+    this.informers = new InformerFactory(this.client);
+    this.ips = new IpAllocator(opts.cidr);
+    this.labelValue = opts.labelValue ?? DEFAULT_RUN_VALUE;
+    fs.mkdirSync(path.join(opts.workDir, 'pods'), { recursive: true });
+  }
+
+  /** Starts watching; resolves once the existing Pods have been seen. */
+  public async start(): Promise<void> {
+    const informer = this.informers.forResource<Pod>(PODS, { labelSelector: `${RUN_LABEL}=${this.labelValue}` });
+    informer.addHandlers({
+      onAdd: (pod) => this.sync(pod),
+      onUpdate: (_, pod) => this.sync(pod),
+      onDelete: (pod) => void this.terminate(pod, false),
+    });
+    this.informers.start();
+    await informer.synced;
+    fs.writeFileSync(path.join(this.opts.workDir, 'ready'), `${process.pid}\n`);
+    this.opts.log(`watching pods labelled ${RUN_LABEL}=${this.labelValue}; addresses from ${this.opts.cidr}`);
+  }
+
+  /** Stops every Pod's processes (the Pods stay; the cluster is going away). */
+  public async stop(): Promise<void> {
+    this.stopped = true;
+    this.informers.stop();
+    await Promise.all([...this.pods.values()].map((rp) => Promise.all(rp.containers.map((c) => c.stop(SHUTDOWN_GRACE_MS)))));
+    this.writePids();
+    this.client.close();
+  }
+
+  private sync(pod: Pod): void {
+    if (this.stopped || !pod.spec.nodeName) return;
+    if (pod.metadata.deletionTimestamp) {
+      void this.terminate(pod, true);
+      return;
+    }
+    if (!this.pods.has(pod.metadata.uid!)) this.run(pod);
+  }
+
+  private run(pod: Pod): void {
+    const { namespace, name, uid } = pod.metadata as Required<Pick<KubeObject['metadata'], 'namespace' | 'name' | 'uid'>>;
+    const known = pod.status?.podIP;
+    const ip = known && this.ips.reserve(known) ? known : this.ips.allocate();
+    const podDir = `${namespace}_${name}_${uid.slice(0, 8)}`;
+    const workspace = path.join(this.opts.workDir, 'pods', podDir);
+    fs.mkdirSync(workspace, { recursive: true });
+    const ctx: PodContext = { namespace, name, ip, workspace, bundle: this.opts.bundle, allowRoot: process.getuid?.() === 0 };
+    const rp: RunningPod = {
+      pod, ip, workspace, containers: [], startTime: new Date().toISOString(), transitions: new Map(),
+    };
+    this.pods.set(uid, rp);
+    for (const [i, c] of pod.spec.containers.entries()) {
+      let launch;
+      try {
+        launch = launchFor(c, i, ctx);
+        if (launch.kind === 'runtime' && !fs.existsSync(this.opts.bundle)) {
+          throw new LaunchError(`the operator bundle ${this.opts.bundle} does not exist: run "npx projen operator:build"`);
+        }
+      } catch (e) {
+        launch = e as Error;
+      }
+      rp.containers.push(new ContainerProcess({
+        name: c.name,
+        image: c.image ?? '',
+        ip,
+        cwd: workspace,
+        logFile: path.join(this.opts.workDir, 'logs', `${podDir}_${c.name}.log`),
+        restartPolicy: pod.spec.restartPolicy ?? 'Always',
+        launch,
+        onChange: () => this.report(rp),
+        log: (m) => this.opts.log(`${namespace}/${name} ${m}`),
+      }));
+    }
+    this.opts.log(`${namespace}/${name}: running ${rp.containers.length} container(s) at ${ip}, workspace ${workspace}`);
+    rp.containers.forEach((c) => c.start());
+    this.report(rp);
+  }
+
+  /**
+   * Stops a Pod's processes with its grace period, removes its workspace and, when `finish` is set
+   * (the Pod is being deleted), removes the Pod object. Runs once per Pod.
+   */
+  private terminate(pod: Pod, finish: boolean): Promise<void> {
+    const uid = pod.metadata.uid!;
+    const rp = this.pods.get(uid);
+    if (rp?.terminating) return rp.terminating;
+    const graceSeconds = pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
+    const work = (async () => {
+      if (rp) {
+        await Promise.all(rp.containers.map((c) => c.stop(graceSeconds * 1000)));
+        fs.rmSync(rp.workspace, { recursive: true, force: true });
+        this.ips.release(rp.ip);
+      }
+      if (finish) await this.finishDeletion(pod);
+      this.pods.delete(uid);
+      this.writePids();
+    })().catch((e) => this.opts.log(`${pod.metadata.namespace}/${pod.metadata.name}: ${(e as Error).message}`));
+    if (rp) rp.terminating = work;
+    return work;
+  }
+
+  /** What kwok's pod-delete stage does: drop the finalizers, then delete with no further grace. */
+  private async finishDeletion(pod: Pod): Promise<void> {
+    const { namespace, name, uid } = pod.metadata;
+    try {
+      if (pod.metadata.finalizers?.length) await this.client.patch(PODS, namespace, name, 'merge', { metadata: { finalizers: null } });
+    } catch (e) {
+      if (!(e instanceof ApiError && e.statusCode === 404)) throw e;
+    }
+    const res = await this.client.rawRequest('DELETE', `/api/v1/namespaces/${namespace}/pods/${name}`, {
+      body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid } },
+    });
+    // 404: already gone; 409: the uid precondition failed, so the name now belongs to a new Pod.
+    if (res.status >= 300 && res.status !== 404 && res.status !== 409) throw new Error(`DELETE pod: HTTP ${res.status}: ${res.text}`);
+    this.opts.log(`${namespace}/${name}: deleted`);
+  }
+
+  /** Sends the Pod's status when it changed; one PATCH in flight per Pod, the newest state wins. */
+  private report(rp: RunningPod): void {
+    this.writePids();
+    if (rp.terminating || this.stopped) return;
+    if (rp.sending) {
+      rp.dirty = true;
+      return;
+    }
+    const status = this.statusOf(rp);
+    const json = JSON.stringify(status);
+    if (json === rp.lastSent) return;
+    const { namespace, name } = rp.pod.metadata;
+    rp.sending = this.client.patch(PODS, namespace, name, 'merge', { status }, { subresource: 'status' })
+      .then(() => { rp.lastSent = json; })
+      .catch((e) => this.opts.log(`${namespace}/${name}: status update failed: ${(e as Error).message}`))
+      .finally(() => {
+        rp.sending = undefined;
+        if (rp.dirty) {
+          rp.dirty = false;
+          this.report(rp);
+        }
+      });
+  }
+
+  private statusOf(rp: RunningPod): object {
+    const now = new Date().toISOString();
+    const ready = rp.containers.every((c) => c.isReady);
+    const ended = rp.containers.map((c) => c.terminated);
+    const phase = ended.every((t) => t) ? (ended.every((t) => t!.exitCode === 0) ? 'Succeeded' : 'Failed') : 'Running';
+    const condition = (type: string, ok: boolean) => {
+      const status = ok ? 'True' : 'False';
+      const prev = rp.transitions.get(type);
+      if (prev?.status !== status) rp.transitions.set(type, { status, at: now });
+      return { type, status, lastTransitionTime: rp.transitions.get(type)!.at };
+    };
+    return {
+      phase,
+      conditions: [
+        condition('PodScheduled', true), condition('Initialized', true), condition('PodReadyToStartContainers', true),
+        condition('ContainersReady', ready), condition('Ready', ready),
+      ],
+      hostIP: '127.0.0.1',
+      hostIPs: [{ ip: '127.0.0.1' }],
+      podIP: rp.ip,
+      podIPs: [{ ip: rp.ip }],
+      startTime: rp.startTime,
+      containerStatuses: rp.containers.map((c) => c.status()),
+      // Init containers are not run (the runner starts the runtime from this checkout, so there is
+      // nothing to copy into place): they are reported as completed.
+      initContainerStatuses: (rp.pod.spec.initContainers ?? []).map((c) => ({
+        name: c.name,
+        image: c.image ?? '',
+        imageID: '',
+        ready: true,
+        restartCount: 0,
+        state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: rp.startTime, finishedAt: rp.startTime } },
+      })),
+    };
+  }
+
+  /** Rewrites `<workDir>/pids` ("name pid exe" lines) with the children alive now. */
+  private writePids(): void {
+    const lines: string[] = [];
+    for (const rp of this.pods.values()) {
+      for (const c of rp.containers) {
+        const pid = c.pid;
+        if (pid === undefined) continue;
+        let exe: string;
+        try {
+          exe = fs.readlinkSync(`/proc/${pid}/exe`);
+        } catch {
+          continue;
+        }
+        lines.push(`pod/${rp.pod.metadata.namespace}/${rp.pod.metadata.name}/${c.name} ${pid} ${exe}`);
+      }
+    }
+    const file = path.join(this.opts.workDir, 'pids');
+    fs.writeFileSync(`${file}.tmp`, lines.map((l) => `${l}\n`).join(''));
+    fs.renameSync(`${file}.tmp`, file);
+  }
+}
+
+/** Where `startControlPlane` finds the operator bundle runtimes are started from. */
+export const DEFAULT_BUNDLE = path.resolve(__dirname, '..', '..', 'operator', 'dist', 'agent-sandbox-operator.mjs');
+
+export interface PodRunnerCommandOptions {
+  readonly kubeconfig: string;
+  readonly workDir: string;
+  readonly cidr: string;
+  readonly labelValue?: string;
+  /** Stop everything when stdin closes (the owner of a non-detached cluster died). */
+  readonly exitWithStdin?: boolean;
+}
+
+/** The command line that starts a runner as its own process (this file under ts-node). */
+export function podRunnerCommand(o: PodRunnerCommandOptions): { bin: string; args: string[] } {
+  return {
+    bin: process.execPath,
+    args: [
+      '--require', require.resolve('ts-node/register/transpile-only'), __filename,
+      `--kubeconfig=${o.kubeconfig}`, `--work-dir=${o.workDir}`, `--cidr=${o.cidr}`,
+      ...(o.labelValue ? [`--label-value=${o.labelValue}`] : []), ...(o.exitWithStdin ? ['--exit-with-stdin'] : []),
+    ],
+  };
+}
+
+function parseArgs(argv: string[]): PodRunnerOptions & { exitWithStdin: boolean } {
+  const given = new Map<string, string>();
+  for (const arg of argv) {
+    const m = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!m) throw new Error(`unexpected argument "${arg}"; flags are --name=value`);
+    given.set(m[1], m[2] ?? 'true');
+  }
+  const known = ['kubeconfig', 'work-dir', 'cidr', 'bundle', 'label-value', 'exit-with-stdin'];
+  for (const k of given.keys()) if (!known.includes(k)) throw new Error(`unknown flag --${k}; flags are ${known.map((f) => `--${f}`).join(', ')}`);
+  const required = (k: string) => {
+    const v = given.get(k);
+    if (!v) throw new Error(`--${k} is required`);
+    return v;
+  };
+  return {
+    kubeconfig: required('kubeconfig'),
+    workDir: required('work-dir'),
+    cidr: required('cidr'),
+    bundle: given.get('bundle') ?? DEFAULT_BUNDLE,
+    labelValue: given.get('label-value'),
+    exitWithStdin: given.get('exit-with-stdin') === 'true',
+    log: (m) => process.stderr.write(`${new Date().toISOString()} ${m}\n`),
+  };
+}
+
+async function main(): Promise<void> {
+  const opts = parseArgs(process.argv.slice(2));
+  const runner = new PodRunner(opts);
+  let stopping: Promise<void> | undefined;
+  const shutdown = (why: string) => {
+    stopping ??= (async () => {
+      opts.log(`${why}: stopping every pod's processes`);
+      await runner.stop();
+      process.exit(0);
+    })();
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  if (opts.exitWithStdin) {
+    process.stdin.on('data', () => undefined);
+    process.stdin.once('end', () => shutdown('owner gone (stdin closed)'));
+  }
+  await runner.start();
+}
+
+if (require.main === module) {
+  main().catch((e) => {
+    process.stderr.write(`pod-runner: ${(e as Error).message}\n`);
+    process.exit(1);
+  });
+}
