@@ -58,6 +58,8 @@ export interface SandboxHandle extends AsyncDisposable {
   /** The SandboxClaim's name. */
   readonly claim: string;
   readonly namespace: string;
+  /** When the claim expires (its `ttl`), as last read or set by this handle; undefined: never. */
+  readonly expiresAt: Date | undefined;
   readonly files: SandboxFiles;
   run(command: string, options?: RunOptions): Promise<RunResult>;
   /** Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry. */
@@ -97,6 +99,7 @@ export class Sandbox implements SandboxHandle {
   public readonly namespace: string;
   public readonly files: SandboxFiles;
   private readonly uid?: string;
+  private expiry?: Date;
   private state: 'open' | 'disconnected' | 'closed' = 'open';
 
   public constructor(private readonly init: SandboxInit) {
@@ -104,7 +107,13 @@ export class Sandbox implements SandboxHandle {
     this.claim = init.claim.metadata.name;
     this.namespace = init.claim.metadata.namespace ?? 'default';
     this.uid = init.claim.metadata.uid;
+    const shutdownTime = Date.parse(init.claim.spec.lifecycle?.shutdownTime ?? '');
+    this.expiry = Number.isFinite(shutdownTime) ? new Date(shutdownTime) : undefined;
     this.files = new RuntimeFiles(init.runtime, init.requestTimeoutMs, () => this.ensureOpen());
+  }
+
+  public get expiresAt(): Date | undefined {
+    return this.expiry;
   }
 
   public async run(command: string, options: RunOptions = {}): Promise<RunResult> {
@@ -151,7 +160,7 @@ export class Sandbox implements SandboxHandle {
       for (let attempt = 1; ; attempt++) {
         const current: ClaimObject = await this.init.kube.get(claimPath);
         const existing = Date.parse(current.spec.lifecycle?.shutdownTime ?? '');
-        if (Number.isFinite(existing) && existing >= wanted) return new Date(existing);
+        if (Number.isFinite(existing) && existing >= wanted) return (this.expiry = new Date(existing));
         const shutdownTime = rfc3339Seconds(wanted);
         try {
           // The resourceVersion makes this a compare-and-swap: a write in between (the controller's
@@ -160,7 +169,7 @@ export class Sandbox implements SandboxHandle {
             metadata: { resourceVersion: current.metadata.resourceVersion },
             spec: { lifecycle: { shutdownTime, ...(current.spec.lifecycle?.shutdownPolicy ? {} : { shutdownPolicy: 'Delete' }) } },
           });
-          return new Date(shutdownTime);
+          return (this.expiry = new Date(shutdownTime));
         } catch (err) {
           if (!(err instanceof SandboxApiError && err.status === 409) || attempt >= MAX_CONFLICT_TRIES) throw err;
         }

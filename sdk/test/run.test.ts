@@ -4,7 +4,7 @@
  * request is sent.
  */
 import { handleFor, runtimeFixture } from './handle';
-import { SandboxConfigError, SandboxError } from '../src/errors';
+import { SandboxApiError, SandboxConfigError, SandboxError } from '../src/errors';
 
 const fixture = runtimeFixture();
 
@@ -64,6 +64,16 @@ describe('run', () => {
     const pending = fixture().sandbox.run('sleep 5', { signal: controller.signal, timeoutMs: 5000 });
     controller.abort(new Error('agent gave up'));
     await expect(pending).rejects.toThrow('agent gave up');
+  });
+
+  test('await using closes the handle: close() deletes the claim (here with no cluster, so it fails) and the handle refuses calls', async () => {
+    const handle = handleFor(fixture().runtime.url);
+    const leave = async () => {
+      await using sandbox = handle;
+      await sandbox.run('true');
+    };
+    await expect(leave()).rejects.toThrow(SandboxApiError);
+    await expect(handle.run('true')).rejects.toThrow(/closed/);
   });
 
   test('a handle that was let go refuses calls', async () => {

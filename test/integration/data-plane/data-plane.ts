@@ -51,10 +51,11 @@ export function runtimeTemplate(name: string): any {
 
 export class DataPlane {
   /**
-   * A namespace with the operator running, a runtime template, a warm pool of `poolSize` and that
-   * many claims, all Ready. `sandboxes` are the claimed Sandboxes' names, in claim order.
+   * A namespace with the operator running, a runtime template, a warm pool of `poolSize` and
+   * `claims` claims (default: as many), all Ready. `sandboxes` are the claimed Sandboxes' names, in
+   * claim order.
    */
-  public static async start(prefix: string, poolSize: number): Promise<DataPlane> {
+  public static async start(prefix: string, poolSize: number, claims = poolSize): Promise<DataPlane> {
     await ensureOperatorBundle();
     const kube = Kube.fromEnv();
     const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
@@ -66,7 +67,7 @@ export class DataPlane {
     await ext.create('sandboxtemplates', runtimeTemplate('runtime'));
     await ext.create('sandboxwarmpools', poolManifest('pool', 'runtime', poolSize));
     await ext.waitPoolReady('pool', poolSize);
-    for (let i = 0; i < poolSize; i++) {
+    for (let i = 0; i < claims; i++) {
       await ext.create('sandboxclaims', claimManifest(`claim-${i}`, 'pool'));
       const claim = await ext.waitClaim(`claim-${i}`, (c) => claimReady(c) && c.status?.sandbox?.name, 'Ready with a sandbox');
       dp.sandboxes.push(claim.status.sandbox.name);

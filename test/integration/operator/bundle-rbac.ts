@@ -136,24 +136,33 @@ export class BundleRbac {
     await this.kube.applyServerSide(objects, FIELD_MANAGER);
   }
 
-  private async writeKubeconfig(): Promise<string> {
-    const request = await this.api.call('POST', `/api/v1/namespaces/${this.namespace}/serviceaccounts/${this.serviceAccountName}/token`, {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      // Longer than any test file runs; the operator reads the token once from the kubeconfig.
-      spec: { expirationSeconds: 4 * 3600 },
-    });
-    const admin = connectionFromKubeconfig(this.kube.kubeconfig);
+  private writeKubeconfig(): Promise<string> {
     const file = path.join(path.dirname(this.kube.kubeconfig), `bundle-rbac-${this.namespace}.kubeconfig`);
-    // Only the server and its CA are taken from the admin kubeconfig; the client certificate stays behind.
-    fs.writeFileSync(file, toYaml({
-      'apiVersion': 'v1',
-      'kind': 'Config',
-      'clusters': [{ name: 'cp', cluster: { 'server': admin.server, 'certificate-authority-data': admin.ca?.toString('base64') } }],
-      'users': [{ name: this.serviceAccountName, user: { token: request.status.token } }],
-      'contexts': [{ name: 'operator', context: { cluster: 'cp', user: this.serviceAccountName, namespace: this.namespace } }],
-      'current-context': 'operator',
-    }), { mode: 0o600 });
-    return file;
+    return writeServiceAccountKubeconfig(this.kube, this.api, this.namespace, this.serviceAccountName, file);
   }
+}
+
+/**
+ * Writes a kubeconfig at `file` that authenticates as the ServiceAccount with a real token from the
+ * TokenRequest API (valid 4 h, longer than any test file runs). Only the server and its CA are taken
+ * from the admin kubeconfig; the client certificate stays behind. Resolves with `file`.
+ */
+export async function writeServiceAccountKubeconfig(
+  kube: Kube, api: ApiClient, namespace: string, serviceAccount: string, file: string,
+): Promise<string> {
+  const request = await api.call('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 4 * 3600 },
+  });
+  const admin = connectionFromKubeconfig(kube.kubeconfig);
+  fs.writeFileSync(file, toYaml({
+    'apiVersion': 'v1',
+    'kind': 'Config',
+    'clusters': [{ name: 'cp', cluster: { 'server': admin.server, 'certificate-authority-data': admin.ca?.toString('base64') } }],
+    'users': [{ name: serviceAccount, user: { token: request.status.token } }],
+    'contexts': [{ name: serviceAccount, context: { cluster: 'cp', user: serviceAccount, namespace } }],
+    'current-context': serviceAccount,
+  }), { mode: 0o600 });
+  return file;
 }
