@@ -5,7 +5,7 @@
  * TokenReview/SubjectAccessReview of ServiceAccount tokens) or straight at the Pod's loopback IP.
  * Covered: claim → run → files → close; stdout/stderr order; a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
- * expiring by its ttl; concurrent extendTtl calls; two clients never sharing a sandbox.
+ * expiring by its ttl; concurrent extendTtl calls; suspend and resume; two clients never sharing a sandbox.
  * Not covered: the port-forward connection mode (the local control plane has no kubelet to serve it).
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
@@ -188,6 +188,14 @@ test('SIGKILL: the claim outlives the agent until its ttl deletes it', async () 
   const left = await dp.ext.get('sandboxclaims', claim);
   expect(left?.spec.lifecycle).toMatchObject({ shutdownPolicy: 'Delete' });
   await claimGone(claim, 90_000);
+});
+
+test('suspend() stops the Pod (the router answers 409, typed), resume() brings it back Ready', async () => {
+  const lines = await runAgent({ scenario: 'suspendResume' });
+  expect(lines.find((l) => l.error)).toBeUndefined();
+  expect(step(lines, 'suspended').refused).toEqual({ error: 'SandboxHttpError', status: 409, detail: expect.stringMatching(/is suspended/) });
+  // The runtime's workspace is per Pod: a new Pod starts empty (volumes would keep it).
+  expect(step(lines, 'resumed')).toEqual({ step: 'resumed', result: { stdout: 'back\n', stderr: '', exitCode: 0, timedOut: false }, kept: false });
 });
 
 test('two clients claiming from the same pool at once get different sandboxes', async () => {
