@@ -5,6 +5,9 @@
  * a Sandbox handle; `connect()` attaches to an existing claim.
  */
 import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { ClaimObject, waitForReady } from './claim-wait.js';
 import { registerForCleanup } from './cleanup.js';
@@ -114,10 +117,10 @@ export class SandboxClient implements AsyncDisposable {
     return this.tracing.span('sandbox.claim', { 'sandbox.pool': options.pool, 'sandbox.namespace': namespace }, async () => {
       options.signal?.throwIfAborted();
       const created: ClaimObject = await this.kube.create(KubeApi.path(CLAIMS, namespace), claim);
-      const path = KubeApi.path(CLAIMS, namespace, created.metadata.name);
+      const claimPath = KubeApi.path(CLAIMS, namespace, created.metadata.name);
       const keep = options.keepOnExit ?? this.options.cleanupOnSignal === false;
       // Registered before the wait, so a Ctrl-C while waiting deletes the claim too.
-      const remove = () => this.kube.delete(path, created.metadata.uid).then(() => undefined, () => undefined);
+      const remove = () => this.kube.delete(claimPath, created.metadata.uid).then(() => undefined, () => undefined);
       const unregister = keep ? () => undefined : registerForCleanup({ remove });
       try {
         const ready = await waitForReady(this.kube, {
@@ -126,7 +129,7 @@ export class SandboxClient implements AsyncDisposable {
         return this.handle(ready.claim, ready.sandbox, unregister);
       } catch (err) {
         unregister();
-        await this.kube.delete(path, created.metadata.uid).catch(() => undefined);
+        await this.kube.delete(claimPath, created.metadata.uid).catch(() => undefined);
         throw err;
       }
     });
@@ -162,14 +165,30 @@ function loadKubeConfig(options: SandboxClientOptions): KubeConfig {
   if (options.kubeconfig instanceof KubeConfig) return options.kubeconfig;
   const kc = new KubeConfig();
   if (options.inCluster) kc.loadFromCluster();
-  else if (typeof options.kubeconfig === 'string') kc.loadFromFile(options.kubeconfig);
-  else kc.loadFromDefault();
+  else if (typeof options.kubeconfig === 'string') loadFile(kc, options.kubeconfig);
+  else if (defaultCredentialsExist()) kc.loadFromDefault();
+  else throw new SandboxConfigError('kubeconfig', 'no Kubernetes credentials found ($KUBECONFIG unset, no ~/.kube/config, not in a Pod): pass kubeconfig, or set $KUBECONFIG');
   if (options.context !== undefined) {
     if (!kc.getContextObject(options.context)) throw new SandboxConfigError('context', `the kubeconfig has no context "${options.context}"; it has: ${kc.getContexts().map((c) => c.name).join(', ') || 'none'}`);
     kc.setCurrentContext(options.context);
   }
   if (!kc.getCurrentCluster()) throw new SandboxConfigError('kubeconfig', 'no cluster found: pass kubeconfig (a file or a KubeConfig), set $KUBECONFIG, or run in a Pod with inCluster: true');
   return kc;
+}
+
+function loadFile(kc: KubeConfig, file: string): void {
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    throw new SandboxConfigError('kubeconfig', `cannot load ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Whether client-node's default loading would find real credentials (and not fall back to localhost:8080). */
+function defaultCredentialsExist(): boolean {
+  if (process.env.KUBECONFIG) return true;
+  if (process.env.KUBERNETES_SERVICE_HOST && fs.existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) return true;
+  return fs.existsSync(path.join(os.homedir(), '.kube', 'config'));
 }
 
 /** The SandboxClaim object for `options`, validated. */

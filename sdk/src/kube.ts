@@ -117,7 +117,11 @@ export class KubeApi {
       headers: { accept: 'application/json', ...(contentType ? { 'content-type': contentType } : {}), ...(text ? { 'content-length': String(Buffer.byteLength(text)) } : {}) },
       timeout: REQUEST_TIMEOUT_MS,
     };
-    await this.config.applyToHTTPSOptions(options);
+    try {
+      await this.config.applyToHTTPSOptions(options);
+    } catch (err) {
+      throw new SandboxApiError(`${method} ${path}: cannot apply the kubeconfig's credentials: ${(err as Error).message}`, undefined, undefined, { cause: err });
+    }
     const lib = url.protocol === 'https:' ? https : http;
     return new Promise<T>((resolve, reject) => {
       const req = lib.request(url, options, (res) => {

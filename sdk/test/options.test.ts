@@ -1,7 +1,10 @@
 /**
  * The claim object the SDK sends, and the clear errors for bad options (each names its field).
  */
-import { buildClaim } from '../src/client';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { buildClaim, SandboxClient } from '../src/client';
 import { Connector } from '../src/connection';
 import { durationMs } from '../src/duration';
 import { SandboxConfigError } from '../src/errors';
@@ -53,6 +56,23 @@ describe('buildClaim', () => {
 
   test('a bad namespace is refused', () => {
     expect(() => buildClaim({ pool: 'p' }, 'Not A Namespace', NOW)).toThrow(/^namespace: /);
+  });
+});
+
+describe('credentials', () => {
+  test('a kubeconfig file that cannot be read, or none at all, is a SandboxConfigError naming kubeconfig', () => {
+    expect(() => new SandboxClient({ kubeconfig: '/nonexistent/kubeconfig' })).toThrow(/^kubeconfig: cannot load \/nonexistent\/kubeconfig/);
+    const saved = { KUBECONFIG: process.env.KUBECONFIG, HOME: process.env.HOME };
+    try {
+      delete process.env.KUBECONFIG;
+      process.env.HOME = fs.mkdtempSync(path.join(os.tmpdir(), 'sdk-home-'));
+      expect(() => new SandboxClient()).toThrow(/^kubeconfig: no Kubernetes credentials found/);
+    } finally {
+      for (const [key, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
   });
 });
 
