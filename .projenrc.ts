@@ -159,7 +159,14 @@ const sdkTests = project.addTask('sdk:test', {
   env: { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
   steps: [{ spawn: sdkBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c sdk/jest.config.mjs --ci', receiveArgs: true }],
 });
-project.gitignore.exclude('/sdk/dist/');
+project.gitignore.exclude('/sdk/dist/', '/examples/agent-typescript/dist/');
+
+// The whole system on this machine: control plane, operator, router, pod runner, a pool and the
+// example agent on the SDK (see tools/demo/demo.ts).
+project.addTask('demo', {
+  description: 'Start everything locally, run the example agent (examples/agent-typescript) through the router, stop everything',
+  exec: `${tsNode} tools/demo/demo.ts`,
+});
 
 // The main job: the release bundle and every example, to dist/.
 project.addTask('synth', {
