@@ -177,7 +177,7 @@ project.addTask('synth', {
 
 // The local control plane (built from Go modules; see README).
 project.addTask('cluster:build', { description: 'Build or reuse the control-plane binaries', exec: 'hack/build-control-plane.sh' });
-project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
+project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK, pod runner)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
 project.addTask('cluster:down', { description: 'Stop the local control plane started by cluster:up', exec: `${tsNode} tools/control-plane/cli.ts down` });
 
 // Integration tests share one control plane, started by the jest global setup.

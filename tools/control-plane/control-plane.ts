@@ -11,7 +11,7 @@ import { cacheRoot, resolveBinaries } from './binaries';
 import { Kube, waitFor } from './kube';
 import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
-import { splitPodCidr } from './pod-cidr';
+import { isLoopbackCidr, splitPodCidr } from './pod-cidr';
 import { podRunnerCommand } from './pod-runner';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
 
@@ -357,11 +357,6 @@ function removeLeftovers(workDir: string, kubeconfig: string, volumeDirs: string
     if (fs.readFileSync(known, 'utf8') === fs.readFileSync(kubeconfig, 'utf8')) fs.rmSync(known);
   } catch { /* one of them is already gone */ }
   fs.rmSync(workDir, { recursive: true, force: true });
-}
-
-function isLoopbackCidr(cidr: string): boolean {
-  const m = /^127\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
-  return !!m && m.slice(1, 4).every((o) => Number(o) <= 255) && Number(m[4]) >= 8 && Number(m[4]) <= 30;
 }
 
 function tmpRoot(): string {

@@ -18,7 +18,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { assertLoopback } from './api';
-import { IpAllocator } from './pod-cidr';
+import { AddressLeases, IpAllocator, isLoopbackCidr } from './pod-cidr';
 import { launchFor, LaunchError, PodContext } from './pod-command';
 import { ContainerProcess, RestartPolicy } from './pod-process';
 import { Log } from './processes';
@@ -75,16 +75,20 @@ export class PodRunner {
   private readonly client: HttpKubeClient;
   private readonly informers: InformerFactory;
   private readonly ips: IpAllocator;
+  private readonly leases = new AddressLeases();
   private readonly pods = new Map<string, RunningPod>();
   private readonly labelValue: string;
   private stopped = false;
 
   public constructor(private readonly opts: PodRunnerOptions) {
+    // Pods' processes bind these addresses and the runner probes them: they must never leave the machine.
+    if (!isLoopbackCidr(opts.cidr)) throw new Error(`--cidr must be an IPv4 CIDR inside 127.0.0.0/8, such as 127.72.0.0/13; got "${opts.cidr}"`);
     const connection = fromKubeconfigFiles([opts.kubeconfig]);
     assertLoopback(connection.server);
     this.client = new HttpKubeClient({ connection, userAgent: 'cdk8s-agent-sandbox-pod-runner', qps: -1, maxInFlight: 0 });
     this.informers = new InformerFactory(this.client);
-    this.ips = new IpAllocator(opts.cidr);
+    // A random start and machine-wide leases keep the runners of parallel clusters on one host apart.
+    this.ips = new IpAllocator(opts.cidr, { offset: Math.floor(Math.random() * 2 ** 24), claim: (ip) => this.leases.claim(ip) });
     this.labelValue = opts.labelValue ?? DEFAULT_RUN_VALUE;
     fs.mkdirSync(path.join(opts.workDir, 'pods'), { recursive: true });
   }
@@ -109,6 +113,7 @@ export class PodRunner {
     this.informers.stop();
     await Promise.all([...this.pods.values()].map((rp) => Promise.all(rp.containers.map((c) => c.stop(SHUTDOWN_GRACE_MS)))));
     this.writePids();
+    this.leases.releaseAll();
     this.client.close();
   }
 
@@ -124,7 +129,8 @@ export class PodRunner {
   private run(pod: Pod): void {
     const { namespace, name, uid } = pod.metadata as Required<Pick<KubeObject['metadata'], 'namespace' | 'name' | 'uid'>>;
     const known = pod.status?.podIP;
-    const ip = known && this.ips.reserve(known) ? known : this.ips.allocate();
+    // A Pod that already has an address (from a runner before this one) keeps it: podIP never changes.
+    const ip = known && this.ips.reserve(known) && this.leases.claim(known) ? known : this.ips.allocate();
     const podDir = `${namespace}_${name}_${uid.slice(0, 8)}`;
     const workspace = path.join(this.opts.workDir, 'pods', podDir);
     fs.mkdirSync(workspace, { recursive: true });
@@ -174,6 +180,7 @@ export class PodRunner {
         await Promise.all(rp.containers.map((c) => c.stop(graceSeconds * 1000)));
         fs.rmSync(rp.workspace, { recursive: true, force: true });
         this.ips.release(rp.ip);
+        this.leases.release(rp.ip);
       }
       if (finish) await this.finishDeletion(pod);
       this.pods.delete(uid);

@@ -113,15 +113,8 @@ export class BundleRbac {
    * The identity the token authenticates as, from the API server itself (SelfSubjectReview): the
    * check that the operator's kubeconfig is really the ServiceAccount and not an admin.
    */
-  public async whoAmI(): Promise<{ username: string; groups: string[] }> {
-    const asOperator = new ApiClient(connectionFromKubeconfig(this.kubeconfig));
-    try {
-      const review = await asOperator.call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
-        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
-      return review.status.userInfo;
-    } finally {
-      asOperator.close();
-    }
+  public whoAmI(): Promise<{ username: string; groups: string[] }> {
+    return whoAmI(this.kubeconfig);
   }
 
   /** Cluster-scoped names get the namespace as suffix; bindings follow their role's new name. */
@@ -137,32 +130,47 @@ export class BundleRbac {
   }
 
   private writeKubeconfig(): Promise<string> {
-    const file = path.join(path.dirname(this.kube.kubeconfig), `bundle-rbac-${this.namespace}.kubeconfig`);
-    return writeServiceAccountKubeconfig(this.kube, this.api, this.namespace, this.serviceAccountName, file);
+    return serviceAccountKubeconfig(this.kube, this.api, this.namespace, this.serviceAccountName, `bundle-rbac-${this.namespace}`);
   }
 }
 
-/**
- * Writes a kubeconfig at `file` that authenticates as the ServiceAccount with a real token from the
- * TokenRequest API (valid 4 h, longer than any test file runs). Only the server and its CA are taken
- * from the admin kubeconfig; the client certificate stays behind. Resolves with `file`.
- */
-export async function writeServiceAccountKubeconfig(
-  kube: Kube, api: ApiClient, namespace: string, serviceAccount: string, file: string,
-): Promise<string> {
+/** The identity a kubeconfig authenticates as, from the API server itself (SelfSubjectReview). */
+export async function whoAmI(kubeconfig: string): Promise<{ username: string; groups: string[] }> {
+  const client = new ApiClient(connectionFromKubeconfig(kubeconfig));
+  try {
+    const review = await client.call('POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    return review.status.userInfo;
+  } finally {
+    client.close();
+  }
+}
+
+/** A real token of a ServiceAccount from the TokenRequest API, valid longer than any test file runs. */
+export async function serviceAccountToken(api: ApiClient, namespace: string, serviceAccount: string): Promise<string> {
   const request = await api.call('POST', `/api/v1/namespaces/${namespace}/serviceaccounts/${serviceAccount}/token`, {
     apiVersion: 'authentication.k8s.io/v1',
     kind: 'TokenRequest',
     spec: { expirationSeconds: 4 * 3600 },
   });
+  return request.status.token;
+}
+
+/**
+ * Writes `<name>.kubeconfig` next to the admin kubeconfig: the cluster's server and CA with a token
+ * of the ServiceAccount (a process reads it once at start). The admin client certificate stays behind.
+ */
+export async function serviceAccountKubeconfig(kube: Kube, api: ApiClient, namespace: string, serviceAccount: string, name: string): Promise<string> {
+  const token = await serviceAccountToken(api, namespace, serviceAccount);
   const admin = connectionFromKubeconfig(kube.kubeconfig);
+  const file = path.join(path.dirname(kube.kubeconfig), `${name}.kubeconfig`);
   fs.writeFileSync(file, toYaml({
     'apiVersion': 'v1',
     'kind': 'Config',
     'clusters': [{ name: 'cp', cluster: { 'server': admin.server, 'certificate-authority-data': admin.ca?.toString('base64') } }],
-    'users': [{ name: serviceAccount, user: { token: request.status.token } }],
-    'contexts': [{ name: serviceAccount, context: { cluster: 'cp', user: serviceAccount, namespace } }],
-    'current-context': serviceAccount,
+    'users': [{ name: serviceAccount, user: { token } }],
+    'contexts': [{ name: 'sa', context: { cluster: 'cp', user: serviceAccount, namespace } }],
+    'current-context': 'sa',
   }), { mode: 0o600 });
   return file;
 }

@@ -1,0 +1,96 @@
+/**
+ * The pure parts of the pod runner (tools/control-plane): which containers run the operator's
+ * runtime and with which flags, how the pod CIDR is shared with kwok, and how addresses are handed
+ * out and leased. The runner itself is tested on the real control plane (test/integration).
+ */
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { AddressLeases, IpAllocator, isLoopbackCidr, splitPodCidr } from '../../tools/control-plane/pod-cidr';
+import { launchFor, LaunchError, PodContext, runtimeArgs } from '../../tools/control-plane/pod-command';
+import { PodRunner } from '../../tools/control-plane/pod-runner';
+
+const POD: PodContext = { namespace: 'ns', name: 'p', ip: '127.72.0.9', workspace: '/ws/p', bundle: '/repo/operator/dist/agent-sandbox-operator.mjs', allowRoot: false };
+
+describe('runtimeArgs', () => {
+  test.each([
+    ['the binary name', { command: ['agent-sandbox-operator', 'runtime', '--port=1'] }],
+    ['a path to the binary', { command: ['/usr/local/bin/agent-sandbox-operator'], args: ['runtime', '--port=1'] }],
+    ['node and the bundle', { command: ['node', 'operator/dist/agent-sandbox-operator.mjs', 'runtime', '--port=1'] }],
+    ['the injected form', { command: ['/opt/agent-sandbox/bin/node', '/opt/agent-sandbox/bin/agent-sandbox-operator.mjs', 'runtime'], args: ['--port=1'] }],
+    ['the operator image\'s entrypoint', { image: 'ghcr.io/x/agent-sandbox-operator:v1', args: ['runtime', '--port=1'] }],
+  ])('recognises %s', (_, c) => {
+    expect(runtimeArgs({ name: 'c', ...c })).toEqual(['--port=1']);
+  });
+
+  test.each([
+    ['another command of the operator', { command: ['agent-sandbox-operator', 'router'] }],
+    ['a program that only mentions it', { command: ['sh', '-c', 'agent-sandbox-operator runtime'] }],
+    ['an empty command in another image', { image: 'python:3.12', args: ['runtime'] }],
+  ])('leaves %s alone', (_, c) => {
+    expect(runtimeArgs({ name: 'c', ...c })).toBeUndefined();
+  });
+});
+
+describe('launchFor', () => {
+  test('a runtime gets the bundle, its own flags, the Pod\'s address and workspace (whatever it asked for)', () => {
+    const launch = launchFor({ name: 'rt', command: ['agent-sandbox-operator', 'runtime', '--listen-address', '0.0.0.0', '--workspace=/app', '--port=9999'] }, 0,
+      { ...POD, allowRoot: true });
+    expect(launch).toMatchObject({ kind: 'runtime', bin: process.execPath, readiness: { kind: 'http', port: 9999, path: '/healthz' } });
+    expect(launch.args).toEqual([POD.bundle, 'runtime', '--port=9999', '--listen-address=127.72.0.9', '--workspace=/ws/p', '--allow-root']);
+  });
+
+  test('another container runs its command with the Pod\'s env; `node` is this Node.js', () => {
+    const launch = launchFor({
+      name: 'app',
+      command: ['node', '/srv/app.js'],
+      env: [{ name: 'A', value: '1' }, { name: 'ME', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+      ports: [{ containerPort: 80 }],
+    }, 1, POD);
+    expect(launch).toMatchObject({ kind: 'command', bin: process.execPath, args: ['/srv/app.js'], readiness: { kind: 'tcp', ports: [80] } });
+    expect(launch.env).toMatchObject({ A: '1', ME: '127.72.0.9', POD_IP: '127.72.0.9', POD_NAME: 'p', POD_NAMESPACE: 'ns' });
+  });
+
+  test('a container without a command is refused with the field to fix', () => {
+    expect(() => launchFor({ name: 'x', image: 'busybox' }, 2, POD)).toThrow(LaunchError);
+    expect(() => launchFor({ name: 'x', image: 'busybox' }, 2, POD)).toThrow(/spec\.containers\[2\]\.command is empty.*explicit command/);
+  });
+});
+
+describe('pod addresses', () => {
+  test('kwok gets the lower half of the pod CIDR, the runner the upper', () => {
+    expect(splitPodCidr('127.64.0.0/12')).toEqual(['127.64.0.0/13', '127.72.0.0/13']);
+    expect(() => splitPodCidr('127.0.0.0/25')).toThrow(/too small/);
+  });
+
+  test('the runner refuses a pod CIDR outside loopback before it touches anything', () => {
+    expect(isLoopbackCidr('127.72.0.0/13')).toBe(true);
+    expect(isLoopbackCidr('10.0.0.0/8')).toBe(false);
+    expect(() => new PodRunner({ kubeconfig: '/nonexistent', workDir: '/nonexistent', cidr: '10.72.0.0/13', bundle: '', log: () => undefined }))
+      .toThrow('--cidr must be an IPv4 CIDR inside 127.0.0.0/8, such as 127.72.0.0/13; got "10.72.0.0/13"');
+  });
+
+  test('addresses come in order from the offset, wrap, and skip .0, .255, reserved and refused ones', () => {
+    const a = new IpAllocator('127.72.0.0/22', { offset: 1021, claim: (ip) => ip !== '127.72.0.2' });
+    a.reserve('127.72.0.3');
+    expect([a.allocate(), a.allocate(), a.allocate()]).toEqual(['127.72.3.253', '127.72.3.254', '127.72.0.1']);
+    expect(a.allocate()).toBe('127.72.0.4');
+  });
+
+  test('a lease is exclusive while its holder lives and taken over when it is gone', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'leases-'));
+    try {
+      fs.writeFileSync(path.join(dir, '127.72.0.5'), `${process.ppid}\n`); // alive: our parent
+      fs.writeFileSync(path.join(dir, '127.72.0.6'), '999999999\n'); // no such process
+      const leases = new AddressLeases(dir);
+      expect(fs.existsSync(path.join(dir, '127.72.0.6'))).toBe(false);
+      expect(leases.claim('127.72.0.5')).toBe(false);
+      expect(leases.claim('127.72.0.6')).toBe(true);
+      expect(leases.claim('127.72.0.6')).toBe(true);
+      leases.releaseAll();
+      expect(fs.readdirSync(dir)).toEqual(['127.72.0.5']);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

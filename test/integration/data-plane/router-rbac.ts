@@ -1,0 +1,52 @@
+/**
+ * The router's identity in the integration tests: the ServiceAccount, ClusterRole and binding that
+ * the install bundle ships for the router (AgentSandboxSystem with `router`, synthesized here),
+ * applied to the test cluster with the ClusterRole names suffixed by the namespace, and a
+ * kubeconfig with a real token of that ServiceAccount. A router started with it can do exactly
+ * what the bundle grants it (watch Sandboxes and Pods, TokenReview, SubjectAccessReview).
+ */
+import { Testing } from 'cdk8s';
+import { AgentSandboxSystem } from '../../../src/install';
+import { ApiClient } from '../../../tools/control-plane/api';
+import { Kube } from '../../../tools/control-plane/kube';
+import { serviceAccountKubeconfig } from '../operator/bundle-rbac';
+
+const FIELD_MANAGER = 'integration-test-router-rbac';
+
+export class RouterRbac {
+  public static async apply(kube: Kube, api: ApiClient, namespace: string): Promise<RouterRbac> {
+    const chart = Testing.chart();
+    new AgentSandboxSystem(chart, 'install', { namespace, extensions: true, createNamespace: false, router: {} });
+    const objects: any[] = Testing.synth(chart);
+    const deployment = objects.find((o) => o.kind === 'Deployment' && o.spec.template.spec.containers[0].args?.[0] === 'router');
+    if (!deployment) throw new Error('the install bundle synthesized no router Deployment (a container whose args start with "router")');
+    const sa: string = deployment.spec.template.spec.serviceAccountName;
+    const binding = objects.find((o) => o.kind === 'ClusterRoleBinding' && o.subjects?.some((s: any) => s.kind === 'ServiceAccount' && s.name === sa));
+    const role = objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === binding?.roleRef.name);
+    const account = objects.find((o) => o.kind === 'ServiceAccount' && o.metadata.name === sa);
+    if (!binding || !role || !account) throw new Error(`the install bundle has no ServiceAccount, ClusterRoleBinding and ClusterRole for the router's ServiceAccount ${sa}`);
+    const suffixed = `${role.metadata.name}-${namespace}`;
+    const applied = [
+      account,
+      { ...role, metadata: { ...role.metadata, name: suffixed } },
+      { ...binding, metadata: { ...binding.metadata, name: suffixed }, roleRef: { ...binding.roleRef, name: suffixed } },
+    ];
+    await kube.applyServerSide(applied, FIELD_MANAGER);
+    const kubeconfig = await serviceAccountKubeconfig(kube, api, namespace, sa, `router-rbac-${namespace}`);
+    return new RouterRbac(kube, sa, suffixed, role.rules, kubeconfig);
+  }
+
+  private constructor(
+    private readonly kube: Kube,
+    public readonly serviceAccount: string,
+    /** The name of the applied ClusterRole and ClusterRoleBinding. */
+    public readonly clusterRole: string,
+    public readonly rules: any[],
+    public readonly kubeconfig: string,
+  ) {}
+
+  /** Deletes the cluster-scoped objects; the ServiceAccount goes with the namespace. */
+  public async remove(): Promise<void> {
+    await this.kube.kubectl(['delete', `clusterrolebinding/${this.clusterRole}`, `clusterrole/${this.clusterRole}`, '--ignore-not-found']);
+  }
+}
