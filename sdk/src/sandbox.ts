@@ -156,8 +156,9 @@ export class Sandbox implements SandboxHandle {
     this.ensureOpen();
     const wanted = Date.now() + durationMs(ttl, 'ttl');
     const claimPath = KubeApi.path(CLAIMS, this.namespace, this.claim);
-    return this.init.tracing.span('sandbox.extendTtl', { 'sandbox.name': this.name }, async () => {
+    return this.init.tracing.span('sandbox.extendTtl', { 'sandbox.name': this.name }, async (span) => {
       for (let attempt = 1; ; attempt++) {
+        span?.setAttribute('sandbox.conflicts', attempt - 1);
         const current: ClaimObject = await this.init.kube.get(claimPath);
         const existing = Date.parse(current.spec.lifecycle?.shutdownTime ?? '');
         if (Number.isFinite(existing) && existing >= wanted) return (this.expiry = new Date(existing));
