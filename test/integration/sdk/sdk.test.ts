@@ -6,7 +6,8 @@
  * Covered: claim → run → files → close; stdout/stderr order; a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
  * expiring by its ttl; concurrent extendTtl calls; suspend and resume; two clients never sharing a sandbox.
- * Not covered: the port-forward connection mode (the local control plane has no kubelet to serve it).
+ * Port-forward mode only up to finding the router Service (the local control plane has no kubelet to
+ * serve `pods/portforward`).
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as path from 'path';
@@ -153,6 +154,15 @@ describe('typed errors', () => {
     expect(anonymous).toEqual([expect.objectContaining({ error: 'SandboxAuthError', status: 401 })]);
     const stranger = await runAgent({ scenario: 'runOnce', claim: 'auth', token: strangerToken });
     expect(stranger).toEqual([expect.objectContaining({ error: 'SandboxAuthError', status: 403 })]);
+  });
+
+  test('port-forward with no router Service to forward to: SandboxConnectionError saying what to fix', async () => {
+    await readyClaim('no-router');
+    const lines = await runAgent({ scenario: 'runOnce', claim: 'no-router', connection: { mode: 'port-forward', namespace: dp.ns } });
+    expect(lines).toEqual([expect.objectContaining({
+      error: 'SandboxConnectionError',
+      message: expect.stringMatching(new RegExp(`cannot read Service ${dp.ns}/sandbox-router-svc .*is the router installed there\\?`)),
+    })]);
   });
 
   test('a missing pool: SandboxPoolNotFoundError with the claim\'s reason, and the claim is deleted', async () => {
