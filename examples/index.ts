@@ -2,6 +2,7 @@ import { App } from 'cdk8s';
 import { build as gitops } from './gitops/main';
 import { build as hardenedGvisor } from './hardened-gvisor/main';
 import { build as hpaPool } from './hpa-pool/main';
+import { build as localAgent } from './local-agent/main';
 import { build as quickstart } from './quickstart/main';
 import { build as routerNamespace } from './router-namespace/main';
 
@@ -12,4 +13,5 @@ export const EXAMPLES: { [name: string]: (app: App) => void } = {
   'gitops': gitops,
   'hpa-pool': hpaPool,
   'router-namespace': routerNamespace,
+  'local-agent': localAgent,
 };

@@ -8,6 +8,7 @@ export * from './crds';
 export * from './blueprint';
 export * from './sandbox';
 export * from './template';
+export * from './sandbox-runtime';
 export * from './warm-pool';
 export * from './claim';
 export * from './network-policy';

@@ -7,6 +7,7 @@ import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
 import { _customResource } from './custom-resource';
 import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
+import { SandboxRuntimeOptions, _checkRuntime, _injectRuntime } from './sandbox-runtime';
 
 /** A SandboxTemplate, defined here or imported by name. */
 export interface ISandboxTemplate {
@@ -31,6 +32,13 @@ export interface SandboxTemplateProps extends SandboxBlueprintProps {
   readonly envVarsInjectionPolicy?: EnvVarsInjectionPolicy;
   /** Whether claims may add volume claim templates. @default VolumeClaimTemplatesPolicy.DISALLOWED */
   readonly volumeClaimTemplatesPolicy?: VolumeClaimTemplatesPolicy;
+  /**
+   * Run the agent-sandbox runtime (an API for agents: commands, files) in one of the containers,
+   * injected into its image by an init container; see {@link SandboxRuntimeOptions} for what it
+   * adds and which images it works with. Pass `{}` for the defaults.
+   * @default - no runtime: the containers run as given
+   */
+  readonly runtime?: SandboxRuntimeOptions;
 }
 
 /**
@@ -55,11 +63,13 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
   /** The NetworkPolicy this construct emits when Git owns it (`Unmanaged`). */
   public readonly networkPolicy?: SandboxNetworkPolicy;
   private readonly networkSpecField?: { ingress: object[]; egress: object[] };
+  private readonly runtime?: SandboxRuntimeOptions;
 
   public constructor(scope: Construct, id: string, props: SandboxTemplateProps = {}) {
     super(scope, id, props);
     this.envVarsInjectionPolicy = props.envVarsInjectionPolicy ?? EnvVarsInjectionPolicy.DISALLOWED;
     this.volumeClaimTemplatesPolicy = props.volumeClaimTemplatesPolicy ?? VolumeClaimTemplatesPolicy.DISALLOWED;
+    this.runtime = props.runtime;
     this.apiObject = _customResource(this, KINDS.template, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
 
@@ -87,13 +97,19 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     const errors = new ErrorList();
     errors.check('metadata.name', checkDns1123Subdomain(this.name));
     this._validateBlueprint(errors);
+    if (this.runtime) {
+      const blueprint = this._blueprintToKube() as { podTemplate: { spec: object }; volumeClaimTemplates?: Array<{ metadata: { name: string } }> };
+      _checkRuntime(errors, this.runtime, blueprint.podTemplate.spec, (blueprint.volumeClaimTemplates ?? []).map((t) => t.metadata.name));
+    }
     return errors.all;
   }
 
   /** @internal */
   public _toKube(): { [key: string]: unknown } {
+    const blueprint = this._blueprintToKube() as { podTemplate: { metadata: object; spec: object } };
+    if (this.runtime) blueprint.podTemplate = { ...blueprint.podTemplate, spec: _injectRuntime(this.runtime, blueprint.podTemplate.spec) };
     return dropUndefined({
-      ...this._blueprintToKube(),
+      ...blueprint,
       networkPolicy: this.networkSpecField,
       networkPolicyManagement: this.networkPolicyManagement,
       envVarsInjectionPolicy: this.envVarsInjectionPolicy,

@@ -1,8 +1,10 @@
 import { Chart, Duration, Testing } from 'cdk8s';
-import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS } from '../src/api/controller-flags';
+import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS, controllerFlag, parseControllerFlagValue, parseLabelList } from '../src/api/controller-flags';
 import { defaultSandboxNetworkPolicySpec } from '../src/api/network-policy-defaults';
 import { ImagePullPolicy } from '../src/container';
 import { AgentSandboxExtensions, AgentSandboxSystem, AgentSandboxSystemProps, ControllerLogLevel, ControllerOptions } from '../src/install';
+import { AllowRouterIngress, DnsAccess } from '../src/network-policy';
+import { SandboxTemplate } from '../src/template';
 
 const DIGEST = `sha256:${'ab'.repeat(32)}`;
 
@@ -244,6 +246,8 @@ describe('AgentSandboxSystem', () => {
       cacheLabelSelectors: true,
       disableClaimEvents: true,
       disableClaimObservabilityAnnotations: true,
+      routerNamespace: 'edge',
+      routerPodLabels: { app: 'edge-router' },
       logLevel: ControllerLogLevel.DEBUG,
       kubeconfig: '/etc/kube/config',
     };
@@ -273,6 +277,8 @@ describe('AgentSandboxSystem', () => {
       '--cache-label-selectors=true',
       '--disable-claim-events=true',
       '--disable-claim-observability-annotations=true',
+      '--router-namespace=edge',
+      '--router-pod-labels=app=edge-router',
       '--log-level=debug',
       '--kubeconfig=/etc/kube/config',
     ]);
@@ -396,6 +402,10 @@ describe('AgentSandboxSystem', () => {
       [{ router: { replicas: 1.5 } }, 'router.replicas: 1.5 must be a whole number of at least 0'],
       [{ router: { serviceName: '1router' } }, 'router.serviceName: "1router" must consist of lowercase letters, digits and \'-\', start with a letter'],
       [{ router: { resources: { requests: { cpu: 'lots' } } } }, 'router.resources.requests.cpu: "lots" is not a Kubernetes quantity'],
+      [{ router: { podLabels: {} } }, 'router.podLabels: must not be empty: the selectors would match every Pod; omit it for app=sandbox-router'],
+      [{ router: { podLabels: { 'bad key': 'x' } } }, 'router.podLabels'],
+      [{ router: {}, controller: { routerNamespace: 'edge' } }, 'controller.routerNamespace: is set by the install from where it deploys the router'],
+      [{ controller: { routerPodLabels: { app: 'a b' } } }, 'controller.routerPodLabels: "app=a b" value "a b" must be at most 63 characters'],
     ] as Array<[AgentSandboxSystemProps, string]>)('%j', (props, expected) => {
       const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', props));
       expect(message).toContain('AgentSandboxSystem test/system: invalid props');
@@ -599,12 +609,57 @@ describe('how the install\'s objects fit together', () => {
     expect(ofKind(full.objects, 'FlowSchema', 'PriorityLevelConfiguration')).toHaveLength(5);
   });
 
-  test.each(['agent-sandbox-system', 'ops'])('in namespace %s the router pods are the ones the default sandbox policy admits', (namespace) => {
-    const router = find(synth({ namespace, router: {} }), 'Deployment', 'sandbox-router');
-    // The operator renders a template's default policy with its own install namespace as the router's.
-    const peer: any = defaultSandboxNetworkPolicySpec('python', namespace).ingress![0].from![0];
-    expect(peer.namespaceSelector.matchLabels).toEqual({ 'kubernetes.io/metadata.name': router.metadata.namespace });
-    expect(selects(peer.podSelector.matchLabels, router)).toBe(true);
+  /** A flag's value in the operator's args, parsed with the table the operator parses them with. */
+  function flagValue(args: string[], name: string): string {
+    const arg = args.find((a) => a.startsWith(`--${name}=`));
+    const flag = controllerFlag(name)!;
+    const parsed = parseControllerFlagValue(flag, arg === undefined ? String(flag.default) : arg.slice(name.length + 3));
+    if (parsed.error !== undefined) throw new Error(parsed.error);
+    return String(parsed.value);
+  }
+
+  /** Whether a NetworkPolicy peer admits the Pods of `deployment` (namespaces carry their kubernetes.io/metadata.name label). */
+  const admits = (peer: any, deployment: any) =>
+    Object.keys(peer).sort().join() === 'namespaceSelector,podSelector'
+    && JSON.stringify(peer.namespaceSelector) === JSON.stringify({ matchLabels: { 'kubernetes.io/metadata.name': deployment.metadata.namespace } })
+    && selects(peer.podSelector.matchLabels, deployment);
+
+  test.each([
+    ['the defaults', {}],
+    ['another namespace', { namespace: 'ops' }],
+    ['another namespace and router labels', { namespace: 'edge', router: { podLabels: { 'app.kubernetes.io/name': 'router', 'tier': 'edge' } } }],
+  ] as Array<[string, AgentSandboxSystemProps]>)('%s: the router Pods are what the operator\'s policy, AllowRouterIngress and template rules admit', (_, props) => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system', { router: {}, ...props });
+    new AllowRouterIngress(chart, 'allow', { routerNamespace: system.namespace, routerPodLabels: system.routerPodLabels });
+    new SandboxTemplate(chart, 'tpl', {
+      metadata: { name: 'custom' },
+      containers: [{ image: 'python:3.12-slim' }],
+      network: { routerNamespace: system.namespace, routerPodLabels: system.routerPodLabels, egress: [], dns: DnsAccess.none() },
+    });
+    const objects = Testing.synth(chart);
+    const router = find(objects, 'Deployment', 'sandbox-router');
+    const args = controllerContainer(objects).args;
+    expect(args).toContain(`--router-namespace=${system.namespace}`);
+    // The operator builds its default per-template policy from these two flags (operator/src/controllers/template/controller.ts).
+    const labels = parseLabelList(flagValue(args, 'router-pod-labels'));
+    if (typeof labels === 'string') throw new Error(labels);
+    const operatorPolicy = defaultSandboxNetworkPolicySpec('python', flagValue(args, 'router-namespace'), Object.keys(labels).length ? labels : undefined);
+    expect(admits(operatorPolicy.ingress![0].from![0], router)).toBe(true);
+    expect(admits(ofKind(objects, 'NetworkPolicy')[0].spec.ingress[0].from[0], router)).toBe(true);
+    expect(admits(ofKind(objects, 'SandboxTemplate')[0].spec.networkPolicy.ingress[0].from[0], router)).toBe(true);
+    for (const kind of ['Service', 'PodDisruptionBudget']) {
+      const selector = ofKind(objects, kind).find((o) => o.metadata.name.startsWith('sandbox-router')).spec.selector;
+      expect(selects(selector.matchLabels ?? selector, router)).toBe(true);
+    }
+  });
+
+  test('the router labels are passed to the operator only when they differ from app=sandbox-router', () => {
+    expect(argsOf({ router: {} }).filter((a: string) => a.startsWith('--router-'))).toEqual(['--router-namespace=agent-sandbox-system']);
+    expect(argsOf({ router: { podLabels: { b: '2', a: '1' } } })).toContain('--router-pod-labels=a=1,b=2');
+    expect(argsOf({}).filter((a: string) => a.startsWith('--router-'))).toEqual([]);
+    expect(argsOf({ controller: { routerNamespace: 'edge', routerPodLabels: { app: 'edge-router' } } }))
+      .toEqual(expect.arrayContaining(['--router-namespace=edge', '--router-pod-labels=app=edge-router']));
   });
 
   test('flow control matches the ServiceAccount the install emits', () => {

@@ -219,6 +219,14 @@ describe('_renderTemplateNetwork', () => {
     expect(_renderTemplateNetwork({ egress: [], dns: DnsAccess.none() }, 'python').specField!.ingress).toEqual(defaults.ingress);
   });
 
+  test('the default router ingress follows routerNamespace and routerPodLabels', () => {
+    const { specField } = _renderTemplateNetwork({ routerNamespace: 'edge', routerPodLabels: { tier: 'edge' }, dns: DnsAccess.none() }, 'python');
+    expect(specField!.ingress).toEqual(defaultSandboxNetworkPolicySpec('python', 'edge', { tier: 'edge' }).ingress);
+    expect(specField!.ingress).toEqual([{
+      from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'edge' } }, podSelector: { matchLabels: { tier: 'edge' } } }],
+    }]);
+  });
+
   test('the Git-owned spec selects the template by its name hash', () => {
     const { gitOwnedPolicySpec } = _renderTemplateNetwork({ management: NetworkPolicyManagement.UNMANAGED, dns: DnsAccess.none() }, 'python');
     expect(gitOwnedPolicySpec!.podSelector).toEqual(sandboxTemplateSelector('python'));
@@ -231,6 +239,7 @@ describe('_renderTemplateNetwork', () => {
     [{ ingress: customIngress }, /network\.dns: .*only when a template has no custom ingress\/egress; set dns to DnsAccess\.clusterDns\(\) or DnsAccess\.none\(\), or remove network\.ingress/],
     [{ egress: [], dns: DnsAccess.publicResolvers() }, /network\.dns: .*remove network\.ingress and network\.egress/],
     [{ routerNamespace: 'Edge', dns: DnsAccess.clusterDns() }, /network\.routerNamespace: "Edge" must consist of lowercase/],
+    [{ routerPodLabels: { app: 'a b' }, dns: DnsAccess.clusterDns() }, /network\.routerPodLabels\.app: value "a b" must be/],
     [{ ingress: [{ peers: [] }], dns: DnsAccess.none() }, /network\.ingress\[0\]\.peers: an empty list allows every peer in Kubernetes; omit peers/],
     [{ egress: [{ ports: [] }], dns: DnsAccess.none() }, /network\.egress\[0\]\.ports: an empty list allows every port in Kubernetes/],
   ])('rejects combinations the operator cannot honour (%#)', (options, message) => {

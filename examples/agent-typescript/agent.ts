@@ -10,6 +10,8 @@
  *   SANDBOX_NAMESPACE  its namespace (default default)
  *   ROUTER_URL         the router's address (e.g. http://127.0.0.1:8080); unset: port-forward to
  *                      the router Service, as in a real cluster
+ *   SANDBOX_TOKEN      the bearer token for the router (e.g. `kubectl create token agent`); unset:
+ *                      the kubeconfig user's token, if it has one
  *   KUBECONFIG         the cluster's credentials (default ~/.kube/config)
  */
 import { SandboxClient, SandboxError } from '../../sdk/src/index.js';
@@ -27,6 +29,7 @@ async function main(): Promise<void> {
   await using client = new SandboxClient({
     namespace: process.env.SANDBOX_NAMESPACE ?? 'default',
     connection: routerUrl ? { mode: 'direct', url: routerUrl } : { mode: 'port-forward' },
+    ...(process.env.SANDBOX_TOKEN ? { token: process.env.SANDBOX_TOKEN } : {}),
   });
 
   const started = performance.now();

@@ -1,4 +1,6 @@
-// Quickstart: a Python sandbox template, a pool of three warm sandboxes, and one claim.
+// Quickstart: a Python sandbox template, a pool of three warm sandboxes, and one claim. The stock
+// python:3.12-slim image gets the agent-sandbox runtime injected (an init container copies it in),
+// so agents reach an API on port 8888 (/execute, /upload, /download, ...) through the router.
 // Copy this file into a cdk8s app and import from 'cdk8s-agent-sandbox' instead of '../../src'.
 import { App, Chart } from 'cdk8s';
 import { SandboxClaim, SandboxTemplate, SandboxWarmPool } from '../../src';
@@ -10,10 +12,11 @@ export function build(app: App): void {
     metadata: { name: 'python' },
     containers: [{
       image: 'python:3.12-slim',
-      command: ['python', '-m', 'http.server', '8888'],
-      ports: [{ number: 8888, name: 'http' }],
+      // The image runs as root; the Pod refuses root, so pick a user (the runtime refuses root too).
+      security: { runAsUser: 1000, runAsGroup: 1000 },
       resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '1Gi' } },
     }],
+    runtime: { filesPort: 8080 },
   });
 
   const pool = new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 3 });

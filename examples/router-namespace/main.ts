@@ -1,6 +1,7 @@
-// The router runs in its own namespace ("edge"), not in agent-sandbox-system. The operator's
-// default policy admits the router only from agent-sandbox-system, so the sandbox namespace
-// adds one policy allowing the router from "edge". NetworkPolicies add up: nothing else opens.
+// The router runs in its own namespace ("edge"), deployed outside the install bundle, so the
+// operator's default policy does not know about it (it admits the router the bundle deploys, or the
+// one --router-namespace names). The sandbox namespace adds one policy allowing the router from
+// "edge". NetworkPolicies add up: nothing else opens.
 import { App, Chart } from 'cdk8s';
 import { AllowRouterIngress, SandboxNetworkPort, SandboxTemplate, SandboxWarmPool } from '../../src';
 

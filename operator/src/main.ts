@@ -1,9 +1,11 @@
 /**
  * `agent-sandbox-operator <command> [flags]`: the one binary of the operator image.
  * Commands: `controller` (reconcile the agents.x-k8s.io resources), `router` (the data-plane proxy
- * to the sandboxes), `runtime` (the daemon inside a sandbox Pod). `--version` prints the version.
+ * to the sandboxes), `runtime` (the daemon inside a sandbox Pod), `install-runtime` (copy node and this
+ * bundle into a volume, so the runtime runs in a user's own image). `--version` prints the version.
  */
 import { runController } from './commands/controller';
+import { runInstallRuntime } from './commands/install-runtime';
 import { runRouter } from './commands/router';
 import { runRuntime } from './commands/runtime';
 import { buildInfo } from './runtime/build-info';
@@ -11,9 +13,10 @@ import { UsageError } from './runtime/flags';
 import { ConfigError } from './runtime/kubeconfig';
 
 const COMMANDS: { readonly [name: string]: (args: readonly string[]) => Promise<number> } = {
-  controller: runController,
-  router: runRouter,
-  runtime: runRuntime,
+  'controller': runController,
+  'router': runRouter,
+  'runtime': runRuntime,
+  'install-runtime': runInstallRuntime,
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -7,7 +7,7 @@
  *
  * Durations are milliseconds in typed values and Go-style strings (`5m`, `30s`) on the command line.
  */
-import { checkDns1123Label, checkDns1123Subdomain } from './validation';
+import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './validation';
 
 /** How a flag's value is typed and spelled on the command line. */
 export type ControllerFlagType = 'int' | 'float' | 'bool' | 'string' | 'duration';
@@ -52,6 +52,33 @@ const optionalNamespace = (value: string) => (value === '' ? undefined : checkDn
 const refillRate = (value: number) =>
   value >= 0 ? undefined : `must be 0 (unpaced) or a positive rate in sandboxes per second (it is ${value})`;
 
+/**
+ * Labels written `key=value,key2=value2` (the form of `--router-pod-labels`), or a sentence saying
+ * what is wrong. Empty text is no labels.
+ */
+export function parseLabelList(text: string): { [key: string]: string } | string {
+  const labels: { [key: string]: string } = {};
+  if (text === '') return labels;
+  for (const pair of text.split(',')) {
+    const eq = pair.indexOf('=');
+    const key = pair.slice(0, eq);
+    const problem = eq < 0 ? 'is not key=value' : checkQualifiedName(key) ?? checkLabelValue(pair.slice(eq + 1));
+    if (problem !== undefined) return `"${pair}" ${problem}; write labels as key=value,key2=value2, such as "app=sandbox-router"`;
+    labels[key] = pair.slice(eq + 1);
+  }
+  return labels;
+}
+
+/** Labels as `--router-pod-labels` takes them: `key=value` pairs joined by commas, keys sorted. */
+export function formatLabelList(labels: { readonly [key: string]: string }): string {
+  return Object.keys(labels).sort().map((key) => `${key}=${labels[key]}`).join(',');
+}
+
+const labelList = (value: string) => {
+  const parsed = parseLabelList(value);
+  return typeof parsed === 'string' ? parsed : undefined;
+};
+
 /** Log levels the operator accepts for `--log-level`. */
 export const CONTROLLER_LOG_LEVELS: readonly string[] = ['debug', 'info', 'warn', 'error'];
 const logLevel = (value: string) =>
@@ -82,6 +109,8 @@ export const CONTROLLER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'cache-label-selectors', type: 'bool', default: false, description: 'Cache only Pods and Services that carry the sandbox tracking label.' },
   { flag: 'disable-claim-events', type: 'bool', default: false, description: 'Emit no Events for SandboxClaims.' },
   { flag: 'disable-claim-observability-annotations', type: 'bool', default: false, description: 'Persist no first-observed or trace-context annotations on claims.' },
+  { flag: 'router-namespace', type: 'string', default: '', description: 'Namespace of the sandbox router Pods, which the default per-template NetworkPolicy admits; empty means the namespace the operator runs in. Ours only.', validate: optionalNamespace },
+  { flag: 'router-pod-labels', type: 'string', default: '', description: 'Labels of the sandbox router Pods as key=value,key2=value2, which the default per-template NetworkPolicy admits; empty means app=sandbox-router. Ours only.', validate: labelList },
   { flag: 'log-level', type: 'string', default: 'info', description: 'Least severe log level written.', validate: logLevel },
   { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means the in-cluster service account.' },
 ];

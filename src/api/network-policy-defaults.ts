@@ -108,9 +108,17 @@ export function podsInNamespacePeer(namespace: string, podLabels: { readonly [ke
   };
 }
 
-/** The sandbox router Pods (`app=sandbox-router`) in `namespace`. */
-export function routerPeer(namespace: string = DEFAULT_SYSTEM_NAMESPACE): NetworkPolicyPeerJson {
-  return podsInNamespacePeer(namespace, { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value });
+/** The labels of the router Pods the install bundle deploys unless told otherwise: `app=sandbox-router`. */
+export function defaultRouterPodLabels(): { [key: string]: string } {
+  return { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value };
+}
+
+/** The sandbox router Pods (`podLabels`, by default `app=sandbox-router`) in `namespace`. */
+export function routerPeer(
+  namespace: string = DEFAULT_SYSTEM_NAMESPACE,
+  podLabels: { readonly [key: string]: string } = defaultRouterPodLabels(),
+): NetworkPolicyPeerJson {
+  return podsInNamespacePeer(namespace, podLabels);
 }
 
 /** The public internet: all IPv4 and IPv6 addresses minus private, link-local, CGNAT and ULA ranges. */
@@ -123,7 +131,8 @@ export function publicInternetPeers(): NetworkPolicyPeerJson[] {
 
 /**
  * The spec the operator writes to `<template>-network-policy` for a Managed template without
- * `spec.networkPolicy`: ingress only from the router (any port), egress to the public internet
+ * `spec.networkPolicy`: ingress only from the router Pods (`routerPodLabels` in the namespace
+ * `routerNamespace`, matched by its `kubernetes.io/metadata.name` label, any port), egress to the public internet
  * (any port). There is deliberately no DNS rule; the operator points the Pods at
  * {@link PUBLIC_DNS_NAMESERVERS} instead.
  *
@@ -133,11 +142,12 @@ export function publicInternetPeers(): NetworkPolicyPeerJson[] {
 export function defaultSandboxNetworkPolicySpec(
   templateName: string,
   routerNamespace: string = DEFAULT_SYSTEM_NAMESPACE,
+  routerPodLabels: { readonly [key: string]: string } = defaultRouterPodLabels(),
 ): NetworkPolicySpecJson {
   return {
     podSelector: sandboxTemplateSelector(templateName),
     policyTypes: ['Ingress', 'Egress'],
-    ingress: [{ from: [routerPeer(routerNamespace)] }],
+    ingress: [{ from: [routerPeer(routerNamespace, routerPodLabels)] }],
     egress: [{ to: publicInternetPeers() }],
   };
 }

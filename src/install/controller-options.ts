@@ -73,6 +73,19 @@ export interface ControllerOptions {
   readonly disableClaimEvents?: boolean;
   /** `--disable-claim-observability-annotations`. @default false */
   readonly disableClaimObservabilityAnnotations?: boolean;
+  /**
+   * `--router-namespace` (ours, not upstream's): where the router Pods run, which the default
+   * per-template NetworkPolicy admits. Set by `AgentSandboxSystem` when it deploys the router; set it
+   * yourself only for a router deployed elsewhere.
+   * @default - the operator's own namespace
+   */
+  readonly routerNamespace?: string;
+  /**
+   * `--router-pod-labels` (ours): labels of the router Pods the default per-template NetworkPolicy
+   * admits. Set by `AgentSandboxSystem` from `router.podLabels` when it deploys the router.
+   * @default { app: 'sandbox-router' }
+   */
+  readonly routerPodLabels?: { [key: string]: string };
   /** `--log-level`. @default ControllerLogLevel.INFO */
   readonly logLevel?: ControllerLogLevel;
   /** `--kubeconfig`; in a cluster the pod's service account is used. @default - in-cluster config */

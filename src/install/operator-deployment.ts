@@ -1,10 +1,11 @@
 import { ApiObject, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import {
-  ControllerFlagValue, controllerFlag, flagPropertyName, portOfBindAddress,
+  ControllerFlagValue, controllerFlag, flagPropertyName, formatLabelList, portOfBindAddress,
   renderControllerArgs, validateControllerFlagValues,
 } from '../api/controller-flags';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
+import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1123Label } from '../api/validation';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
 import { ControllerOptions } from './controller-options';
@@ -43,8 +44,14 @@ export interface OperatorDeploymentOptions {
 /** The operator Deployment as rendered: validated options with defaults filled in. */
 export type OperatorSettings = ReturnType<typeof resolveOperator>;
 
-/** Check the options and turn them into Deployment settings; errors go to `errors`. */
-export function resolveOperator(errors: ErrorList, props: OperatorDeploymentOptions, extensions: boolean) {
+/**
+ * Check the options and turn them into Deployment settings; errors go to `errors`. With
+ * `routerPodLabels`, the bundle deploys the router beside the operator: the operator is told where
+ * (`--router-namespace`, `--router-pod-labels`), so its default NetworkPolicy admits exactly those Pods.
+ */
+export function resolveOperator(
+  errors: ErrorList, props: OperatorDeploymentOptions, extensions: boolean, routerPodLabels?: { readonly [key: string]: string },
+) {
   const namespace = props.namespace ?? DEFAULT_SYSTEM_NAMESPACE;
   errors.check('namespace', checkDns1123Label(namespace));
   checkImage(errors, '', props.image, props.imageDigest);
@@ -62,7 +69,18 @@ export function resolveOperator(errors: ErrorList, props: OperatorDeploymentOpti
         : 'is not a ControllerOptions field; check the spelling against the ControllerOptions docs');
       continue;
     }
-    values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false }) : value as ControllerFlagValue;
+    values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false })
+      : typeof value === 'object' ? formatLabelList(value) : value as ControllerFlagValue;
+  }
+  if (routerPodLabels) {
+    for (const field of ['routerNamespace', 'routerPodLabels'] as const) {
+      if (props.controller?.[field] !== undefined) {
+        errors.check(`controller.${field}`, 'is set by the install from where it deploys the router (the namespace prop and router.podLabels); remove it, or drop router and deploy the router yourself');
+      }
+    }
+    values['router-namespace'] = namespace;
+    const labels = formatLabelList(routerPodLabels);
+    if (labels !== formatLabelList(defaultRouterPodLabels())) values['router-pod-labels'] = labels;
   }
   const problems = validateControllerFlagValues(values);
   for (const p of problems) errors.check(`controller.${flagPropertyName(p.flag)}`, p.message);

@@ -1,9 +1,10 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { PART_OF_LABEL } from '../api/crd-manifests';
-import { ROUTER_APP_LABEL } from '../api/labels';
+import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1035Label } from '../api/validation';
 import { ContainerResources } from '../container';
+import { checkLabels } from '../network-policy/checks';
 import { namespaced } from './manifest';
 import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
 
@@ -24,9 +25,19 @@ export interface SandboxRouterOptions {
   readonly serviceName?: string;
   /** @default - requests 100m CPU and 64Mi memory, limit 256Mi memory */
   readonly resources?: ContainerResources;
+  /**
+   * Labels of the router Pods: the selector of its Deployment, Service and PodDisruptionBudget, and
+   * what the operator's default per-template NetworkPolicy admits (the bundle passes them as
+   * `--router-pod-labels`). Changing them later replaces the Deployment (its selector is immutable).
+   * @default { app: 'sandbox-router' }
+   */
+  readonly podLabels?: { [key: string]: string };
 }
 
-const ROUTER_LABELS = { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value, ...PART_OF_LABEL };
+/** The labels of the router Pods, as configured. */
+export function routerPodLabelsOf(router: SandboxRouterOptions): { [key: string]: string } {
+  return { ...(router.podLabels ?? defaultRouterPodLabels()) };
+}
 
 /** Check the router options; errors go to `errors`, each field prefixed with `router.`. */
 export function checkRouter(errors: ErrorList, router: SandboxRouterOptions): void {
@@ -38,6 +49,10 @@ export function checkRouter(errors: ErrorList, router: SandboxRouterOptions): vo
   errors.check('router.replicas', Number.isInteger(replicas) && replicas >= 0 ? undefined : `${replicas} must be a whole number of at least 0`);
   if (router.serviceName !== undefined) errors.check('router.serviceName', checkDns1035Label(router.serviceName));
   checkResources(errors, 'router.resources', router.resources);
+  if (router.podLabels !== undefined) {
+    checkLabels(errors, 'router.podLabels', router.podLabels);
+    if (Object.keys(router.podLabels).length === 0) errors.check('router.podLabels', 'must not be empty: the selectors would match every Pod; omit it for app=sandbox-router');
+  }
 }
 
 const ROUTER_NAME = 'sandbox-router';
@@ -55,15 +70,15 @@ const ROUTER_RULES = [
 ];
 
 /** The router's ServiceAccount, ClusterRole and binding. */
-function addRouterRbac(scope: Construct, namespace: string): void {
-  namespaced(scope, 'RouterServiceAccount', 'v1', 'ServiceAccount', ROUTER_NAME, namespace, {}, ROUTER_LABELS);
+function addRouterRbac(scope: Construct, namespace: string, labels: { [key: string]: string }): void {
+  namespaced(scope, 'RouterServiceAccount', 'v1', 'ServiceAccount', ROUTER_NAME, namespace, {}, labels);
   new ApiObject(scope, 'RouterClusterRole', {
-    apiVersion: RBAC_API, kind: 'ClusterRole', metadata: { name: ROUTER_NAME, labels: { ...ROUTER_LABELS } }, rules: ROUTER_RULES,
+    apiVersion: RBAC_API, kind: 'ClusterRole', metadata: { name: ROUTER_NAME, labels: { ...labels } }, rules: ROUTER_RULES,
   });
   new ApiObject(scope, 'RouterClusterRoleBinding', {
     apiVersion: RBAC_API,
     kind: 'ClusterRoleBinding',
-    metadata: { name: ROUTER_NAME, labels: { ...ROUTER_LABELS } },
+    metadata: { name: ROUTER_NAME, labels: { ...labels } },
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ROUTER_NAME },
     subjects: [{ kind: 'ServiceAccount', name: ROUTER_NAME, namespace }],
   });
@@ -72,13 +87,15 @@ function addRouterRbac(scope: Construct, namespace: string): void {
 /** The router's RBAC, Deployment, PodDisruptionBudget and Service in `namespace`; returns the Deployment. */
 export function addRouter(scope: Construct, namespace: string, router: SandboxRouterOptions, operatorImage: string): ApiObject {
   const image = router.image === undefined ? operatorImage : imageRef(router.image, router.imageDigest);
-  addRouterRbac(scope, namespace);
+  const podLabels = routerPodLabelsOf(router);
+  const labels = { ...podLabels, ...PART_OF_LABEL };
+  addRouterRbac(scope, namespace, labels);
   const deployment = namespaced(scope, 'RouterDeployment', 'apps/v1', 'Deployment', 'sandbox-router', namespace, {
     spec: {
       replicas: router.replicas ?? 2,
-      selector: { matchLabels: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value } },
+      selector: { matchLabels: { ...podLabels } },
       template: {
-        metadata: { labels: { ...ROUTER_LABELS } },
+        metadata: { labels: { ...labels } },
         spec: {
           // The router watches Sandboxes and Pods and reviews callers' tokens.
           serviceAccountName: ROUTER_NAME,
@@ -101,16 +118,16 @@ export function addRouter(scope: Construct, namespace: string, router: SandboxRo
         },
       },
     },
-  }, ROUTER_LABELS);
+  }, labels);
   // Voluntary evictions (node drains) take router pods one at a time.
   namespaced(scope, 'RouterPodDisruptionBudget', 'policy/v1', 'PodDisruptionBudget', ROUTER_NAME, namespace, {
-    spec: { maxUnavailable: 1, selector: { matchLabels: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value } } },
-  }, ROUTER_LABELS);
+    spec: { maxUnavailable: 1, selector: { matchLabels: { ...podLabels } } },
+  }, labels);
   namespaced(scope, 'RouterService', 'v1', 'Service', router.serviceName ?? 'sandbox-router-svc', namespace, {
     spec: {
-      selector: { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value },
+      selector: { ...podLabels },
       ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }],
     },
-  }, ROUTER_LABELS);
+  }, labels);
   return deployment;
 }

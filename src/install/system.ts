@@ -8,7 +8,7 @@ import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
 import { DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, metricsService, operatorDeployment, resolveOperator } from './operator-deployment';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
-import { SandboxRouterOptions, addRouter, checkRouter } from './router';
+import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf } from './router';
 
 /** Props of {@link AgentSandboxSystem}. */
 export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
@@ -21,9 +21,11 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    */
   readonly extensions?: boolean;
   /**
-   * Deploy the sandbox router (pods labelled `app: sandbox-router`, which the default managed
-   * NetworkPolicy admits from the `agent-sandbox-system` namespace; in another `namespace`, admit
-   * it with `SandboxPeer.router({ namespace })` or sandboxes answer 504). Pass `{}` for the defaults.
+   * Deploy the sandbox router in `namespace` (Pods labelled `router.podLabels`, by default
+   * `app: sandbox-router`). The operator is told where (`--router-namespace`, `--router-pod-labels`),
+   * so its default per-template NetworkPolicy admits exactly those Pods whatever the namespace. Rules
+   * you render yourself (custom template `network` rules, `AllowRouterIngress`, `SandboxPeer.router`)
+   * take `namespace` and {@link AgentSandboxSystem.routerPodLabels}. Pass `{}` for the defaults.
    * @default - no router
    */
   readonly router?: SandboxRouterOptions;
@@ -53,6 +55,8 @@ export class AgentSandboxSystem extends Construct {
   public readonly deployment: ApiObject;
   /** The router Deployment, when `router` is set. */
   public readonly routerDeployment?: ApiObject;
+  /** Labels of the router Pods, when `router` is set (they run in {@link namespace}). */
+  public readonly routerPodLabels?: { [key: string]: string };
   /** API Priority and Fairness objects, when `flowControl` is set. */
   public readonly flowControl?: SandboxFlowControl;
 
@@ -60,8 +64,9 @@ export class AgentSandboxSystem extends Construct {
     super(scope, id);
     const extensions = props.extensions ?? true;
     const errors = new ErrorList();
-    const operator = resolveOperator(errors, props, extensions);
     if (props.router) checkRouter(errors, props.router);
+    this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
+    const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
     this.namespace = operator.namespace;
 

@@ -4,13 +4,12 @@ import { checkLabels } from './checks';
 import type { SandboxDefaultDenyPolicy } from './default-deny';
 import { networkPolicyObject, podSelectorFor } from './policy-object';
 import { SandboxNetworkPort } from './port';
-import { ROUTER_APP_LABEL } from '../api/labels';
-import { podsInNamespacePeer } from '../api/network-policy-defaults';
+import { defaultRouterPodLabels, routerPeer } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from '../api/validation';
 
-/** Props of {@link AllowRouterIngress}. */
+/** Props of {@link AllowRouterIngress}. With `AgentSandboxSystem`, pass `routerNamespace: system.namespace, routerPodLabels: system.routerPodLabels`. */
 export interface AllowRouterIngressProps {
-  /** Namespace the sandbox router runs in. */
+  /** Namespace the sandbox router runs in (matched by its `kubernetes.io/metadata.name` label). */
   readonly routerNamespace: string;
   /** Labels of the router Pods. @default { app: 'sandbox-router' } */
   readonly routerPodLabels?: { [key: string]: string };
@@ -32,7 +31,7 @@ export class AllowRouterIngress extends Construct {
 
   public constructor(scope: Construct, id: string, props: AllowRouterIngressProps) {
     super(scope, id);
-    const podLabels = props.routerPodLabels ?? { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value };
+    const podLabels = props.routerPodLabels ?? defaultRouterPodLabels();
     const errors = new ErrorList();
     errors.check('routerNamespace', checkDns1123Label(props.routerNamespace));
     checkLabels(errors, 'routerPodLabels', podLabels);
@@ -43,7 +42,7 @@ export class AllowRouterIngress extends Construct {
       podSelector: podSelectorFor(props.templateName),
       policyTypes: ['Ingress'],
       ingress: [{
-        from: [podsInNamespacePeer(props.routerNamespace, podLabels)],
+        from: [routerPeer(props.routerNamespace, podLabels)],
         ...(props.ports ? { ports: props.ports.map((p) => p._toKube()) } : {}),
       }],
     });

@@ -1,10 +1,16 @@
 import { checkLabels, validate } from './checks';
 import { clone } from './policy-object';
-import { DEFAULT_SYSTEM_NAMESPACE, ROUTER_APP_LABEL } from '../api/labels';
-import { IPV4_ANY_CIDR, IPV6_ANY_CIDR, NAMESPACE_NAME_LABEL, NetworkPolicyPeerJson, checkIpBlock, podsInNamespacePeer, publicInternetPeers } from '../api/network-policy-defaults';
+import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
+import {
+  IPV4_ANY_CIDR, IPV6_ANY_CIDR, NAMESPACE_NAME_LABEL, NetworkPolicyPeerJson, checkIpBlock, defaultRouterPodLabels,
+  podsInNamespacePeer, publicInternetPeers,
+} from '../api/network-policy-defaults';
 import { checkDns1123Label } from '../api/validation';
 
-/** Options of {@link SandboxPeer.router}. */
+/**
+ * Options of {@link SandboxPeer.router}: where the router Pods run. With `AgentSandboxSystem`, pass
+ * `{ namespace: system.namespace, podLabels: system.routerPodLabels }`.
+ */
 export interface RouterPeerOptions {
   /** Namespace the sandbox router runs in. @default 'agent-sandbox-system' */
   readonly namespace?: string;
@@ -17,7 +23,7 @@ export class SandboxPeer {
   /** The sandbox router Pods: the only ingress the secure default allows. */
   public static router(options: RouterPeerOptions = {}): SandboxPeer {
     const namespace = options.namespace ?? DEFAULT_SYSTEM_NAMESPACE;
-    const podLabels = options.podLabels ?? { [ROUTER_APP_LABEL.key]: ROUTER_APP_LABEL.value };
+    const podLabels = options.podLabels ?? defaultRouterPodLabels();
     validate('SandboxPeer.router()', (errors) => {
       errors.check('namespace', checkDns1123Label(namespace));
       checkLabels(errors, 'podLabels', podLabels);

@@ -1,3 +1,4 @@
+import { checkLabels } from './checks';
 import { DnsAccess } from './dns';
 import { SandboxNetworkRule, renderRules } from './rule';
 import { NetworkPolicyManagement } from '../api/enums';
@@ -30,11 +31,14 @@ export interface SandboxNetworkPolicyOptions {
   /** How the Pods resolve names. @default DnsAccess.publicResolvers() */
   readonly dns?: DnsAccess;
   /**
-   * Namespace of the sandbox router, for the rules rendered here. The operator's own default
-   * policy trusts the namespace the operator is installed in.
+   * Namespace of the sandbox router, for the rules rendered here (`system.namespace` of an
+   * `AgentSandboxSystem`). The operator's own default policy admits the router where its
+   * `--router-namespace` says, which the bundle sets to where it deploys the router.
    * @default 'agent-sandbox-system'
    */
   readonly routerNamespace?: string;
+  /** Labels of the router Pods, for the rules rendered here (`system.routerPodLabels`). @default { app: 'sandbox-router' } */
+  readonly routerPodLabels?: { [key: string]: string };
 }
 
 /** @internal What a SandboxTemplate writes for its `network` options. */
@@ -59,6 +63,7 @@ export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | un
   const custom = opts.ingress !== undefined || opts.egress !== undefined;
   const errors = new ErrorList();
   errors.check('network.routerNamespace', checkDns1123Label(routerNamespace));
+  if (opts.routerPodLabels) checkLabels(errors, 'network.routerPodLabels', opts.routerPodLabels);
   if (dns._mode === 'publicResolvers' && management === NetworkPolicyManagement.UNMANAGED) {
     errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) relies on the operator rewriting Pod DNS, which it does only for management MANAGED; '
       + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or management to NetworkPolicyManagement.MANAGED');
@@ -66,7 +71,7 @@ export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | un
     errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) works only with the operator\'s default policy: the operator rewrites Pod DNS only when a template has no custom ingress/egress; '
       + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or remove network.ingress and network.egress');
   }
-  const ingress = opts.ingress === undefined ? [{ from: [routerPeer(routerNamespace)] }] : renderRules(errors, 'network.ingress', opts.ingress, 'from');
+  const ingress = opts.ingress === undefined ? [{ from: [routerPeer(routerNamespace, opts.routerPodLabels)] }] : renderRules(errors, 'network.ingress', opts.ingress, 'from');
   const egress = opts.egress === undefined ? [{ to: publicInternetPeers() }] : renderRules(errors, 'network.egress', opts.egress, 'to');
   errors.throwIfAny(`SandboxTemplate "${templateName}"`);
 

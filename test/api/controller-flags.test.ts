@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
 import {
-  CONTROLLER_FLAGS, controllerFlag, flagPropertyName, formatGoDuration, parseControllerFlagValue, parseGoDuration,
-  portOfBindAddress, renderControllerArgs, validateControllerFlagValues,
+  CONTROLLER_FLAGS, controllerFlag, flagPropertyName, formatGoDuration, formatLabelList, parseControllerFlagValue, parseGoDuration,
+  parseLabelList, portOfBindAddress, renderControllerArgs, validateControllerFlagValues,
 } from '../../src/api/controller-flags';
 
 function flag(name: string) {
@@ -37,6 +37,8 @@ describe('the controller flag table', () => {
       'cache-label-selectors': ['bool', false],
       'disable-claim-events': ['bool', false],
       'disable-claim-observability-annotations': ['bool', false],
+      'router-namespace': ['string', ''],
+      'router-pod-labels': ['string', ''],
       'log-level': ['string', 'info'],
       'kubeconfig': ['string', ''],
     });
@@ -180,5 +182,23 @@ describe('Go durations', () => {
 
   test('format then parse is the identity on whole milliseconds', () => {
     fc.assert(fc.property(fc.integer({ min: -1e12, max: 1e12 }), (ms) => parseGoDuration(formatGoDuration(ms)) === ms));
+  });
+});
+
+describe('label lists (--router-pod-labels)', () => {
+  test('any valid labels format and parse back to themselves', () => {
+    const name = fc.stringMatching(/^[a-z0-9]([-a-z0-9_.]{0,20}[a-z0-9])?$/);
+    const key = fc.tuple(fc.option(fc.stringMatching(/^[a-z]([a-z0-9-]{0,8}[a-z0-9])?(\.[a-z]{2,5})?$/), { nil: undefined }), name)
+      .map(([prefix, n]) => (prefix ? `${prefix}/${n}` : n));
+    fc.assert(fc.property(fc.dictionary(key, fc.oneof(fc.constant(''), name), { maxKeys: 4 }), (labels) => {
+      expect(parseLabelList(formatLabelList(labels))).toEqual(labels);
+    }));
+  });
+
+  test.each([['app', 'is not key=value'], ['a=b,', 'is not key=value'], ['a b=c', 'key "a b" must be a name'], ['a=b c', 'value "b c" must be']])('%j is refused: %s', (text, problem) => {
+    const result = parseLabelList(text);
+    expect(typeof result).toBe('string');
+    expect(result).toContain(problem);
+    expect(result).toContain('write labels as key=value,key2=value2');
   });
 });

@@ -1,12 +1,14 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Chart, Testing } from 'cdk8s';
+import { Chart, Duration, Testing } from 'cdk8s';
 import * as ts from 'typescript';
 import { EXAMPLES } from '../../examples';
 import { OUT_FILE, generateOperatorTypes } from '../../hack/gen-operator-types';
 import { KINDS } from '../../src/api/groups';
+import { ImagePullPolicy } from '../../src/container';
 import { Sandbox } from '../../src/sandbox';
+import { SandboxTemplate } from '../../src/template';
 import { fullSandboxProps } from '../fixtures/full-sandbox';
 
 /** The generated type each kind's objects must satisfy. */
@@ -23,10 +25,33 @@ function bareSandbox(app: ReturnType<typeof Testing.app>): void {
   new Sandbox(chart, 'full', fullSandboxProps());
 }
 
-/** Objects of the four kinds that the examples' constructs (and a full bare Sandbox) emit. */
+/** A template with every runtime option, so each field the injection writes is type-checked. */
+function runtimeTemplate(app: ReturnType<typeof Testing.app>): void {
+  const chart = new Chart(app, 'runtime');
+  new SandboxTemplate(chart, 'agent', {
+    metadata: { name: 'agent' },
+    containers: [{ image: 'busybox', name: 'sidecar', command: ['sleep', 'infinity'] }, { image: 'python:3.12-slim', name: 'agent', security: { runAsUser: 1000 } }],
+    volumeClaimTemplates: [{ name: 'work', storage: '1Gi' }],
+    runtime: {
+      container: 'agent',
+      port: 7777,
+      filesPort: 8080,
+      grpcPort: 9090,
+      execTimeout: Duration.minutes(2),
+      token: { secretName: 'runtime-token', key: 'token' },
+      workspacePath: '/work',
+      workspaceVolume: 'work',
+      image: 'registry.example.com/agent-sandbox-operator:dev',
+      imagePullPolicy: ImagePullPolicy.ALWAYS,
+      allowRoot: true,
+    },
+  });
+}
+
+/** Objects of the four kinds that the examples' constructs (and a full bare Sandbox and runtime template) emit. */
 function emittedObjects(): Array<{ where: string; type: string; json: unknown }> {
   const out: Array<{ where: string; type: string; json: unknown }> = [];
-  for (const [name, build] of [...Object.entries(EXAMPLES), ['sandbox', bareSandbox] as const]) {
+  for (const [name, build] of [...Object.entries(EXAMPLES), ['sandbox', bareSandbox] as const, ['runtime', runtimeTemplate] as const]) {
     const app = Testing.app();
     build(app);
     for (const chart of app.charts) {

@@ -14,6 +14,7 @@ from cdk8s_agent_sandbox import (
     SandboxContainerProps,
     SandboxCrds,
     SandboxRuntimeClass,
+    SandboxRuntimeOptions,
     SandboxTemplate,
     SandboxWarmPool,
 )
@@ -53,6 +54,22 @@ check(spec["containers"][0]["securityContext"]["capabilities"]["drop"] == ["ALL"
 check(manifests["SandboxWarmPool"]["spec"] == {"replicas": 2, "sandboxTemplateRef": {"name": "python"}}, "pool references the template")
 check(manifests["SandboxClaim"]["spec"] == {"warmPoolRef": {"name": "python"}}, "claim references the pool")
 check(NameHash.of("my-sandbox") == "374de8f5", "name hash matches the upstream vector")
+
+# The runtime injected into a stock image, as in the README's Python quickstart.
+injected = cdk8s.Chart(cdk8s.App(), "injected")
+SandboxTemplate(
+    injected,
+    "template",
+    metadata=cdk8s.ApiObjectMetadata(name="python"),
+    containers=[SandboxContainerProps(image="python:3.12-slim")],
+    runtime=SandboxRuntimeOptions(files_port=8080, exec_timeout=cdk8s.Duration.minutes(2)),
+)
+pod = injected.to_json()[0]["spec"]["podTemplate"]["spec"]
+check(pod["containers"][0]["command"] == [
+    "/opt/agent-sandbox/bin/node", "/opt/agent-sandbox/bin/agent-sandbox-operator.mjs", "runtime",
+    "--port=8888", "--workspace=/workspace", "--files-port=8080", "--exec-timeout=120",
+], "runtime: the injected command line")
+check(pod["initContainers"][0]["args"] == ["install-runtime", "/opt/agent-sandbox/bin"], "runtime: the install init container")
 
 # Validation errors cross the language boundary with the field and the fix.
 # A separate App: synthesizing any chart validates its whole App.

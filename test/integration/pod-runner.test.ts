@@ -135,6 +135,22 @@ test('a crashed runtime makes its Pod not Ready until the restart brings it back
   expect((await get(back.status.podIP, 8888, '/healthz')).status).toBe(200);
 });
 
+test('a runtime that stops answering its health check makes its Pod not Ready, and Ready again when it answers', async () => {
+  const pod = await createReady(podObject('hung', 'true', { command: RUNTIME }));
+  const pid = pidOf(pod);
+  try {
+    const notReady = watchPod('hung', (p) => !isReady(p));
+    process.kill(pid, 'SIGSTOP');
+    const down = await notReady;
+    expect(down.status.containerStatuses[0]).toMatchObject({ ready: false, restartCount: 0, state: { running: {} } });
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
+  const back = await watchPod('hung', isReady);
+  expect(back.status.containerStatuses[0]).toMatchObject({ ready: true, restartCount: 0 });
+  expect(pidOf(back)).toBe(pid);
+});
+
 test('deleting a Pod stops its runtime gracefully, removes its workspace, then the Pod', async () => {
   const pod = await createReady(podObject('deleted', 'true', { command: RUNTIME }));
   const pid = pidOf(pod);

@@ -4,6 +4,8 @@
  *
  * Start-up: informers start on every replica (a standby keeps warm caches, so a failover does not
  * wait for a full list); controllers start once the caches have synced and this replica leads.
+ * /readyz fails until the caches have synced, and again while any cache's lists and watches have
+ * failed for 30 s or more (the caches are that stale; the reason names them).
  * Shutdown (SIGTERM/SIGINT): readiness fails, workers finish their current reconcile (bounded),
  * then the Lease is released so a standby takes over at once, then the process exits 0.
  * Losing the Lease without a shutdown exits 1 at once: a replica that may no longer be the only
@@ -75,7 +77,7 @@ export async function runController(args: readonly string[]): Promise<number> {
   const life = new ProcessLifecycle(log);
   const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
     liveness: () => undefined,
-    readiness: () => (life.shuttingDown ? 'shutting down' : !informers.hasSynced ? 'informers have not synced yet' : undefined),
+    readiness: () => (life.shuttingDown ? 'shutting down' : !informers.hasSynced ? 'informers have not synced yet' : watchHealth(informers)),
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
 
@@ -139,4 +141,14 @@ function leaseNamespace(flags: OperatorFlags): string {
     // Not in a pod.
   }
   return DEFAULT_SYSTEM_NAMESPACE;
+}
+
+/** A cache this long without a working list or watch is stale enough to say so on /readyz. */
+export const DISCONNECTED_NOT_READY_MS = 30_000;
+
+/** Readiness's word on the watches: which caches cannot reach the API server, and for how long. */
+export function watchHealth(informers: InformerFactory): string | undefined {
+  const stale = informers.disconnected(DISCONNECTED_NOT_READY_MS);
+  if (stale.length === 0) return undefined;
+  return `lists and watches failing: ${stale.map((d) => `${d.resource} for ${Math.round(d.forMs / 1000)}s`).join(', ')}`;
 }

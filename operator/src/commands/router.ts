@@ -1,24 +1,26 @@
 /**
  * `agent-sandbox-operator router [flags]`: the data-plane reverse proxy in front of the sandboxes.
  * Stateless: it routes from informer caches of Sandboxes and their Pods, so any number of replicas
- * can run. Ready once the caches have synced; on SIGTERM readiness fails, the listener stops
- * accepting, and in-flight requests get a bounded time to finish.
+ * can run. HTTP/1.1 (and WebSocket) and h2c (gRPC) share the proxy port. Ready once the caches
+ * have synced; on SIGTERM readiness fails, the listener stops accepting (HTTP/2 clients get a
+ * GOAWAY), and in-flight requests and streams get a bounded time to finish.
  */
 import * as fs from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import * as os from 'node:os';
 import { SandboxLabels } from '../../../src/api/labels';
 import { RESOURCES, type Pod, type Sandbox } from '../model';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
 import { parseRouterArgs, routerUsage, splitList } from '../router/flags';
 import { AddressGuard } from '../router/guard';
+import { H2Proxy } from '../router/h2';
+import { ProxyListener } from '../router/listener';
 import { RouterMetrics } from '../router/metrics';
 import { Router } from '../router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
-import { closeServer, listen, metricsHandler, probesHandler } from '../runtime/http';
+import { closeServer, listen, listenOn, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
 import { loadConnection } from '../runtime/kubeconfig';
@@ -73,17 +75,24 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     readiness: () => (life.shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
-  const proxy = (await listen(flags.string('bind-address'), (req, res) => router.handleRequest(req, res), log, 'proxy'))!;
-  proxy.on('upgrade', (req, socket, head) => router.handleUpgrade(req, socket, head));
-  for (const server of [proxy, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
+  const h2 = new H2Proxy(router);
+  const proxy = new ProxyListener();
+  router.attach(proxy.http1);
+  h2.attach(proxy.http2);
+  const bind = parseBindAddress(flags.string('bind-address'));
+  if (!bind) throw new Error('--bind-address cannot be "0": the proxy is the router\'s reason to run');
+  // "serving proxy": tests and tools find the port by that message. HTTP/1.1, upgrades and h2c share it.
+  await listenOn(proxy.server, bind, log, 'proxy');
+  for (const server of [proxy.server, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
   void informers.synced().then(() => log.info('caches synced; ready'));
 
   life.onShutdown(async () => {
     log.info({ open: router.openConnections }, 'no new connections; draining');
-    const closed = closeServer(proxy);
+    const closed = proxy.close();
     await Promise.race([closed, sleep(SYSTEM_CLOCK, DRAIN_TIMEOUT_MS)]);
     proxy.closeAllConnections();
     router.close();
+    h2.close();
     informers.stop();
     await Promise.all([closeServer(health), closeServer(metricsServer)]);
     client.close();
@@ -98,7 +107,7 @@ function makeAuthorizer(mode: string, tokenFile: string, client: HttpKubeClient,
 }
 
 /** The addresses a server accepts connections on (every interface's, when bound to all). */
-function ownAddresses(server: http.Server | undefined): string[] {
+function ownAddresses(server: Server | undefined): string[] {
   if (!server) return [];
   const bound = (server.address() as AddressInfo).address;
   if (bound !== '::' && bound !== '0.0.0.0') return [bound];

@@ -1,8 +1,10 @@
 /**
  * `agent-sandbox-operator runtime [flags]`: the daemon inside a sandbox Pod. Serves the legacy
- * runtime HTTP API (upstream's python runtime, port 8888) over the workspace directory; see
- * `../sandboxd/server.ts`. SIGTERM/SIGINT drain: the listener closes, running commands get
- * `--grace-period` to finish, then their process groups are killed, and the process exits 0.
+ * runtime HTTP API (upstream's python runtime, port 8888) over the workspace directory, and on
+ * request sandboxd's REST FilesystemService (--files-port) and gRPC ProcessService (--grpc-port);
+ * see `../sandboxd/server.ts`. SIGTERM/SIGINT drain: the listeners close (gRPC: no new calls),
+ * running commands (gRPC ones too) get `--grace-period` to finish, then their process groups are
+ * killed, and the process exits 0.
  */
 import { readFileSync } from 'node:fs';
 import { RootRefusedError, SandboxdServer } from '../sandboxd/server';
@@ -13,6 +15,8 @@ export interface RuntimeFlags {
   workspace: string;
   tokenFile?: string;
   filesPort?: number;
+  grpcPort?: number;
+  streamChunkSize: number;
   allowRoot: boolean;
   execTimeoutSeconds: number;
   maxOutputBytes: number;
@@ -26,16 +30,21 @@ export const RUNTIME_USAGE = `Usage: agent-sandbox-operator runtime [flags]
 
 The in-sandbox daemon: the legacy runtime HTTP API (GET /, POST /execute, POST /upload,
 GET /download/<path>, GET /list/<path>, GET /exists/<path>, DELETE /delete/<path>, GET /healthz),
-and optionally sandboxd's REST FilesystemService.
+and optionally sandboxd's REST FilesystemService and gRPC ProcessService.
 
 Flags:
   --port <n>                 port to listen on (default 8888)
   --listen-address <addr>    address to listen on (default 0.0.0.0)
-  --workspace <dir>          root of every file path and cwd of commands
+  --workspace <dir>          root of every file path and cwd of commands; a relative path is
+                             under it, an absolute path must lie inside it (else 403)
                              (default $SANDBOX_BASE_DIR, else /app)
   --files-port <n>           also serve sandboxd's REST FilesystemService (/v1/files/<path>
                              GET/HEAD/PUT/DELETE, /v1/health, /v1/metadata) on this port;
                              sandboxd uses 8080 (default: off)
+  --grpc-port <n>            also serve sandboxd's gRPC process.v1.ProcessService (plaintext
+                             HTTP/2: Start, Execute, WriteStdin, SendSignal, ResizeTTY) on this
+                             port; sandboxd uses 9090 (default: off)
+  --stream-chunk-size <n>    largest stdout/stderr chunk of a gRPC Start stream (default 4096)
   --token-file <file>        require "Authorization: Bearer <token>" (file content, trimmed)
                              on every route but / and /healthz
   --exec-timeout <seconds>   default per-command limit (default $SANDBOX_EXEC_TIMEOUT_SECONDS, else 300);
@@ -74,6 +83,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
     execTimeoutSeconds: envTimeout(),
     maxOutputBytes: 4 * 1024 * 1024,
     gracePeriodSeconds: 20,
+    streamChunkSize: 4096,
     help: false,
   };
   for (let i = 0; i < args.length; i++) {
@@ -97,6 +107,8 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
     switch (name) {
       case 'port': flags.port = portOf(name, value); break;
       case 'files-port': flags.filesPort = value === 'off' ? undefined : portOf(name, value); break;
+      case 'grpc-port': flags.grpcPort = value === 'off' || value === '0' ? undefined : portOf(name, value); break;
+      case 'stream-chunk-size': flags.streamChunkSize = Math.floor(positive(name, value)); break;
       case 'listen-address': flags.listenAddress = value; break;
       case 'workspace': flags.workspace = value; break;
       case 'token-file': flags.tokenFile = value; break;
@@ -140,6 +152,8 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
     port: flags.port,
     listenAddress: flags.listenAddress,
     filesPort: flags.filesPort,
+    grpcPort: flags.grpcPort,
+    streamChunkSize: flags.streamChunkSize,
     token,
     execTimeoutMs: flags.execTimeoutSeconds * 1000,
     maxOutputBytes: flags.maxOutputBytes,
@@ -149,7 +163,12 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
   try {
     const address = await server.start();
     log('info', 'runtime listening', {
-      address: address.address, port: address.port, filesPort: server.filesAddress?.port, workspace: flags.workspace, auth: token !== undefined,
+      address: address.address,
+      port: address.port,
+      filesPort: server.filesAddress?.port,
+      grpcPort: server.grpcAddress?.port,
+      workspace: flags.workspace,
+      auth: token !== undefined,
     });
   } catch (err) {
     // Root refused, a missing workspace, a port in use: one line, exit 1.

@@ -71,7 +71,7 @@ export function parseTarget(url: string, headers: Headers, pathRoutingPrefix: st
   const portText = header(headers, 'x-sandbox-port') || String(DEFAULT_PORT);
   const checked = checkIdentity(namespace, id, portText);
   if ('status' in checked) return checked;
-  const podIP = header(headers, 'x-sandbox-pod-ip');
+  const podIP = header(headers, 'x-sandbox-pod-ip') || undefined;
   if (podIP !== undefined && isIP(podIP) === 0) return { status: 400, detail: 'Invalid target IP address.' };
   const uid = header(headers, 'x-sandbox-uid') || undefined;
   const timeoutMs = parseTimeoutSeconds(header(headers, 'x-sandbox-timeout'));

@@ -15,7 +15,7 @@ const positive = (value: number) => (value > 0 ? undefined : `must be greater th
 const positiveDuration = (value: number) => (value > 0 ? undefined : `must be greater than 0s (it is ${formatGoDuration(value)})`);
 
 export const ROUTER_FLAGS: readonly ControllerFlag[] = [
-  { flag: 'bind-address', type: 'string', default: ':8080', description: 'Address the proxy listens on.', validate: bindAddress },
+  { flag: 'bind-address', type: 'string', default: ':8080', description: 'Address the proxy listens on: HTTP/1.1 (and WebSocket) and h2c with prior knowledge (gRPC).', validate: bindAddress },
   { flag: 'health-probe-bind-address', type: 'string', default: ':8081', description: 'Address of /healthz and /readyz ("0" disables).', validate: bindAddress },
   { flag: 'metrics-bind-address', type: 'string', default: ':9090', description: 'Address of /metrics ("0" disables).', validate: bindAddress },
   { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means in-cluster credentials, then $KUBECONFIG, then ~/.kube/config.' },
@@ -51,7 +51,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     description: 'Also route <prefix>/<namespace>/<id>/<port>/... paths (the prefix and the three segments are removed); empty disables.',
     validate: (v: string) => (v === '' || (v.startsWith('/') && !v.endsWith('/')) ? undefined : `"${v}" must start with "/" and not end with "/"`),
   },
-  { flag: 'proxy-timeout', type: 'duration', default: 180_000, description: 'Longest a plain request may take (X-Sandbox-Timeout may shorten it); not applied to upgraded connections.', validate: positiveDuration },
+  { flag: 'proxy-timeout', type: 'duration', default: 180_000, description: 'Longest a plain request may take (X-Sandbox-Timeout may shorten it); not applied to upgraded connections or gRPC calls (their grpc-timeout bounds them).', validate: positiveDuration },
   { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
   { flag: 'max-connections', type: 'int', default: 8192, description: 'Concurrent requests and upgraded connections in total; more get 429.', validate: positive },
   {

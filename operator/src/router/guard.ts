@@ -37,7 +37,8 @@ export function unmapIPv4(ip: string): string {
 export class AddressGuard {
   private readonly allowed = new BlockList();
   private readonly never = new BlockList();
-  private readonly own = new Set<string>();
+  /** A BlockList, not a set of strings: one address has many spellings (`fd00::1`, `fd00:0::1`, `::ffff:a00:5`). */
+  private readonly own = new BlockList();
 
   public constructor(allowedCidrs: readonly string[], ownAddresses: readonly string[] = []) {
     for (const c of allowedCidrs.map(parseCidr)) this.allowed.addSubnet(c.network, c.prefix, c.family);
@@ -47,7 +48,9 @@ export class AddressGuard {
 
   /** An address the router listens on (added once the server is bound). */
   public addOwnAddress(ip: string): void {
-    this.own.add(unmapIPv4(ip).toLowerCase());
+    const plain = unmapIPv4(ip);
+    const version = isIP(plain);
+    if (version !== 0) this.own.addAddress(plain, version === 4 ? 'ipv4' : 'ipv6');
   }
 
   /** undefined when the router may connect to `ip`; otherwise why not. */
@@ -57,7 +60,7 @@ export class AddressGuard {
     if (version === 0) return `"${address}" is not an IP address`;
     const family = version === 4 ? 'ipv4' : 'ipv6';
     if (this.never.check(ip, family)) return `${ip} is link-local or unspecified`;
-    if (this.own.has(ip.toLowerCase())) return `${ip} is one of the router's own addresses`;
+    if (this.own.check(ip, family)) return `${ip} is one of the router's own addresses`;
     if (!this.allowed.check(ip, family)) return `${ip} is outside --allowed-pod-cidrs`;
     return undefined;
   }

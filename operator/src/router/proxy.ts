@@ -4,18 +4,16 @@
  * per-sandbox and total concurrency limits. Every connection to a sandbox goes through one dial
  * function (injectable), checked by the guard first.
  *
- * Headers: Authorization, Cookie, Proxy-Authorization, hop-by-hop headers (and those named in
- * Connection), Host, inbound Forwarded/X-Forwarded-* and every X-Sandbox-* are removed before
- * forwarding (like the legacy Python router, the sandbox never sees routing or credentials);
- * X-Forwarded-For/-Host/-Proto and X-Request-ID are set. Origin is removed on upgrades only.
- * Paths are forwarded with their escaping untouched, and dot segments are not redirected.
+ * Headers: see `./forwarding`; Origin is removed on upgrades only. Paths are forwarded with their
+ * escaping untouched, and dot segments are not redirected. HTTP/2 (h2c, gRPC) is `./h2`, which
+ * shares this class's admission and dial.
  */
-import { randomUUID } from 'node:crypto';
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseTarget, type Target } from './addressing';
 import type { Authorizer } from './auth';
+import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import type { ResolveRequest, Resolved, Unresolved } from './resolve';
@@ -41,35 +39,12 @@ export interface RouterOptions {
   readonly cachesSynced?: () => boolean;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-const CREDENTIALS = new Set(['authorization', 'cookie', 'host', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-request-id']);
-
 /** The request headers to send to the sandbox. */
 export function forwardHeaders(req: http.IncomingMessage, requestId: string, upgrade: boolean): http.OutgoingHttpHeaders {
-  const named = new Set(String(req.headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s));
-  const out: http.OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined || HOP_BY_HOP.has(name) || CREDENTIALS.has(name) || named.has(name) || name.startsWith('x-sandbox-')) continue;
-    if (upgrade && name === 'origin') continue;
-    out[name] = value;
-  }
-  if (/^\s*trailers\s*$/i.test(String(req.headers.te ?? ''))) out.te = 'trailers';
+  const out = forwardableHeaders(req.headers, { remoteAddress: req.socket.remoteAddress, host: req.headers.host, requestId, upgrade });
   if (upgrade) {
     out.connection = 'Upgrade';
     out.upgrade = req.headers.upgrade;
-  }
-  out['x-forwarded-for'] = req.socket.remoteAddress ?? '';
-  if (req.headers.host) out['x-forwarded-host'] = req.headers.host;
-  out['x-forwarded-proto'] = 'http';
-  out['x-request-id'] = requestId;
-  return out;
-}
-
-function filterResponseHeaders(headers: http.IncomingHttpHeaders): http.OutgoingHttpHeaders {
-  const named = new Set(String(headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()));
-  const out: http.OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !HOP_BY_HOP.has(name) && !named.has(name)) out[name] = value;
   }
   return out;
 }
@@ -104,13 +79,13 @@ export class ConnectionLimits {
   }
 }
 
-interface Admitted {
+export interface Admitted {
   readonly target: Target;
   readonly resolved: Resolved;
   readonly release: () => void;
 }
 
-interface Refused {
+export interface Refused {
   readonly status: number;
   readonly detail: string;
   readonly headers?: Record<string, string>;
@@ -119,11 +94,12 @@ interface Refused {
 export class Router {
   private readonly agent: http.Agent;
   private readonly limits: ConnectionLimits;
-  private readonly dial: Dial;
+  /** The dial function behind the address guard: every connection to a sandbox goes through it. */
+  public readonly dial: Dial;
   /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
   private readonly tunnels = new Set<Duplex>();
 
-  public constructor(private readonly opts: RouterOptions) {
+  public constructor(public readonly opts: RouterOptions) {
     const inner = opts.dial ?? defaultDial;
     this.dial = (host, port) => {
       const why = opts.guard.check(host);
@@ -155,7 +131,7 @@ export class Router {
 
   public handleRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
     const started = process.hrtime.bigint();
-    const requestId = requestIdOf(req);
+    const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
     const log = this.opts.log.child({ requestId });
     let namespace = '';
@@ -165,7 +141,7 @@ export class Router {
       log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
-    void this.admit(req).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers).then((admitted) => {
       if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
       namespace = admitted.target.namespace;
       this.forward(req, res, admitted, log);
@@ -175,11 +151,11 @@ export class Router {
     });
   }
 
-  /** Parse, authorize, resolve, guard and count one request or upgrade. */
-  private async admit(req: http.IncomingMessage): Promise<Admitted | Refused> {
-    const target = parseTarget(req.url ?? '/', req.headers, this.opts.pathRoutingPrefix ?? '');
+  /** Parse, authorize, resolve, guard and count one request, upgrade or HTTP/2 stream. */
+  public async admit(url: string, headers: http.IncomingHttpHeaders): Promise<Admitted | Refused> {
+    const target = parseTarget(url, headers, this.opts.pathRoutingPrefix ?? '');
     if ('detail' in target) return target;
-    const decision = await this.opts.authorizer.check({ authorization: req.headers.authorization, namespace: target.namespace, id: target.id });
+    const decision = await this.opts.authorizer.check({ authorization: headers.authorization, namespace: target.namespace, id: target.id });
     this.opts.metrics?.authzDecision(target.namespace, decision.allowed);
     if (!decision.allowed) return decision;
     if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
@@ -282,7 +258,7 @@ export class Router {
   }
 
   public handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
-    const requestId = requestIdOf(req);
+    const requestId = requestIdOf(req.headers['x-request-id']);
     const log = this.opts.log.child({ requestId });
     const started = process.hrtime.bigint();
     socket.on('error', () => socket.destroy());
@@ -291,7 +267,7 @@ export class Router {
       this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
       log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
     };
-    void this.admit(req).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers).then((admitted) => {
       if ('detail' in admitted) {
         finish(admitted.status, '');
         return rawJson(socket, admitted.status, { detail: admitted.detail }, { ...admitted.headers, 'x-request-id': requestId });
@@ -382,18 +358,6 @@ const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
 
 function hasBody(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-}
-
-function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
-  if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'EROUTERGUARD' || err.code === 'ETIMEDOUT') return 'dial';
-  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return 'eof';
-  return 'other';
-}
-
-/** The client's X-Request-ID when it is a sane token, else a new one. */
-function requestIdOf(req: http.IncomingMessage): string {
-  const given = req.headers['x-request-id'];
-  return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID();
 }
 
 function json(res: http.ServerResponse, status: number, body: object, headers: Record<string, string> = {}): void {

@@ -2,6 +2,10 @@
  * Runs a Reconciler with N workers over a rate-limited work queue, with controller-runtime's
  * result handling: requeueAfterMs → addAfter and forget the backoff; a thrown error → log and
  * addRateLimited; success → forget. Keys come from informer events through `watch()`.
+ *
+ * A successful reconcile is the authority on when its key is due next: one that does not ask to
+ * come back also cancels the key's pending delayed add (an earlier deadline or error retry), so a
+ * deleted object's far deadline is dropped with it instead of waiting in the queue for weeks.
  */
 import { ControllerContext, RunnableController } from './context';
 import { Logger } from './log';
@@ -120,6 +124,7 @@ export class Controller implements RunnableController {
         this.metrics.reconciled('requeue_after', seconds);
       } else {
         this.queue.forget(key);
+        this.queue.cancelDelayed(key);
         this.metrics.reconciled('success', seconds);
       }
     } catch (err) {

@@ -57,6 +57,21 @@ export class DelayHeap {
     return due;
   }
 
+  /** Drop `key`'s entry, if it has one. */
+  public remove(key: string): boolean {
+    const i = this.index.get(key);
+    if (i === undefined) return false;
+    this.index.delete(key);
+    const last = this.heap.pop()!;
+    if (i < this.heap.length) {
+      this.heap[i] = last;
+      this.index.set(last.key, i);
+      this.down(i);
+      this.up(i);
+    }
+    return true;
+  }
+
   public clear(): void {
     this.heap.length = 0;
     this.index.clear();

@@ -4,7 +4,7 @@
  * ":8080" listens on all interfaces; port 0 takes a free port (tests read it from the log line).
  */
 import * as http from 'node:http';
-import { AddressInfo } from 'node:net';
+import type { AddressInfo, Server } from 'node:net';
 import { Registry } from 'prom-client';
 import { Logger } from './log';
 
@@ -31,6 +31,12 @@ export async function listen(address: string, handler: http.RequestListener, log
     return undefined;
   }
   const server = http.createServer(handler);
+  await listenOn(server, bind, log, what);
+  return server;
+}
+
+/** Listen with `server` on `bind`; logs the address it got. */
+export async function listenOn(server: Server, bind: ListenAddress, log: Logger, what: string): Promise<void> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(bind.port, bind.host, () => {
@@ -40,7 +46,6 @@ export async function listen(address: string, handler: http.RequestListener, log
   });
   const actual = server.address() as AddressInfo;
   log.info({ endpoint: what, address: `${actual.address}:${actual.port}`, port: actual.port }, `serving ${what}`);
-  return server;
 }
 
 export function closeServer(server: http.Server | undefined): Promise<void> {

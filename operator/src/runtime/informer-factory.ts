@@ -1,7 +1,10 @@
 /**
  * Shared informers: one cache and one watch per resource type however many controllers read it
  * (client-go's SharedInformerFactory). The first request fixes the scope (namespace, selectors,
- * transform); later requests must agree, and may add indexes.
+ * transform); later requests must agree, and may add indexes. When one informer gets through to
+ * the API server again after failures, every other informer's backoff is cut short: they all
+ * share the one server, so after a restart of kube-apiserver the caches catch up together instead
+ * of each waiting out its own backoff.
  */
 import { Clock, SYSTEM_CLOCK } from './clock';
 import { InformerMetrics, InformerOptions, SharedInformer } from './informer';
@@ -71,6 +74,9 @@ export class InformerFactory {
       clock: this.options.clock ?? SYSTEM_CLOCK,
       log: this.options.log ?? SILENT_LOGGER,
       metrics: this.options.metricsFor?.(label),
+      onRecovered: () => {
+        for (const other of this.informers) other.wake();
+      },
     });
     this.entries.set(id, { informer, request });
     if (this.started) informer.start();
@@ -84,6 +90,16 @@ export class InformerFactory {
   /** True once every informer requested so far has listed once. */
   public get hasSynced(): boolean {
     return this.informers.every((i) => i.hasSynced);
+  }
+
+  /**
+   * Informers whose lists and watches have failed for at least `thresholdMs` without a success in
+   * between, with how long (for readiness: the caches may be that stale).
+   */
+  public disconnected(thresholdMs: number): Array<{ resource: string; forMs: number }> {
+    return this.informers
+      .map((i) => ({ resource: resourceLabel(i.type), forMs: i.disconnectedForMs }))
+      .filter((d) => d.forMs > 0 && d.forMs >= thresholdMs);
   }
 
   /** Resolves once every informer requested so far has listed once. */

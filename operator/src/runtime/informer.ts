@@ -5,7 +5,11 @@
  * - 410 Gone (HTTP or ERROR event) → relist; a relist diffs against the store, so deletes missed
  *   while disconnected still reach onDelete;
  * - any other error or end of stream → reconnect from the last seen resourceVersion after a
- *   jittered exponential backoff (never a hot loop; reset once a watch has run a while);
+ *   jittered exponential backoff (never a hot loop; reset once a watch has run a while). While the
+ *   API server cannot be reached at all (connections refused or reset, which cost it nothing) the
+ *   backoff stays short, and the first HTTP error after that starts a fresh backoff, so a restarted
+ *   API server is seen within seconds; `wake()` ends a backoff early (the factory calls it on every
+ *   informer when one of them gets through again);
  * - a watchdog restarts a watch that has been silent too long (the API server sends a bookmark
  *   about every minute, so silence means a dead connection that TCP has not noticed).
  */
@@ -42,6 +46,10 @@ export interface InformerOptions<T extends KubeObject> {
   readonly backoffInitialMs?: number;
   /** @default 30_000 */
   readonly backoffMaxMs?: number;
+  /** Longest backoff while the API server cannot be reached at all (no HTTP answer). @default 2_000 */
+  readonly unreachableBackoffMaxMs?: number;
+  /** Called when a list or watch works again after failures. */
+  readonly onRecovered?: () => void;
   /** A watch that ran this long was healthy: the next failure starts the backoff over. @default 10_000 */
   readonly healthyWatchMs?: number;
   readonly clock?: Clock;
@@ -64,6 +72,9 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private running = false;
   private stopper = new AbortController();
   private currentWatch?: WatchHandle;
+  /** When the current run of failed lists/watches began; undefined while connected. */
+  private failingSince?: number;
+  private wakeUp?: () => void;
 
   public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
     this.clock = options.clock ?? SYSTEM_CLOCK;
@@ -85,6 +96,16 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
 
   public get size(): number {
     return this.store.size;
+  }
+
+  /** How long lists and watches have been failing without a success in between; 0 when connected. */
+  public get disconnectedForMs(): number {
+    return this.failingSince === undefined ? 0 : this.clock.now() - this.failingSince;
+  }
+
+  /** End the current backoff, if any, and try again now. */
+  public wake(): void {
+    this.wakeUp?.();
   }
 
   public get(namespace: string | undefined, name: string): T | undefined {
@@ -133,6 +154,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private async run(): Promise<void> {
     const signal = this.stopper.signal;
     let failures = 0;
+    let unreachable = false;
     while (!signal.aborted) {
       const started = this.clock.now();
       let reason: string;
@@ -140,8 +162,15 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         if (this.resourceVersion === undefined) await this.relist(signal);
         if (signal.aborted) break;
         reason = await this.watchOnce();
+        unreachable = false;
       } catch (err) {
         if (signal.aborted) break;
+        this.failingSince ??= this.clock.now();
+        // Refused or reset connections and HTTP errors back off separately: a server that is back
+        // but busy starting (503, 429) starts a fresh backoff instead of inheriting the long one.
+        const noAnswer = !(err instanceof ApiError);
+        if (noAnswer !== unreachable) failures = 0;
+        unreachable = noAnswer;
         if (err instanceof ApiError && err.gone) {
           this.resourceVersion = undefined;
           reason = 'gone';
@@ -157,17 +186,29 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       const healthy = this.clock.now() - started >= (this.options.healthyWatchMs ?? 10_000);
       failures = healthy ? 0 : failures + 1;
       if (failures > 0) {
-        const delay = this.backoff(failures);
+        const delay = this.backoff(failures, unreachable);
         this.log.debug({ reason, failures, delayMs: Math.round(delay) }, 'backing off before the next list/watch');
-        await sleep(this.clock, delay, signal);
+        const woken = new AbortController();
+        this.wakeUp = () => woken.abort();
+        await sleep(this.clock, delay, AbortSignal.any([signal, woken.signal]));
+        this.wakeUp = undefined;
       }
     }
   }
 
+  /** A list or a watch got through: the failure run, if any, is over. */
+  private connected(): void {
+    if (this.failingSince === undefined) return;
+    this.log.info({ disconnectedMs: this.clock.now() - this.failingSince }, 'list/watch works again');
+    this.failingSince = undefined;
+    this.options.onRecovered?.();
+  }
+
   /** Jittered exponential backoff: half fixed, half random, so replicas spread out. */
-  private backoff(failures: number): number {
+  private backoff(failures: number, unreachable: boolean): number {
     const initial = this.options.backoffInitialMs ?? 500;
-    const max = this.options.backoffMaxMs ?? 30_000;
+    const httpMax = this.options.backoffMaxMs ?? 30_000;
+    const max = unreachable ? Math.min(this.options.unreachableBackoffMaxMs ?? 2_000, httpMax) : httpMax;
     const delay = Math.min(max, initial * 2 ** Math.min(failures - 1, 30));
     return delay / 2 + (this.random() * delay) / 2;
   }
@@ -199,6 +240,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       resourceVersion = page.metadata.resourceVersion;
       next = page.metadata.continue || undefined;
     } while (next);
+    this.connected();
     this.replace(items, resourceVersion);
     this.options.metrics?.relisted?.(items.length, this.clock.now() - started);
     this.log.debug({ objects: items.length, resourceVersion, ms: this.clock.now() - started }, 'listed');
@@ -237,6 +279,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       fieldSelector: this.options.fieldSelector,
       resourceVersion: this.resourceVersion!,
       timeoutSeconds: Math.floor(baseTimeout * (1 + this.random() * 0.2)),
+      onOpen: () => this.connected(),
     }, (event) => {
       lastActivity = this.clock.now();
       const end = this.apply(event);

@@ -166,14 +166,15 @@ export class HttpKubeClient implements KubeClient {
   }
 
   public watch<T extends KubeObject>(type: ResourceType, namespace: string | undefined,
-    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number }, onEvent: (event: WatchEvent<T>) => void): WatchHandle {
+    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number; onOpen?: () => void },
+    onEvent: (event: WatchEvent<T>) => void): WatchHandle {
     const path = withQuery(resourcePath(type, namespace), {
       ...listQuery({ ...options, limit: undefined, continue: undefined }),
       watch: 1,
       allowWatchBookmarks: true,
       timeoutSeconds: options.timeoutSeconds,
     });
-    return this.watchPath(path, onEvent as (event: WatchEvent) => void);
+    return this.watchPath(path, onEvent as (event: WatchEvent) => void, { onOpen: options.onOpen });
   }
 
   /**

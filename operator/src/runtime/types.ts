@@ -142,7 +142,7 @@ export interface KubeClient {
   watch<T extends KubeObject>(
     type: ResourceType,
     namespace: string | undefined,
-    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number },
+    options: ListOptions & { resourceVersion: string; timeoutSeconds?: number; onOpen?: () => void },
     onEvent: (event: WatchEvent<T>) => void,
   ): WatchHandle;
   /** Emit a Kubernetes Event (events.k8s.io/v1) about an object; never throws. */

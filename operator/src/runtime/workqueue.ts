@@ -98,6 +98,15 @@ export class RateLimitedWorkQueue implements WorkQueue {
     this.addAfter(key, this.rateLimiter.when(key));
   }
 
+  /**
+   * Drop `key`'s pending addAfter/addRateLimited, if any (a key already queued stays queued). The
+   * controller calls this when a reconcile succeeds without asking to come back, so the deadline
+   * of an object that was since deleted (a shutdownTime weeks ahead) does not linger in the heap.
+   */
+  public cancelDelayed(key: string): void {
+    if (this.delayed.remove(key)) this.armTimer();
+  }
+
   public forget(key: string): void {
     this.rateLimiter.forget(key);
   }

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
-import { confine, isWithin } from './paths';
+import { confine, confineEntry, isWithin } from './paths';
 
 type Code = 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'NOT_FOUND' | 'CONFLICT' | 'INTERNAL' | 'UNAVAILABLE';
 const STATUS: Record<Code, number> = {
@@ -281,7 +281,9 @@ export class FilesystemService {
     const target = await this.resolve(res, requested);
     if (target === undefined) return;
     // The entry itself (a link is removed, not followed), under its confined parent.
-    const entry = target === this.root ? this.root : await this.entryPath(requested, target);
+    const confinedEntry = await confineEntry(this.root, requested);
+    if (!confinedEntry.ok) return sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${confinedEntry.reason}`);
+    const entry = confinedEntry.path;
     const stat = await fsp.lstat(entry).catch(() => undefined);
     if (!stat) return sendError(res, 'NOT_FOUND', 'path does not exist within the sandbox');
     try {
@@ -301,11 +303,5 @@ export class FilesystemService {
     }
     res.writeHead(204);
     res.end();
-  }
-
-  private async entryPath(requested: string, resolved: string): Promise<string> {
-    const relative = path.posix.normalize(requested.replace(/^\/+/, '')).replace(/\/+$/, '');
-    const parent = await confine(this.root, path.posix.dirname(relative));
-    return parent.ok ? path.join(parent.path, path.posix.basename(relative)) : resolved;
   }
 }

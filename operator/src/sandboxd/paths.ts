@@ -1,10 +1,14 @@
 /**
- * Path confinement for the in-sandbox daemon: every path a client names is resolved under the
- * workspace root, the way upstream's python runtime does it
- * (`examples/python-runtime-sandbox/main.py` in kubernetes-sigs/agent-sandbox): leading `/` are
- * stripped (an absolute path names a file under the root), `..` may move around inside the root but
- * not above it, and symlinks are resolved (realpath of the longest existing prefix) so a link
- * pointing outside the root is refused. Paths that do not exist yet are allowed (uploads).
+ * Path confinement for the in-sandbox daemon: every path a client names must lie inside the
+ * workspace root. A relative path is joined to the root; `..` may move around inside the root but
+ * not above it; symlinks are resolved (realpath of the longest existing prefix) so a link pointing
+ * outside the root is refused. Paths that do not exist yet are allowed (uploads).
+ *
+ * Unlike upstream's python runtime (`examples/python-runtime-sandbox/main.py` in
+ * kubernetes-sigs/agent-sandbox), which strips leading `/` and so silently re-roots `/etc/passwd`
+ * to `<root>/etc/passwd`, an absolute path here is taken literally: `/workspace/a.txt` is accepted
+ * when the root is `/workspace`, and any absolute path outside the root is refused with a reason
+ * that says to use a path relative to the workspace. A path made only of `/` still names the root.
  */
 import { promises as fsp } from 'node:fs';
 import * as path from 'node:path';
@@ -21,18 +25,24 @@ export function isWithin(root: string, candidate: string): boolean {
 }
 
 /**
- * The lexical half: joins `requested` to `root` (an absolute, normalized path) without touching the
- * filesystem. Pure, so property-tested.
+ * The lexical half: resolves `requested` against `root` (an absolute, normalized path) without
+ * touching the filesystem. Pure, so property-tested.
  */
 export function confineLexically(root: string, requested: string): Confined {
   if (requested.includes('\0')) return { ok: false, reason: 'the path contains a NUL byte' };
-  const relative = requested.replace(/^\/+/, '');
-  const joined = path.posix.normalize(path.posix.join(root, relative));
+  // A bare "/" keeps naming the root: upstream's Python SDK strips the leading "/" for
+  // files.write/read but sends files.list("/") and files.exists("/") as "%2F".
+  if (/^\/+$/.test(requested)) return { ok: true, path: root };
+  const absolute = requested.startsWith('/');
+  const joined = path.posix.normalize(absolute ? requested : path.posix.join(root, requested));
   const resolved = joined.length > 1 && joined.endsWith('/') ? joined.slice(0, -1) : joined;
-  if (!isWithin(root, resolved)) {
-    return { ok: false, reason: `"${requested}" leaves the workspace (".." above the root)` };
-  }
-  return { ok: true, path: resolved };
+  if (isWithin(root, resolved)) return { ok: true, path: resolved };
+  return {
+    ok: false,
+    reason: absolute
+      ? `"${requested}" is an absolute path outside the workspace ${root}; use a path relative to the workspace, such as "a.txt", or one under ${root}/`
+      : `"${requested}" leaves the workspace (".." above the root); use a path relative to the workspace that stays inside it`,
+  };
 }
 
 /** realpath of the longest existing prefix of `absolute`, with the missing rest appended. */
@@ -66,6 +76,18 @@ export async function confine(root: string, requested: string): Promise<Confined
     return { ok: false, reason: `"${requested}" resolves outside the workspace through a symbolic link` };
   }
   return { ok: true, path: real };
+}
+
+/**
+ * The entry `requested` names itself, without following a symbolic link in its last component (what
+ * a delete removes): the confined real path of its parent joined with its base name. The root
+ * itself is returned as the root.
+ */
+export async function confineEntry(root: string, requested: string): Promise<Confined> {
+  const lexical = confineLexically(root, requested);
+  if (!lexical.ok || lexical.path === root) return lexical;
+  const parent = await confine(root, path.posix.dirname(lexical.path));
+  return parent.ok ? { ok: true, path: path.posix.join(parent.path, path.posix.basename(lexical.path)) } : parent;
 }
 
 /**

@@ -8,6 +8,15 @@
  * `shell: true` (run with /bin/sh -c; upstream only runs argv), `DELETE /delete/<path>`
  * (`?recursive=true` for a non-empty directory), `GET /healthz`, an optional bearer token, and 403
  * answers that carry a `reason` beside upstream's `message`.
+ *
+ * Unlike upstream, an absolute path (a file name, a path parameter, `cwd`) is taken literally, not
+ * re-rooted: `/workspace/a.txt` is fine when the workspace is /workspace, `/etc/passwd` is a 403
+ * whose reason says to use a path relative to the workspace; `/` alone still names the root (see
+ * paths.ts).
+ *
+ * On their own ports when asked: sandboxd's REST FilesystemService (`./filesystem`) and its gRPC
+ * ProcessService (`./process-service`). The token, when set, guards those too (gRPC: the
+ * `authorization` metadata, else UNAUTHENTICATED); upstream sandboxd has no authentication.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
@@ -16,10 +25,13 @@ import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import * as grpc from '@grpc/grpc-js';
 import { ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
-import { confine, decodePathParam } from './paths';
+import { confine, confineEntry, decodePathParam } from './paths';
+import { PROCESS_SERVICE_DEFINITION } from './process-proto';
+import { ProcessService } from './process-service';
 
 export interface SandboxdOptions {
   /** The workspace root: every path is confined to it and it is the cwd of every command. */
@@ -34,6 +46,10 @@ export interface SandboxdOptions {
   readonly maxOutputBytes: number;
   /** When set, sandboxd's REST FilesystemService (/v1/files, /v1/health, /v1/metadata) listens here too. */
   readonly filesPort?: number;
+  /** When set, sandboxd's gRPC ProcessService (plaintext HTTP/2) listens here too. */
+  readonly grpcPort?: number;
+  /** Largest stdout/stderr chunk of a gRPC Start stream (default 4096, upstream's). */
+  readonly streamChunkSize?: number;
   /** Running as uid 0 is refused unless this is set. */
   readonly allowRoot: boolean;
   readonly log?: (level: 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => void;
@@ -52,6 +68,8 @@ export class SandboxdServer {
   private server?: http.Server;
   private filesServer?: http.Server;
   private files?: FilesystemService;
+  private grpcServer?: grpc.Server;
+  private grpcPort?: number;
   private active = 0;
   private onIdle?: () => void;
   private readonly tokenDigest?: Buffer;
@@ -76,7 +94,29 @@ export class SandboxdServer {
       this.filesServer = this.listen(this.options.filesPort, (req, res) => this.handleFiles(req, res));
       await listening(this.filesServer);
     }
+    if (this.options.grpcPort !== undefined) await this.startGrpc(this.options.grpcPort);
     return server.address() as AddressInfo;
+  }
+
+  private async startGrpc(port: number): Promise<void> {
+    const service = new ProcessService({
+      root: this.root,
+      streamChunkSize: this.options.streamChunkSize ?? 4096,
+      groups: this.groups,
+      authorized: (authorization) => this.bearerMatches(authorization),
+    });
+    const server = new grpc.Server();
+    server.addService(PROCESS_SERVICE_DEFINITION, service.implementation());
+    const host = this.options.listenAddress.includes(':') ? `[${this.options.listenAddress}]` : this.options.listenAddress;
+    this.grpcPort = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+    });
+    this.grpcServer = server;
+  }
+
+  /** The gRPC ProcessService's port, when it listens. */
+  public get grpcAddress(): { address: string; port: number } | undefined {
+    return this.grpcPort === undefined ? undefined : { address: this.options.listenAddress, port: this.grpcPort };
   }
 
   /** The FilesystemService's address, when it listens. */
@@ -129,6 +169,8 @@ export class SandboxdServer {
     const servers = [this.server, this.filesServer].filter((x): x is http.Server => x !== undefined);
     if (servers.length === 0) return;
     const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
+    // No new gRPC calls; this settles once the running ones have ended (their commands finished or killed below).
+    const grpcDone = this.grpcServer ? new Promise<void>((resolve) => this.grpcServer!.tryShutdown(() => resolve())) : Promise.resolve();
     for (const server of servers) server.closeIdleConnections();
     let timer: NodeJS.Timeout | undefined;
     const graceOver = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), graceMs)));
@@ -140,16 +182,13 @@ export class SandboxdServer {
       await this.groups.idle();
     }
     // Let the answers to the finished commands go out (bounded), then drop what is left.
-    if (this.active > 0) {
-      await new Promise<void>((resolve) => {
-        const bound = setTimeout(resolve, RESPONSE_FLUSH_MS);
-        this.onIdle = () => {
-          clearTimeout(bound);
-          resolve();
-        };
-      });
-    }
+    let bound: NodeJS.Timeout | undefined;
+    const flushOver = new Promise<void>((resolve) => (bound = setTimeout(resolve, RESPONSE_FLUSH_MS)));
+    const httpIdle = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => (this.onIdle = resolve));
+    await Promise.race([Promise.all([httpIdle, grpcDone]), flushOver]);
+    clearTimeout(bound);
     for (const server of servers) server.closeAllConnections();
+    this.grpcServer?.forceShutdown();
     await closed;
   }
 
@@ -186,8 +225,12 @@ export class SandboxdServer {
   }
 
   private authorized(req: http.IncomingMessage): boolean {
+    return this.bearerMatches(req.headers.authorization);
+  }
+
+  private bearerMatches(authorization: string | undefined): boolean {
     if (!this.tokenDigest) return true;
-    const match = /^bearer\s+(.+)$/i.exec(req.headers.authorization ?? '');
+    const match = /^bearer\s+(.+)$/i.exec(authorization ?? '');
     if (!match) return false;
     return timingSafeEqual(digest(match[1].trim()), this.tokenDigest);
   }
@@ -331,9 +374,9 @@ export class SandboxdServer {
     if (!confined.ok) return accessDenied(res, confined.reason);
     if (confined.path === this.root) return accessDenied(res, 'the workspace root itself cannot be deleted');
     // The entry itself, not what a symbolic link points at.
-    const relative = path.posix.normalize(requested.replace(/^\/+/, '')).replace(/\/+$/, '');
-    const lexicalParent = await confine(this.root, path.posix.dirname(relative));
-    const target = lexicalParent.ok ? path.join(lexicalParent.path, path.posix.basename(relative)) : confined.path;
+    const entry = await confineEntry(this.root, requested);
+    if (!entry.ok) return accessDenied(res, entry.reason);
+    const target = entry.path;
     const stat = await fsp.lstat(target).catch(() => undefined);
     if (!stat) return sendJson(res, 404, { message: 'File not found' });
     try {

@@ -1,7 +1,8 @@
 /**
  * A router in front of loopback "sandboxes": an upstream HTTP server on 127.64.0.7 (inside the
  * loopback pod CIDR the tests allow), stores filled by hand, and a dial function that fails the
- * test on any non-loopback address.
+ * test on any non-loopback address. The router listens as the command runs it: HTTP/1.1 and h2c
+ * on one port.
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
@@ -11,6 +12,8 @@ import { NameHash } from '../../../src/api/name-hash';
 import type { Pod, Sandbox } from '../../src/model';
 import { ALLOW_ALL, type Authorizer } from '../../src/router/auth';
 import { AddressGuard } from '../../src/router/guard';
+import { H2Proxy } from '../../src/router/h2';
+import { ProxyListener } from '../../src/router/listener';
 import { RouterMetrics } from '../../src/router/metrics';
 import { Router, type RouterOptions } from '../../src/router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../../src/router/resolve';
@@ -46,7 +49,7 @@ export function pod(sb: Sandbox, ips: string[], opts: { ready?: boolean; name?: 
 
 export interface Harness {
   readonly router: Router;
-  readonly server: http.Server;
+  readonly listener: ProxyListener;
   readonly port: number;
   readonly sandboxes: FakeStore<Sandbox>;
   readonly pods: FakeStore<Pod>;
@@ -81,21 +84,25 @@ export async function startRouter(overrides: Partial<RouterOptions> & { authoriz
     metrics,
     ...overrides,
   });
-  const server = http.createServer();
-  router.attach(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const listener = new ProxyListener();
+  const h2 = new H2Proxy(router);
+  router.attach(listener.http1);
+  h2.attach(listener.http2);
+  await new Promise<void>((resolve) => listener.server.listen(0, '127.0.0.1', resolve));
   return {
     router,
-    server,
+    listener,
     sandboxes,
     pods,
     dialed,
     metrics,
-    port: (server.address() as AddressInfo).port,
+    port: (listener.server.address() as AddressInfo).port,
     close: async () => {
       router.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      h2.close();
+      const closed = listener.close();
+      listener.closeAllConnections();
+      await closed;
     },
   };
 }

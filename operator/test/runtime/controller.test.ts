@@ -56,6 +56,22 @@ test('success forgets the key; an error is retried with backoff; requeueAfterMs 
   await controller.stop();
 });
 
+test('a successful reconcile that does not ask to come back cancels the key\'s pending deadline (a deleted object\'s far shutdownTime)', async () => {
+  let exists = true;
+  const thirtyDays = 30 * 24 * 3600 * 1000;
+  const { clock, controller } = setup(async () => (exists ? { requeueAfterMs: thirtyDays } : undefined));
+  controller.start();
+  controller.queue.add('ns/expiring');
+  await tick();
+  expect(controller.queue.waiting).toBe(1);
+  exists = false; // deleted: its delete event queues it once more
+  controller.queue.add('ns/expiring');
+  await tick();
+  expect(controller.queue.waiting).toBe(0);
+  expect(clock.pending).toBe(0);
+  await controller.stop();
+});
+
 test('at most `workers` reconciles run at once, never two for one key', async () => {
   let running = 0;
   let peak = 0;

@@ -286,3 +286,59 @@ test('a throwing index function or transform does not break the cache', async ()
   await eventually(() => informer!.get('ns', 'bare')?.metadata.resourceVersion === '6', 'the update of the unindexable object');
   expect(server.lists).toHaveLength(1);
 });
+
+/** An informer on a port nobody listens on (every list refused at once), and the times it restarted. */
+async function informerOnRefusedPort(unreachableBackoffMaxMs: number): Promise<{ inf: SharedInformer<KubeObject>; times: number[]; port: number }> {
+  const closed = await new ScriptedApiServer().start();
+  const port = Number(new URL(closed.url).port);
+  await closed.stop();
+  const times: number[] = [];
+  const client = new HttpKubeClient({ connection: { server: `http://127.0.0.1:${port}`, source: 'test' } });
+  informer = new SharedInformer<KubeObject>(client, CONFIGMAPS, {
+    backoffInitialMs: 20,
+    backoffMaxMs: 60_000,
+    unreachableBackoffMaxMs,
+    random: () => 0.5,
+    metrics: { watchRestarted: () => times.push(Date.now()) },
+  });
+  informer.start();
+  return { inf: informer, times, port };
+}
+
+describe('reconnecting after the API server was away', () => {
+  test('while nothing answers (connections refused) the backoff stays short however long it lasts, and the informer reports how long it has been disconnected', async () => {
+    const { inf, times } = await informerOnRefusedPort(80);
+    await eventually(() => times.length >= 8, '8 refused lists');
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    // 0.75 of 20, 40, 80, then capped at 80 ms: never the 60 s an HTTP error could reach.
+    expect(Math.max(...gaps)).toBeLessThan(500); // uncapped, the 7th gap would be 0.75 × 1280 ms
+    expect(inf.disconnectedForMs).toBeGreaterThan(0);
+  });
+
+  test('the first HTTP error after a run of refused connections starts a fresh backoff, not the long one', async () => {
+    const { inf, times, port } = await informerOnRefusedPort(40);
+    await eventually(() => times.length >= 10, '10 refused lists'); // 20 * 2^9 would be 10 s if the counts were shared
+    // The server comes back on the same port, busy: one 503, then lists work.
+    const back = new ScriptedApiServer();
+    back.failLists = { count: 1, code: 503, reason: 'ServiceUnavailable' };
+    await back.startOn(port);
+    try {
+      await inf.synced;
+      expect(back.lists).toHaveLength(2);
+      expect(inf.disconnectedForMs).toBe(0);
+    } finally {
+      inf.stop();
+      await back.stop();
+    }
+  });
+
+  test('wake() ends a long backoff at once', async () => {
+    server.failLists = { count: 1, code: 500, reason: 'InternalError' };
+    const inf = startInformer({ backoffInitialMs: 60_000, backoffMaxMs: 60_000 });
+    await eventually(() => inf.disconnectedForMs > 0, 'the failed first list'); // set just before the backoff starts
+    expect(inf.hasSynced).toBe(false);
+    inf.wake();
+    await inf.synced;
+    expect(server.lists).toHaveLength(2);
+  });
+});

@@ -54,13 +54,18 @@ export class ScriptedApiServer {
     return this.requests.filter((r) => r.method === 'GET' && !r.url.searchParams.has('watch'));
   }
 
-  public async start(): Promise<this> {
+  public start(): Promise<this> {
+    return this.startOn(0);
+  }
+
+  /** Listen on `port` of 127.0.0.1 (0: any free port), e.g. the port of a server that was stopped, to play one coming back. */
+  public async startOn(port: number): Promise<this> {
     this.server = http.createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => this.handle({ method: req.method ?? 'GET', url: new URL(req.url ?? '/', 'http://x'), headers: req.headers, body: Buffer.concat(chunks).toString() }, res));
     });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     return this;
   }
 

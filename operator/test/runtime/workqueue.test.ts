@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { FakeClock } from './fake-clock';
+import { DelayHeap } from '../../src/runtime/delay-heap';
 import { BucketRateLimiter, ItemExponentialBackoff, TokenBucket, defaultControllerRateLimiter } from '../../src/runtime/rate-limit';
 import { MAX_TIMER_DELAY_MS, RateLimitedWorkQueue } from '../../src/runtime/workqueue';
 
@@ -158,6 +159,51 @@ describe('addAfter', () => {
     expect(queue.length).toBe(1);
     expect(delays).toHaveLength(2);
     expect(clock.pending).toBe(0);
+  });
+
+  test('cancelDelayed drops a pending delayed add and disarms its timer; other keys keep their times', () => {
+    const clock = new FakeClock();
+    const queue = new RateLimitedWorkQueue({ clock });
+    const thirtyDays = 30 * 24 * 3600 * 1000;
+    queue.addAfter('gone', thirtyDays);
+    queue.addAfter('kept', 500);
+    queue.cancelDelayed('gone');
+    queue.cancelDelayed('never-added');
+    expect(queue.waiting).toBe(1);
+    clock.advance(500);
+    expect(queue.length).toBe(1);
+    expect(queue.waiting).toBe(0);
+    expect(clock.pending).toBe(0);
+  });
+
+  test('the delay heap stays a heap under schedules, removals and pops (fast-check against a sorted model)', () => {
+    type Op = { op: 'schedule'; key: string; at: number } | { op: 'remove'; key: string } | { op: 'pop'; now: number };
+    const op: fc.Arbitrary<Op> = fc.oneof(
+      fc.record({ op: fc.constant('schedule' as const), key, at: fc.integer({ min: 0, max: 1000 }) }),
+      fc.record({ op: fc.constant('remove' as const), key }),
+      fc.record({ op: fc.constant('pop' as const), now: fc.integer({ min: 0, max: 1000 }) }),
+    );
+    fc.assert(fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
+      const heap = new DelayHeap();
+      const model = new Map<string, { at: number; seq: number }>();
+      let seq = 0;
+      for (const o of ops) {
+        if (o.op === 'schedule') {
+          const had = model.get(o.key);
+          if (!had) model.set(o.key, { at: o.at, seq: seq++ });
+          else if (o.at < had.at) had.at = o.at;
+          heap.schedule(o.key, o.at);
+        } else if (o.op === 'remove') {
+          expect(heap.remove(o.key)).toBe(model.delete(o.key));
+        } else {
+          const due = [...model].filter(([, e]) => e.at <= o.now).sort(([, a], [, b]) => a.at - b.at || a.seq - b.seq).map(([k]) => k);
+          due.forEach((k) => model.delete(k));
+          expect(heap.popDue(o.now)).toEqual(due);
+        }
+        expect(heap.size).toBe(model.size);
+        expect(heap.peekTime()).toBe(model.size ? Math.min(...[...model.values()].map((e) => e.at)) : undefined);
+      }
+    }));
   });
 
   test('a key already waiting keeps the earlier time', () => {

@@ -100,6 +100,20 @@ test('PUT (raw and multipart, mode, parents), GET, HEAD, ranges, listing, DELETE
   expect(json(await request('DELETE', '/v1/files/a'))).toEqual({ code: 'NOT_FOUND', message: 'path does not exist within the sandbox' });
 });
 
+test('absolute paths: literal, accepted only inside the root ("%2F" alone is the root)', async () => {
+  const inside = encodeURIComponent(path.join(workspace, 'abs.txt'));
+  expect((await request('PUT', `/v1/files/${inside}`, 'inside')).status).toBe(204);
+  expect((await request('GET', `/v1/files/${inside}`)).body.toString('utf8')).toBe('inside');
+  expect(json(await request('GET', '/v1/files/%2F')).entries.map((e: { name: string }) => e.name)).toContain('abs.txt');
+  expect((await request('DELETE', `/v1/files/${inside}`)).status).toBe(204);
+  for (const [method, p] of [['GET', `/v1/files/${encodeURIComponent(path.join(outside, 'secret.txt'))}`], ['PUT', '/v1/files/%2Ftmp%2Fx'], ['DELETE', `/v1/files/${encodeURIComponent(path.join(outside, 'secret.txt'))}`]]) {
+    const reply = await request(method, p, method === 'PUT' ? 'x' : undefined);
+    expect([method, p, reply.status, json(reply).code]).toEqual([method, p, 403, 'PERMISSION_DENIED']);
+    expect(json(reply).message).toMatch(/use a path relative to the workspace/);
+  }
+  expect(existsSync(path.join(outside, 'secret.txt'))).toBe(true);
+});
+
 test('errors: bad mode, directory target, escapes, unknown routes, wrong methods', async () => {
   expect(json(await request('PUT', '/v1/files/x?mode=777', 'x'))).toMatchObject({ code: 'INVALID_ARGUMENT' });
   mkdirSync(path.join(workspace, 'dir'), { recursive: true });

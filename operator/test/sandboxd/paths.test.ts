@@ -32,34 +32,66 @@ describe('confineLexically', () => {
     }));
   });
 
-  test('refused exactly when ".." climbs above the root at some point', () => {
+  test('a relative path is refused exactly when ".." climbs above the root at some point', () => {
     fc.assert(fc.property(fc.array(segment, { maxLength: 8 }), (segments) => {
+      fc.pre(segments[0] !== '');
       const result = confineLexically(ROOT, segments.join('/'));
       expect(result.ok).toBe(minDepth(segments) >= 0);
     }));
   });
 
-  test('a path without ".." maps to root + its normalized segments, leading "/" stripped', () => {
+  test('a relative path without ".." maps to root + its normalized segments', () => {
     fc.assert(fc.property(fc.array(fc.stringMatching(/^[a-z]{1,5}$/), { maxLength: 6 }), fc.nat(3), (segments, slashes) => {
-      const result = confineLexically(ROOT, `${'/'.repeat(slashes)}${segments.join('/')}`);
+      const result = confineLexically(ROOT, segments.join('/'.repeat(slashes + 1)));
       expect(result).toEqual({ ok: true, path: path.posix.join(ROOT, ...segments) });
+    }));
+  });
+
+  test('an absolute path is taken literally: accepted under the root, refused elsewhere with a reason', () => {
+    const names = fc.array(fc.stringMatching(/^[a-z]{1,5}$/), { maxLength: 5 });
+    fc.assert(fc.property(names, names, (inside, elsewhere) => {
+      expect(confineLexically(ROOT, `${ROOT}/${inside.join('/')}`)).toEqual({ ok: true, path: path.posix.join(ROOT, ...inside) });
+      const outside = `/${elsewhere.join('/')}`;
+      const result = confineLexically(ROOT, outside);
+      if (!isWithin(ROOT, path.posix.normalize(outside)) && outside !== '/') {
+        expect(result).toEqual({ ok: false, reason: expect.stringContaining('use a path relative to the workspace') });
+      }
+    }));
+  });
+
+  test('any text, decoded as a path parameter: refused, or the root or below it, normalized', () => {
+    const piece = fc.oneof(
+      fc.string({ maxLength: 6 }),
+      fc.constantFrom('..', '.', '', '/', '//', '\0', '%00', '%2F', '%2E%2E', '%252E%252E%252F', '%zz', ROOT, `${ROOT}/..`, '/work', '/etc'),
+    );
+    fc.assert(fc.property(fc.array(piece, { maxLength: 8 }), fc.boolean(), (pieces, slash) => {
+      const requested = decodePathParam(pieces.join(slash ? '/' : ''));
+      const result = confineLexically(ROOT, requested);
+      if (requested.includes('\0')) expect(result.ok).toBe(false);
+      if (!result.ok) return expect(result.reason.length).toBeGreaterThan(0);
+      expect(isWithin(ROOT, result.path)).toBe(true);
+      expect(result.path).toBe(path.posix.normalize(result.path).replace(/(.)\/$/, '$1'));
     }));
   });
 
   test.each([
     ['', ROOT],
     ['/', ROOT],
+    // Upstream's Python SDK sends files.list("/") as "%2F": a bare "/" keeps naming the root.
+    ['///', ROOT],
     ['a/../b', `${ROOT}/b`],
-    ['/etc/passwd', `${ROOT}/etc/passwd`],
     ['a/b/', `${ROOT}/a/b`],
+    [`${ROOT}/a.txt`, `${ROOT}/a.txt`],
+    [`${ROOT}/`, ROOT],
+    [`${ROOT}/x/../y`, `${ROOT}/y`],
   ])('%j resolves to %s', (requested, expected) => {
     expect(confineLexically(ROOT, requested)).toEqual({ ok: true, path: expected });
   });
 
-  test.each(['..', '../x', 'a/../../x', '/../etc/passwd', 'a\0b'])('%j is refused with a reason', (requested) => {
+  test.each(['..', '../x', 'a/../../x', '/../etc/passwd', 'a\0b', '/etc/passwd', '//etc/passwd', '/work/spaces/x', `${ROOT}/../x`])('%j is refused with a reason', (requested) => {
     const result = confineLexically(ROOT, requested);
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.reason.length).toBeGreaterThan(0);
+    expect(!result.ok && result.reason).toMatch(/use a path relative to the workspace|NUL/);
   });
 
   test('"/workspace" is not inside "/work/space" by prefix accident', () => {
@@ -79,6 +111,8 @@ describe('confine (symlinks)', () => {
     symlinkSync(path.join(base, 'outside'), path.join(root, 'out'));
     symlinkSync('inside', path.join(root, 'in'));
     symlinkSync('/nonexistent-target-dir', path.join(root, 'dangling'));
+    symlinkSync('..', path.join(root, 'up'));
+    symlinkSync('.', path.join(root, 'self'));
   });
   afterAll(() => rmSync(base, { recursive: true, force: true }));
 
@@ -101,6 +135,44 @@ describe('confine (symlinks)', () => {
   test('a dangling link is not followed out of the root', async () => {
     expect((await confine(root, 'dangling/x')).ok).toBe(true);
   });
+  /** What the tree above holds: the real directory a name leads to from the root, or where it escapes. */
+  function model(segments: readonly string[]): { ok: true; path: string } | { ok: false } | undefined {
+    const stack: string[] = [];
+    for (const s of segments) {
+      if (s === '..') {
+        if (stack.pop() === undefined) return undefined; // lexically above the root: not the symlink check's case
+      } else if (s !== '.' && s !== '') {
+        stack.push(s);
+      }
+    }
+    let real = root;
+    for (let i = 0; i < stack.length; i++) {
+      const name = stack[i];
+      if (real === root && (name === 'out' || name === 'up')) return { ok: false };
+      if (real === root && name === 'self') continue;
+      if (real === root && (name === 'in' || name === 'inside')) {
+        real = path.join(root, 'inside');
+        continue;
+      }
+      return { ok: true, path: path.join(real, ...stack.slice(i)) }; // missing from here on
+    }
+    return { ok: true, path: real };
+  }
+
+  test('symlinks: refused exactly when the real path leaves the root, else that real path', async () => {
+    const name = fc.constantFrom('in', 'out', 'up', 'self', 'inside', 'dangling', 'x', '..', '.', '');
+    await fc.assert(fc.asyncProperty(fc.array(name, { maxLength: 6 }), fc.boolean(), async (segments, absolute) => {
+      const expected = model(segments);
+      fc.pre(expected !== undefined && (absolute || segments[0] !== ''));
+      const result = await confine(root, `${absolute ? `${root}/` : ''}${segments.join('/')}`);
+      if (!expected!.ok) {
+        expect(result).toEqual({ ok: false, reason: expect.stringMatching(/symbolic link/) });
+      } else {
+        expect(result).toEqual(expected);
+      }
+    }));
+  });
+
 });
 
 test('path parameters are decoded twice, as upstream does', () => {

@@ -4,6 +4,8 @@ test('defaults: upstream port 8888 on every address, no FilesystemService, root 
   const flags = parseRuntimeArgs([]);
   expect(flags).toMatchObject({ port: 8888, listenAddress: '0.0.0.0', allowRoot: false, maxOutputBytes: 4 * 1024 * 1024, help: false });
   expect(flags.filesPort).toBeUndefined();
+  expect(flags.grpcPort).toBeUndefined();
+  expect(flags.streamChunkSize).toBe(4096);
   expect(flags.tokenFile).toBeUndefined();
 });
 
@@ -11,6 +13,7 @@ test('flags as "--name value" and "--name=value"', () => {
   expect(parseRuntimeArgs([
     '--port', '9000', '--listen-address=127.0.0.1', '--workspace', '/w', '--token-file=/t', '--allow-root',
     '--exec-timeout', '2.5', '--max-output-bytes=100', '--grace-period', '3', '--files-port', '8080',
+    '--grpc-port=9090', '--stream-chunk-size', '1024',
   ])).toEqual({
     port: 9000,
     listenAddress: '127.0.0.1',
@@ -21,9 +24,12 @@ test('flags as "--name value" and "--name=value"', () => {
     maxOutputBytes: 100,
     gracePeriodSeconds: 3,
     filesPort: 8080,
+    grpcPort: 9090,
+    streamChunkSize: 1024,
     help: false,
   });
   expect(parseRuntimeArgs(['--files-port=off']).filesPort).toBeUndefined();
+  expect(parseRuntimeArgs(['--grpc-port=0']).grpcPort).toBeUndefined();
   expect(parseRuntimeArgs(['-h']).help).toBe(true);
 });
 
@@ -31,6 +37,8 @@ test.each([
   [['--port', '70000']],
   [['--port', '']],
   [['--exec-timeout', '0']],
+  [['--grpc-port', 'x']],
+  [['--stream-chunk-size', '0']],
   [['--nope', 'x']],
   [['--workspace']],
   [['positional']],

@@ -237,11 +237,33 @@ describe('the legacy runtime API', () => {
       expect(existsSync(path.join(outside, 'secret.txt'))).toBe(true);
     });
 
-    test('an absolute path names a file under the root, never the host file', async () => {
+    test('an absolute path outside the root is 403 with a reason to use a relative path; the host file is never served', async () => {
       writeFileSync(path.join(outside, 'abs.txt'), 'host');
-      const reply = await request(port, 'GET', `/download/${encodeURIComponent(path.join(outside, 'abs.txt'))}`);
-      expect(reply.status).toBe(404);
-      expect(json(await request(port, 'GET', `/exists/${encodeURIComponent(path.join(outside, 'abs.txt'))}`)).exists).toBe(false);
+      for (const [method, urlPath] of [
+        ['GET', `/download/${encodeURIComponent(path.join(outside, 'abs.txt'))}`],
+        ['GET', `/exists/${encodeURIComponent(path.join(outside, 'abs.txt'))}`],
+        ['GET', '/list/%2Fetc'],
+        ['DELETE', `/delete/${encodeURIComponent(path.join(outside, 'abs.txt'))}`],
+      ]) {
+        const reply = await request(port, method, urlPath);
+        expect(reply.status).toBe(403);
+        expect(json(reply).reason).toMatch(/absolute path outside the workspace.*use a path relative to the workspace/);
+      }
+      expect((await exec(port, { command: 'pwd', cwd: '/tmp' })).status).toBe(403);
+      expect((await upload(port, path.join(outside, 'abs.txt'), Buffer.from('evil'))).status).toBe(403);
+      expect(readFileSync(path.join(outside, 'abs.txt'), 'utf8')).toBe('host');
+    });
+
+    test('an absolute path inside the root is taken literally, and "/" alone is the root (the SDK sends files.list("/") as %2F)', async () => {
+      writeFileSync(path.join(workspace, 'literal.txt'), 'inside');
+      const reply = await request(port, 'GET', `/download/${encodeURIComponent(path.join(workspace, 'literal.txt'))}`);
+      expect(reply.body.toString('utf8')).toBe('inside');
+      expect(json(await request(port, 'GET', `/exists/${encodeURIComponent(path.join(workspace, 'literal.txt'))}`)).exists).toBe(true);
+      const names = json(await request(port, 'GET', '/list/%2F')).map((e: { name: string }) => e.name);
+      expect(names).toContain('literal.txt');
+      expect(json(await exec(port, { command: 'pwd', cwd: workspace })).stdout.trim()).toBe(workspace);
+      expect((await request(port, 'DELETE', `/delete/${encodeURIComponent(path.join(workspace, 'literal.txt'))}`)).status).toBe(200);
+      expect(existsSync(path.join(workspace, 'literal.txt'))).toBe(false);
     });
 
     test('uploads cannot escape by "..", nor through a symlink', async () => {

@@ -22,8 +22,8 @@ export const ECHO_PORT = 9000;
 export const MAX_OUTPUT_BYTES = 65_536;
 const ECHO_SERVER = path.join(__dirname, 'fixtures', 'echo-server.cjs');
 
-/** A template whose Pod the pod runner runs: the runtime and the echo fixture. */
-export function runtimeTemplate(name: string): any {
+/** A template whose Pod the pod runner runs: the runtime (with `runtimeArgs` added to its flags) and the echo fixture. */
+export function runtimeTemplate(name: string, runtimeArgs: readonly string[] = []): any {
   const tpl = templateManifest(name);
   tpl.spec.podTemplate = {
     metadata: { labels: { [RUN_LABEL]: 'true', app: 'agent' } },
@@ -33,7 +33,7 @@ export function runtimeTemplate(name: string): any {
         {
           name: 'runtime',
           image: 'example.invalid/agent-sandbox-operator:0',
-          command: ['agent-sandbox-operator', 'runtime', `--port=${RUNTIME_PORT}`, `--max-output-bytes=${MAX_OUTPUT_BYTES}`],
+          command: ['agent-sandbox-operator', 'runtime', `--port=${RUNTIME_PORT}`, `--max-output-bytes=${MAX_OUTPUT_BYTES}`, ...runtimeArgs],
           ports: [{ containerPort: RUNTIME_PORT }],
         },
         {
@@ -51,11 +51,12 @@ export function runtimeTemplate(name: string): any {
 
 export class DataPlane {
   /**
-   * A namespace with the operator running, a runtime template, a warm pool of `poolSize` and
-   * `claims` claims (default: as many), all Ready. `sandboxes` are the claimed Sandboxes' names, in
+   * A namespace with the operator running, a runtime template, a warm pool of `poolSize` and that
+   * many claims (or `options.claims`), all Ready. `sandboxes` are the claimed Sandboxes' names, in
    * claim order.
    */
-  public static async start(prefix: string, poolSize: number, claims = poolSize): Promise<DataPlane> {
+  public static async start(prefix: string, poolSize: number,
+    options: { claims?: number; runtimeArgs?: readonly string[] } = {}): Promise<DataPlane> {
     await ensureOperatorBundle();
     const kube = Kube.fromEnv();
     const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
@@ -64,10 +65,10 @@ export class DataPlane {
     const op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true'] });
     const dp = new DataPlane(kube, api, ns, rbac, op);
     const ext = dp.ext;
-    await ext.create('sandboxtemplates', runtimeTemplate('runtime'));
+    await ext.create('sandboxtemplates', runtimeTemplate('runtime', options.runtimeArgs));
     await ext.create('sandboxwarmpools', poolManifest('pool', 'runtime', poolSize));
     await ext.waitPoolReady('pool', poolSize);
-    for (let i = 0; i < claims; i++) {
+    for (let i = 0; i < (options.claims ?? poolSize); i++) {
       await ext.create('sandboxclaims', claimManifest(`claim-${i}`, 'pool'));
       const claim = await ext.waitClaim(`claim-${i}`, (c) => claimReady(c) && c.status?.sandbox?.name, 'Ready with a sandbox');
       dp.sandboxes.push(claim.status.sandbox.name);

@@ -1,7 +1,8 @@
 /**
  * The router's security with the real API server: the bundle's `router` command as a local process
- * with --auth=kubernetes, running as the install bundle's router ServiceAccount and RBAC, and
- * callers holding real ServiceAccount tokens (TokenRequest API). No token → 401, a token whose
+ * with the flags of the bundle's router Deployment (--auth=kubernetes by default), running as the
+ * install bundle's router ServiceAccount and RBAC, and callers holding real ServiceAccount tokens
+ * (TokenRequest API). No token → 401, a token whose
  * ServiceAccount may not `get` the sandbox → 403, an authorized one → 200 — and the echo fixture in
  * the sandbox proves that Authorization, Cookie and X-Sandbox-* never reach it.
  */
@@ -21,7 +22,8 @@ beforeAll(async () => {
   dp = await DataPlane.start('dp-auth', 1);
   sandbox = dp.sandboxes[0];
   rbac = await RouterRbac.apply(dp.kube, dp.api, dp.ns);
-  router = await OperatorProcess.startRouter({ kubeconfig: rbac.kubeconfig, args: ['--auth=kubernetes', '--allowed-pod-cidrs=127.64.0.0/12'] });
+  // As the bundle's Deployment runs it (default --auth=kubernetes), plus the local pod CIDR.
+  router = await OperatorProcess.startRouter({ kubeconfig: rbac.kubeconfig, args: [...rbac.args, '--allowed-pod-cidrs=127.64.0.0/12'] });
   port = await router.port('proxy');
   const base = `/api/v1/namespaces/${dp.ns}`;
   const rbacBase = `/apis/rbac.authorization.k8s.io/v1/namespaces/${dp.ns}`;

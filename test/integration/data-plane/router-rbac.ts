@@ -3,7 +3,8 @@
  * the install bundle ships for the router (AgentSandboxSystem with `router`, synthesized here),
  * applied to the test cluster with the ClusterRole names suffixed by the namespace, and a
  * kubeconfig with a real token of that ServiceAccount. A router started with it can do exactly
- * what the bundle grants it (watch Sandboxes and Pods, TokenReview, SubjectAccessReview).
+ * what the bundle grants it (watch Sandboxes and Pods, TokenReview, SubjectAccessReview); started
+ * with `args` too, it runs as the bundle's router Deployment runs it.
  */
 import { Testing } from 'cdk8s';
 import { AgentSandboxSystem } from '../../../src/install';
@@ -33,7 +34,9 @@ export class RouterRbac {
     ];
     await kube.applyServerSide(applied, FIELD_MANAGER);
     const kubeconfig = await serviceAccountKubeconfig(kube, api, namespace, sa, `router-rbac-${namespace}`);
-    return new RouterRbac(kube, sa, suffixed, role.rules, kubeconfig);
+    const [command, ...args] = deployment.spec.template.spec.containers[0].args as string[];
+    if (command !== 'router') throw new Error(`the router Deployment runs "${command}", not "router"`);
+    return new RouterRbac(kube, sa, suffixed, role.rules, kubeconfig, args);
   }
 
   private constructor(
@@ -43,6 +46,8 @@ export class RouterRbac {
     public readonly clusterRole: string,
     public readonly rules: any[],
     public readonly kubeconfig: string,
+    /** The router Deployment's flags, as synthesized (after the `router` command). */
+    public readonly args: readonly string[],
   ) {}
 
   /** Deletes the cluster-scoped objects; the ServiceAccount goes with the namespace. */

@@ -2,23 +2,27 @@
  * The real path end to end: client → router (the bundle's `router` command as a local process,
  * --auth=none) → the claimed Sandbox's Pod IP → the operator's runtime that the pod runner started
  * from a SandboxTemplate. Upstream's legacy runtime API (execute, files), our additions (shell
- * mode, timeouts, output caps, delete), confinement, a WebSocket through --path-routing-prefix that
- * outlives --proxy-timeout, and suspend/resume seen through the router.
+ * mode, timeouts, output caps, delete), confinement, sandboxd's gRPC ProcessService through the
+ * router over h2c (which upstream's HTTP/1.1 router cannot carry), a WebSocket through
+ * --path-routing-prefix that outlives --proxy-timeout, and suspend/resume seen through the router.
  */
+import * as grpc from '@grpc/grpc-js';
 import { DataPlane, ECHO_PORT, MAX_OUTPUT_BYTES, multipartFile, send } from './data-plane';
 import { WebSocketClient } from './ws-client';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { sleep } from '../../../tools/control-plane/processes';
+import { PROCESS_SERVICE_DEFINITION, type ExecuteRequest, type ExecuteResponse, type StartRequest, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
 import { OperatorProcess } from '../operator/operator-process';
 
 const PROXY_TIMEOUT_SECONDS = 2;
+const GRPC_PORT = 9090;
 let dp: DataPlane;
 let router: OperatorProcess;
 let port: number;
 let sandbox: string;
 
 beforeAll(async () => {
-  dp = await DataPlane.start('dp-runtime', 1);
+  dp = await DataPlane.start('dp-runtime', 1, { runtimeArgs: [`--grpc-port=${GRPC_PORT}`] });
   sandbox = dp.sandboxes[0];
   router = await OperatorProcess.startRouter({
     kubeconfig: dp.kube.kubeconfig,
@@ -96,6 +100,52 @@ describe('files through the router', () => {
     expect(await execute({ command: 'ln -s / outside' })).toMatchObject({ exit_code: 0 });
     expect(await send(port, '/list/outside', { headers: headers() })).toMatchObject(denied);
     expect(await send(port, '/download/outside%2Fetc%2Fhostname', { headers: headers() })).toMatchObject(denied);
+  });
+});
+
+describe('sandboxd gRPC ProcessService through the router (h2c)', () => {
+  const ProcessClient = grpc.makeGenericClientConstructor(PROCESS_SERVICE_DEFINITION, 'ProcessService');
+  let client: InstanceType<typeof ProcessClient>;
+  const metadata = (id = sandbox) => {
+    const md = new grpc.Metadata();
+    md.set('x-sandbox-id', id);
+    md.set('x-sandbox-namespace', dp.ns);
+    md.set('x-sandbox-port', String(GRPC_PORT));
+    return md;
+  };
+  const sh = (script: string): ExecuteRequest & StartRequest => ({ config: { command: ['/bin/sh', '-c', script], envVars: {} } });
+  const executeGrpc = (req: ExecuteRequest, md = metadata()) => new Promise<ExecuteResponse>((resolve, reject) => {
+    (client as any).Execute(req, md, (err: grpc.ServiceError | null, res: ExecuteResponse) => (err ? reject(err) : resolve(res)));
+  });
+
+  beforeAll(() => {
+    client = new ProcessClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+  });
+  afterAll(() => client?.close());
+
+  test('Execute: exit code and output of a command in the claimed sandbox', async () => {
+    const res = await executeGrpc(sh('printf out; printf err >&2; exit 3'));
+    expect({ exitCode: res.exitCode, stdout: res.stdout.toString(), stderr: res.stderr.toString() }).toEqual({ exitCode: 3, stdout: 'out', stderr: 'err' });
+  });
+
+  test('Start: a stream of init, output in order, then exit', async () => {
+    const events: StartResponse[] = [];
+    const status = await new Promise<grpc.StatusObject>((resolve) => {
+      const call = (client as any).Start(sh('for i in 1 2 3; do echo line $i; sleep 0.2; done'), metadata());
+      call.on('data', (e: StartResponse) => events.push(e));
+      call.on('error', () => undefined);
+      call.on('status', resolve);
+    });
+    expect(status.code).toBe(grpc.status.OK);
+    const kinds = events.map((e) => Object.keys(e.event ?? {})[0]);
+    expect(kinds[0]).toBe('init');
+    expect(kinds[kinds.length - 1]).toBe('exit');
+    const stdout = Buffer.concat(events.flatMap((e) => (e.event && 'stdout' in e.event ? [e.event.stdout] : []))).toString();
+    expect(stdout).toBe('line 1\nline 2\nline 3\n');
+  });
+
+  test('the router\'s refusals arrive as gRPC statuses: an unknown sandbox is NOT_FOUND', async () => {
+    await expect(executeGrpc(sh('true'), metadata('no-such-sandbox'))).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
   });
 });
 

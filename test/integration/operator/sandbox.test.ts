@@ -166,6 +166,14 @@ test('label spoofing fails: reserved keys never reach the Pod, and a tampered ha
   expect(attackerPod.metadata.annotations).toEqual({
     'note': 'kept', 'agents.x-k8s.io/propagated-labels': 'app', 'agents.x-k8s.io/propagated-annotations': 'note',
   });
+  // The owner is told which keys were dropped, once.
+  const dropped = await waitFor(async () => {
+    const events = (await api.call('GET', `/apis/events.k8s.io/v1/namespaces/${ns}/events`)).items;
+    return events.find((e: any) => e.regarding?.name === 'attacker' && e.reason === 'ReservedMetadataDropped');
+  }, 30_000, 'a ReservedMetadataDropped event for the attacker');
+  expect(dropped.type).toBe('Warning');
+  expect(dropped.note).toContain(`label ${HASH_LABEL}`);
+  expect(dropped.note).toContain('annotation agents.x-k8s.io/pod-name');
 
   // The victim's Service selects the victim's Pod only. (EndpointSlices cannot show it here: the
   // API server refuses loopback endpoint addresses, and KWOK's pod IPs are loopback on purpose.)

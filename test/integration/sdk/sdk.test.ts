@@ -31,7 +31,7 @@ let strangerToken: string;
 beforeAll(async () => {
   // The agent imports the built package, as an application would.
   execFileSync('npx', ['tsc', '-p', 'sdk/tsconfig.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-  dp = await DataPlane.start('sdk', 3, 0);
+  dp = await DataPlane.start('sdk', 3, { claims: 0 });
   await dp.ext.create('sandboxwarmpools', poolManifest('cold-pool', 'runtime', 0));
   await dp.kube.applyServerSide(agentRbac(dp.ns), 'sdk-test', dp.ns);
   agentKubeconfig = await serviceAccountKubeconfig(dp.kube, dp.api, dp.ns, 'agent', `sdk-agent-${dp.ns}`);

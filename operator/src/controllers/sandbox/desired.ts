@@ -82,6 +82,15 @@ export function userPodMetadata(sandbox: Sandbox): { labels: Labels; annotations
   };
 }
 
+/** The podTemplate's label and annotation keys that userPodMetadata drops, `label <key>` / `annotation <key>`, sorted. */
+export function droppedReservedKeys(sandbox: Sandbox): string[] {
+  const meta = sandbox.spec.podTemplate.metadata;
+  return [
+    ...Object.keys(meta?.labels ?? {}).filter(isReservedLabelKey).map((k) => `label ${k}`),
+    ...Object.keys(meta?.annotations ?? {}).filter(isReservedAnnotationKey).map((k) => `annotation ${k}`),
+  ].sort();
+}
+
 /**
  * The labels the Pod must carry. The hash goes in after the user's labels (which are already
  * filtered), so even a filter bug could not let a tenant claim another Sandbox's hash.

@@ -5,7 +5,7 @@
  * and paces progress statuses, so a restarted operator converges from the API objects alone.
  */
 import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
-import { FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
+import { droppedReservedKeys, FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
@@ -46,6 +46,9 @@ const RESOURCE_OF: Record<ChildKind, (typeof RESOURCES)[keyof typeof RESOURCES]>
   pvc: RESOURCES.pvcs,
 };
 const KIND_NAME: Record<ChildKind, string> = { pod: 'Pod', service: 'Service', pvc: 'PersistentVolumeClaim' };
+
+/** Event reason: podTemplate metadata keys reserved for the controllers were dropped from the Pod. */
+export const RESERVED_METADATA_DROPPED = 'ReservedMetadataDropped';
 
 /** How executing a plan ended. */
 type Outcome =
@@ -233,6 +236,7 @@ export class SandboxReconciler implements Reconciler {
           const object = await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
           this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { result: object }, this.now());
           created.push({ kind: action.kind, object });
+          if (action.kind === 'pod') this.reportDroppedKeys(sandbox);
           break;
         }
         case 'patch':
@@ -255,6 +259,14 @@ export class SandboxReconciler implements Reconciler {
     } catch (error) {
       return this.classify(sandbox, action, error);
     }
+  }
+
+  /** Reserved keys in the podTemplate never reach the Pod; say so once, when the Pod is created. */
+  private reportDroppedKeys(sandbox: Sandbox): void {
+    const dropped = droppedReservedKeys(sandbox);
+    if (dropped.length === 0) return;
+    this.opts.client.event(sandbox, 'Warning', RESERVED_METADATA_DROPPED, 'CreatingPod',
+      `spec.podTemplate.metadata keys reserved for the agent-sandbox controllers were not copied to the Pod: ${dropped.join(', ')}; remove them from the Sandbox (or its template)`);
   }
 
   private async classify(sandbox: Sandbox, action: Action, error: unknown): Promise<Outcome> {

@@ -19,12 +19,14 @@ import { usesDefaultNetworkPolicy } from '../../model/secure-defaults';
 
 export interface NetworkPolicyOptions {
   /**
-   * Namespace of the sandbox router, which the default policy admits. The operator passes its own
-   * install namespace, so installing outside `agent-sandbox-system` does not silently cut the router
-   * off (upstream hard-codes the namespace; users saw 504s).
+   * Namespace of the sandbox router, which the default policy admits. The operator passes
+   * `--router-namespace`, else its own install namespace, so a router outside
+   * `agent-sandbox-system` is not silently cut off (upstream hard-codes the namespace; users saw 504s).
    * @default agent-sandbox-system
    */
   readonly routerNamespace?: string;
+  /** Labels of the router Pods (`--router-pod-labels`). @default { app: 'sandbox-router' } */
+  readonly routerPodLabels?: { readonly [key: string]: string };
 }
 
 /** Whether the template's NetworkPolicy is left to someone else. */
@@ -46,7 +48,7 @@ export function desiredNetworkPolicy(template: SandboxTemplate, options: Network
   const name = template.metadata.name;
   let spec: NetworkPolicySpecJson;
   if (usesDefaultNetworkPolicy(template)) {
-    spec = defaultSandboxNetworkPolicySpec(name, options.routerNamespace);
+    spec = defaultSandboxNetworkPolicySpec(name, options.routerNamespace, options.routerPodLabels);
   } else {
     const custom = template.spec.networkPolicy ?? {};
     spec = {

@@ -75,7 +75,7 @@ export class TemplateReconciler implements Reconciler {
 
       const cachedPolicy = this.opts.networkPolicies.get(namespace, policyName);
       const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, now), now);
-      const action = networkPolicyAction(template, existing, { routerNamespace: this.opts.routerNamespace });
+      const action = networkPolicyAction(template, existing, this.opts);
       if (action.type !== 'conflict') this.reportedConflicts.delete(key);
       switch (action.type) {
         case 'create': {

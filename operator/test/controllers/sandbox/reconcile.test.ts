@@ -136,6 +136,30 @@ describe('SandboxReconciler', () => {
     ]);
   });
 
+  test('reserved podTemplate keys: dropped from the Pod, and one Warning event naming them when the Pod is created', async () => {
+    const sb = sandbox();
+    sb.spec.podTemplate.metadata = {
+      labels: { app: 'mine', [SandboxLabels.SANDBOX_NAME_HASH]: 'forged' },
+      annotations: { note: 'kept', [SandboxAnnotations.POD_NAME]: 'other' },
+    };
+    const { client, reconciler } = setup(sb);
+    await reconciler.reconcile(KEY);
+    const podBody = client.calls.find((c) => c.verb === 'create')!.body as any;
+    expect(podBody.metadata.labels).toMatchObject({ app: 'mine', [SandboxLabels.SANDBOX_NAME_HASH]: expect.not.stringMatching('forged') });
+    expect(podBody.metadata.annotations).toMatchObject({ note: 'kept' });
+    expect(podBody.metadata.annotations[SandboxAnnotations.POD_NAME]).toBeUndefined();
+    expect(client.calls.filter((c) => c.verb === 'event').map((c) => c.body)).toEqual([{
+      type: 'Warning',
+      reason: 'ReservedMetadataDropped',
+      action: 'CreatingPod',
+      note: expect.stringContaining(`annotation ${SandboxAnnotations.POD_NAME}, label ${SandboxLabels.SANDBOX_NAME_HASH}`),
+    }]);
+    // The next pass (Pod exists) says nothing more.
+    const again = setup({ ...created, spec: sb.spec }, { pods: [pod()] });
+    await again.reconciler.reconcile(KEY);
+    expect(again.client.calls.filter((c) => c.verb === 'event')).toEqual([]);
+  });
+
   test('the shutdownTime timer comes back as requeueAfterMs', async () => {
     const { reconciler } = setup(sandbox({ spec: { shutdownTime: new Date(NOW + 5_000).toISOString() } }));
     await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 5_000 });

@@ -1,10 +1,13 @@
 import * as fc from 'fast-check';
 import { NS, ownerRef, template } from './fixtures';
+import { controllerFlag, parseControllerFlagValue } from '../../../../src/api/controller-flags';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { defaultSandboxNetworkPolicySpec, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
 import { networkPolicyAction, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
+import { routerLocation } from '../../../src/controllers/template/controller';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
+import { OperatorFlags } from '../../../src/runtime/flags';
 import { applyMergePatch, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
 
 const CUSTOM = {
@@ -29,6 +32,33 @@ describe('desiredNetworkPolicy', () => {
     const policy = desiredNetworkPolicy(template(), { routerNamespace: 'sandboxes-system' })!;
     expect(policy.spec).toEqual(defaultSandboxNetworkPolicySpec('python', 'sandboxes-system'));
     expect(JSON.stringify(policy.spec)).toContain('sandboxes-system');
+  });
+
+  test('router Pods elsewhere: one peer selecting the namespace by its metadata.name label and the configured Pod labels', () => {
+    const policy = desiredNetworkPolicy(template(), { routerNamespace: 'edge', routerPodLabels: { 'app.kubernetes.io/name': 'router', 'tier': 'edge' } })!;
+    expect(policy.spec.ingress).toEqual([{
+      from: [{
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'edge' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'router', 'tier': 'edge' } },
+      }],
+    }]);
+  });
+
+  test('where the router is: --router-namespace, else the operator\'s namespace, else agent-sandbox-system; --router-pod-labels, else app=sandbox-router', () => {
+    expect(routerLocation(new OperatorFlags({}), undefined)).toEqual({ routerNamespace: 'agent-sandbox-system', routerPodLabels: undefined });
+    expect(routerLocation(new OperatorFlags({}), 'ops')).toEqual({ routerNamespace: 'ops', routerPodLabels: undefined });
+    expect(routerLocation(new OperatorFlags({ 'router-namespace': 'edge', 'router-pod-labels': 'app=r,tier=edge' }), 'ops'))
+      .toEqual({ routerNamespace: 'edge', routerPodLabels: { app: 'r', tier: 'edge' } });
+    const spec = desiredNetworkPolicy(template(), routerLocation(new OperatorFlags({}), 'ops'))!.spec;
+    expect(spec).toEqual(defaultSandboxNetworkPolicySpec('python', 'ops', { app: 'sandbox-router' }));
+  });
+
+  test('--router-pod-labels: key=value pairs, refused with the field and the fix otherwise', () => {
+    expect(parseControllerFlagValue(controllerFlag('router-pod-labels')!, 'a=b,example.com/c=d')).toEqual({ value: 'a=b,example.com/c=d' });
+    expect(parseControllerFlagValue(controllerFlag('router-pod-labels')!, 'app')).toEqual({
+      error: '--router-pod-labels: "app" is not key=value; write labels as key=value,key2=value2, such as "app=sandbox-router"',
+    });
+    expect(parseControllerFlagValue(controllerFlag('router-namespace')!, 'Edge').error).toMatch(/^--router-namespace: "Edge" must consist of lowercase/);
   });
 
   test.each<[string, Partial<SandboxTemplate['spec']>, object]>([

@@ -1,0 +1,51 @@
+// The README's "How an agent uses a sandbox" walk-through on the local control plane: the
+// quickstart's Python template (the runtime injected into python:3.12-slim) with a label that asks
+// the local control plane's pod runner to run its Pods (there is no kubelet there; drop the label in
+// a real cluster), a warm pool of two, and the RBAC an agent's ServiceAccount needs: create, watch
+// and delete its claims, and `get` on Sandboxes, which the router checks (SubjectAccessReview)
+// before it forwards a request.
+import { ApiObject, App, Chart } from 'cdk8s';
+import { SandboxTemplate, SandboxWarmPool } from '../../src';
+
+/** Opts a Pod in to the local control plane's pod runner (tools/control-plane/pod-runner.ts). */
+const LOCAL_POD_RUNNER = { 'control-plane.local/run': 'true' };
+
+export function build(app: App): void {
+  const chart = new Chart(app, 'local-agent', { namespace: 'default', disableResourceNameHashes: true });
+
+  const template = new SandboxTemplate(chart, 'python', {
+    metadata: { name: 'python' },
+    podLabels: LOCAL_POD_RUNNER,
+    containers: [{
+      image: 'python:3.12-slim',
+      security: { runAsUser: 1000, runAsGroup: 1000 },
+      resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '1Gi' } },
+    }],
+    runtime: { filesPort: 8080, grpcPort: 9090 },
+  });
+  new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 2 });
+
+  new ApiObject(chart, 'agent', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent' } });
+  new ApiObject(chart, 'agent-role', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'sandbox-agent' },
+    rules: [
+      { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+      { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get'] },
+    ],
+  });
+  new ApiObject(chart, 'agent-binding', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'sandbox-agent' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sandbox-agent' },
+    subjects: [{ kind: 'ServiceAccount', name: 'agent', namespace: 'default' }],
+  });
+}
+
+if (require.main === module) {
+  const app = new App();
+  build(app);
+  app.synth();
+}

@@ -1,0 +1,65 @@
+import { FakeClock } from './fake-clock';
+import { ScriptedApiServer, json, status } from './scripted-api-server';
+import { watchHealth } from '../../src/commands/controller';
+import { InformerFactory } from '../../src/runtime/informer-factory';
+import { HttpKubeClient } from '../../src/runtime/kube-client';
+import { ResourceType } from '../../src/runtime/types';
+
+const CONFIGMAPS: ResourceType = { group: '', version: 'v1', resource: 'configmaps', namespaced: true };
+const SECRETS: ResourceType = { group: '', version: 'v1', resource: 'secrets', namespaced: true };
+
+let server: ScriptedApiServer;
+let factory: InformerFactory | undefined;
+
+beforeEach(async () => {
+  server = await new ScriptedApiServer().start();
+});
+
+afterEach(async () => {
+  factory?.stop();
+  factory = undefined;
+  await server.stop();
+});
+
+test('one informer getting through again wakes the others out of their backoff; readiness names the caches that are disconnected', async () => {
+  // Both lists fail once; then both work. With a 60 s backoff neither would retry within the test.
+  server.failLists = { count: 1, code: 500, reason: 'InternalError' };
+  let secretFailures = 1;
+  server.onOther = (req, res) => {
+    if (!/\/secrets$/.test(req.url.pathname)) return status(res, 404, 'NotFound', 'not scripted');
+    if (secretFailures-- > 0) return status(res, 500, 'InternalError', 'scripted secrets failure');
+    json(res, 200, { apiVersion: 'v1', kind: 'SecretList', metadata: { resourceVersion: '1' }, items: [] });
+  };
+  const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
+  factory = new InformerFactory(client, { informerDefaults: { backoffInitialMs: 60_000, backoffMaxMs: 60_000, random: () => 0.5 } });
+  const configmaps = factory.forResource(CONFIGMAPS);
+  const secrets = factory.forResource(SECRETS);
+  factory.start();
+  const deadline = Date.now() + 3000;
+  while (factory.disconnected(0).length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  expect(factory.hasSynced).toBe(false);
+  expect(factory.disconnected(0).map((d) => d.resource).sort()).toEqual(['configmaps', 'secrets']);
+  expect(server.lists).toHaveLength(2); // one failed list each, and no retry yet
+  expect(watchHealth(factory)).toBeUndefined(); // not yet 30 s
+  expect(factory.disconnected(60_000)).toEqual([]);
+
+  configmaps.wake();
+  await configmaps.synced;
+  await secrets.synced; // woken by the configmaps informer's recovery, not by its own 60 s backoff
+  expect(factory.disconnected(0)).toEqual([]);
+});
+
+test('readiness reports a cache whose lists have failed for 30 s, naming it and how long', async () => {
+  const clock = new FakeClock();
+  server.failLists = { count: 1000, code: 500, reason: 'InternalError' };
+  const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
+  factory = new InformerFactory(client, { clock });
+  factory.forResource(CONFIGMAPS);
+  factory.start();
+  const deadline = Date.now() + 3000;
+  while (factory.disconnected(0).length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+  clock.advance(29_000);
+  expect(watchHealth(factory)).toBeUndefined();
+  clock.advance(2_000);
+  expect(watchHealth(factory)).toBe('lists and watches failing: configmaps for 31s');
+});
