@@ -15,6 +15,7 @@ import { Connection, Connector } from './connection.js';
 import { Duration, durationMs, rfc3339Seconds } from './duration.js';
 import { SandboxConfigError } from './errors.js';
 import { KubeApi } from './kube.js';
+import { ProcessClient } from './process-client.js';
 import { RetryOptions } from './retry.js';
 import { RuntimeApi } from './runtime-api.js';
 import { Sandbox } from './sandbox.js';
@@ -42,6 +43,12 @@ export interface SandboxClientOptions {
   readonly token?: string | null | (() => Promise<string | undefined>);
   /** Retries of idempotent requests. @default 4 attempts, 100 ms doubling, at most 2 s apart */
   readonly retry?: RetryOptions;
+  /**
+   * Run commands over sandboxd's gRPC ProcessService on this port of the sandbox (the runtime's
+   * `--grpc-port`; sandboxd uses 9090): output streams to onStdout/onStderr as it is written.
+   * Unset: the legacy `/execute` (output when the command ends). Files always use the legacy API.
+   */
+  readonly grpcPort?: number;
   /** Time limit of one file request, up to the answer's headers. @default 60000 */
   readonly requestTimeoutMs?: number;
   /** Delete the claims this client makes when the process gets SIGINT or SIGTERM. @default true */
@@ -99,6 +106,9 @@ export class SandboxClient implements AsyncDisposable {
     this.kube = new KubeApi(loadKubeConfig(options));
     this.namespace = options.namespace ?? 'default';
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (options.grpcPort !== undefined && !(Number.isInteger(options.grpcPort) && options.grpcPort > 0 && options.grpcPort < 65536)) {
+      throw new SandboxConfigError('grpcPort', `must be a port number (sandboxd uses 9090), got ${options.grpcPort}`);
+    }
     if (!(this.requestTimeoutMs > 0)) throw new SandboxConfigError('requestTimeoutMs', `must be a positive number of milliseconds, got ${this.requestTimeoutMs}`);
     const token = options.token;
     this.token = token === null ? async () => undefined
@@ -157,7 +167,11 @@ export class SandboxClient implements AsyncDisposable {
     const namespace = claim.metadata.namespace ?? this.namespace;
     const address = { name: sandbox, namespace, podIPs: claim.status?.sandbox?.podIPs };
     const runtime = new RuntimeApi(() => this.connector.endpoint(address), sandbox, this.options.retry ?? {}, this.tracing);
-    return new Sandbox({ claim, sandbox, kube: this.kube, runtime, tracing: this.tracing, requestTimeoutMs: this.requestTimeoutMs, release });
+    const grpcPort = this.options.grpcPort;
+    const processes = grpcPort === undefined ? undefined : new ProcessClient(() => this.connector.endpoint(address, grpcPort), sandbox);
+    return new Sandbox({
+      claim, sandbox, kube: this.kube, runtime, processes, tracing: this.tracing, requestTimeoutMs: this.requestTimeoutMs, release,
+    });
   }
 }
 

@@ -85,20 +85,23 @@ export class Connector {
     return this.connection.mode;
   }
 
-  /** The Endpoint of `sandbox` (called before every request). */
-  public async endpoint(sandbox: SandboxAddress): Promise<Endpoint> {
+  /**
+   * The Endpoint of `sandbox` (called before every request): its runtime's legacy API, or with
+   * `port`, another port of the sandbox (sandboxd's gRPC port).
+   */
+  public async endpoint(sandbox: SandboxAddress, port?: number): Promise<Endpoint> {
     const c = this.connection;
     if (c.mode === 'pod') {
       const ip = pickIP(sandbox.podIPs ?? []);
       if (!ip) throw new SandboxConfigError('connection', `sandbox ${sandbox.namespace}/${sandbox.name} has no Pod IP yet; use a router mode, or wait until it is Ready`);
       const host = ip.includes(':') ? `[${ip}]` : ip;
-      return { baseUrl: `http://${host}:${c.port ?? RUNTIME_PORT}`, headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, viaRouter: false };
+      return { baseUrl: `http://${host}:${port ?? c.port ?? RUNTIME_PORT}`, headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, viaRouter: false };
     }
     const headers: Record<string, string> = {
       ...(c.mode === 'direct' ? c.headers : {}),
       [RouterHeader.ID]: sandbox.name,
       [RouterHeader.NAMESPACE]: sandbox.namespace,
-      [RouterHeader.PORT]: String(RUNTIME_PORT),
+      [RouterHeader.PORT]: String(port ?? RUNTIME_PORT),
     };
     const token = await this.token();
     if (token) headers.authorization = `Bearer ${token}`;

@@ -60,6 +60,14 @@ export class SandboxConnectionError extends SandboxError {
   }
 }
 
+/** A gRPC call to sandboxd's ProcessService failed: `code` is the gRPC status (16 unauthenticated, 7 permission denied, 5 not found, 14 unavailable, ...). */
+export class SandboxGrpcError extends SandboxError {
+  public override readonly name = 'SandboxGrpcError';
+  public constructor(public readonly code: number, public readonly details: string, sandbox?: string) {
+    super(`gRPC status ${code}${details ? `: ${details}` : ''}${sandbox ? ` (sandbox ${sandbox})` : ''}`, { sandbox });
+  }
+}
+
 /** The request took longer than its `timeoutMs`. */
 export class SandboxTimeoutError extends SandboxError {
   public override readonly name = 'SandboxTimeoutError';

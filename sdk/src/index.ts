@@ -13,6 +13,6 @@ export type { Duration } from './duration.js';
 export type { RetryOptions } from './retry.js';
 export type { TracerLike, SpanLike, PropagatorLike } from './tracing.js';
 export {
-  SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError,
+  SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError, SandboxGrpcError,
   SandboxApiError, SandboxClaimError, SandboxPoolNotFoundError, SandboxColdStartError, SandboxClaimTimeoutError, SandboxClaimFailedError,
 } from './errors.js';

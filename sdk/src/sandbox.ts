@@ -11,6 +11,7 @@ import { Duration, durationMs, rfc3339Seconds } from './duration.js';
 import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError } from './errors.js';
 import { RuntimeFiles, SandboxFiles } from './files.js';
 import { KubeApi } from './kube.js';
+import { ProcessClient } from './process-client.js';
 import { RuntimeApi } from './runtime-api.js';
 import { Tracing } from './tracing.js';
 import { follow } from './watch-object.js';
@@ -80,6 +81,8 @@ export interface SandboxInit {
   readonly sandbox: string;
   readonly kube: KubeApi;
   readonly runtime: RuntimeApi;
+  /** sandboxd's ProcessService, when the client has a grpcPort: `run` streams over it. */
+  readonly processes?: ProcessClient;
   readonly tracing: Tracing;
   readonly requestTimeoutMs: number;
   /** Called once when the handle is let go (drops the claim from the signal cleanup). */
@@ -125,6 +128,7 @@ export class Sandbox implements SandboxHandle {
     for (const key of Object.keys(options.env ?? {})) {
       if (key === '' || key.includes('=') || key.includes('\0')) throw new SandboxConfigError(`env.${key}`, 'variable names must be non-empty and contain no "=" or NUL');
     }
+    if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, options);
     let full = command;
     let stdinFile: string | undefined;
     if (options.stdin !== undefined) {
@@ -150,6 +154,22 @@ export class Sandbox implements SandboxHandle {
     if (out.stdout !== '') options.onStdout?.(out.stdout);
     if (out.stderr !== '') options.onStderr?.(out.stderr);
     return out;
+  }
+
+  /** `run` over sandboxd's gRPC ProcessService: output streams as it is written. */
+  private runStreaming(command: string, shell: boolean, timeoutMs: number, options: RunOptions): Promise<RunResult> {
+    if (!shell) throw new SandboxConfigError('shell', 'argv mode (shell: false) is for the legacy API; with grpcPort set, commands run with /bin/sh -c');
+    return this.init.tracing.span('sandbox.start', { 'sandbox.name': this.name }, () => this.init.processes!.run({
+      command: ['/bin/sh', '-c', command],
+      env: options.env,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    }, {
+      stdin: typeof options.stdin === 'string' ? Buffer.from(options.stdin) : options.stdin,
+      timeoutMs,
+      signal: options.signal,
+      onStdout: options.onStdout,
+      onStderr: options.onStderr,
+    }));
   }
 
   public async extendTtl(ttl: Duration): Promise<Date> {

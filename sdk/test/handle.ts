@@ -5,6 +5,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { RuntimeProcess, startRuntime } from './runtime-process';
 import { KubeApi } from '../src/kube';
+import { ProcessClient } from '../src/process-client';
 import { RetryOptions } from '../src/retry';
 import { Endpoint, RuntimeApi } from '../src/runtime-api';
 import { Sandbox } from '../src/sandbox';
@@ -15,6 +16,8 @@ export interface HandleOptions {
   readonly viaRouter?: boolean;
   readonly retry?: RetryOptions;
   readonly tracer?: TracerLike;
+  /** Run commands over sandboxd's gRPC ProcessService at this URL. */
+  readonly grpcUrl?: string;
 }
 
 export function handleFor(url: string, options: HandleOptions = {}): Sandbox {
@@ -26,6 +29,7 @@ export function handleFor(url: string, options: HandleOptions = {}): Sandbox {
     sandbox: 'sb-test',
     kube: new KubeApi(new KubeConfig()),
     runtime,
+    processes: options.grpcUrl === undefined ? undefined : new ProcessClient(async () => ({ ...endpoint, baseUrl: options.grpcUrl! }), 'sb-test'),
     tracing,
     requestTimeoutMs: 10_000,
     release: () => undefined,
@@ -33,11 +37,11 @@ export function handleFor(url: string, options: HandleOptions = {}): Sandbox {
 }
 
 /** Starts a real runtime before the file's tests and stops it after; the getter gives it and a handle to it. */
-export function runtimeFixture(extraArgs: readonly string[] = []): () => { runtime: RuntimeProcess; sandbox: Sandbox } {
+export function runtimeFixture(extraArgs: readonly string[] | (() => Promise<string[]>) = []): () => { runtime: RuntimeProcess; sandbox: Sandbox } {
   let runtime: RuntimeProcess | undefined;
   let sandbox: Sandbox | undefined;
   beforeAll(async () => {
-    runtime = await startRuntime(extraArgs);
+    runtime = await startRuntime(typeof extraArgs === 'function' ? await extraArgs() : extraArgs);
     sandbox = handleFor(runtime.url);
   });
   afterAll(async () => {

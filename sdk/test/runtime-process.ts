@@ -5,6 +5,7 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -13,8 +14,19 @@ const BUNDLE = path.resolve(process.cwd(), 'operator', 'dist', 'agent-sandbox-op
 
 export interface RuntimeProcess {
   readonly url: string;
+  /** sandboxd's gRPC ProcessService, when started with --grpc-port. */
+  readonly grpcUrl?: string;
   readonly workspace: string;
   stop(): Promise<void>;
+}
+
+/** A port on 127.0.0.1 free a moment ago (the runtime reads --grpc-port 0 as "off"). */
+export async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as net.AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 export async function startRuntime(extraArgs: readonly string[] = []): Promise<RuntimeProcess> {
@@ -24,19 +36,20 @@ export async function startRuntime(extraArgs: readonly string[] = []): Promise<R
   // The tests run as root on CI machines; the runtime refuses that unless told.
   if (process.getuid?.() === 0) args.push('--allow-root');
   const child: ChildProcess = spawn(process.execPath, args, { stdio: ['ignore', 'ignore', 'pipe'] });
-  const port = await new Promise<number>((resolve, reject) => {
+  const { port, grpcPort } = await new Promise<{ port: number; grpcPort?: number }>((resolve, reject) => {
     const lines: string[] = [];
     createInterface({ input: child.stderr! }).on('line', (line) => {
       lines.push(line);
       try {
         const entry = JSON.parse(line);
-        if (entry.msg === 'runtime listening') resolve(entry.port);
+        if (entry.msg === 'runtime listening') resolve({ port: entry.port, grpcPort: entry.grpcPort });
       } catch { /* not JSON */ }
     });
     child.once('exit', (code) => reject(new Error(`the runtime exited (${code}) before listening:\n${lines.join('\n')}`)));
   });
   return {
     url: `http://127.0.0.1:${port}`,
+    grpcUrl: grpcPort === undefined ? undefined : `http://127.0.0.1:${grpcPort}`,
     workspace,
     stop: async () => {
       if (child.exitCode === null) {

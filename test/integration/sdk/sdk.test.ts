@@ -3,7 +3,7 @@
  * using the built sdk/dist) claim from a warm pool whose Pods the pod runner runs as local
  * runtime processes, and reach them through the router process (--auth=kubernetes, real
  * TokenReview/SubjectAccessReview of ServiceAccount tokens) or straight at the Pod's loopback IP.
- * Covered: claim → run → files → close; stdout/stderr order; a command timeout; typed errors for a
+ * Covered: claim → run → files → close; stdout/stderr order (legacy and streamed over gRPC through h2c); a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
  * expiring by its ttl; concurrent extendTtl calls; suspend and resume; two clients never sharing a sandbox.
  * Port-forward mode only up to finding the router Service (the local control plane has no kubelet to
@@ -31,7 +31,7 @@ let strangerToken: string;
 beforeAll(async () => {
   // The agent imports the built package, as an application would.
   execFileSync('npx', ['tsc', '-p', 'sdk/tsconfig.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
-  dp = await DataPlane.start('sdk', 3, { claims: 0 });
+  dp = await DataPlane.start('sdk', 3, { claims: 0, runtimeArgs: ['--grpc-port=9090'] });
   await dp.ext.create('sandboxwarmpools', poolManifest('cold-pool', 'runtime', 0));
   await dp.kube.applyServerSide(agentRbac(dp.ns), 'sdk-test', dp.ns);
   agentKubeconfig = await serviceAccountKubeconfig(dp.kube, dp.api, dp.ns, 'agent', `sdk-agent-${dp.ns}`);
@@ -136,6 +136,15 @@ test('claim → run → files → streams → timeout → close, through the rou
   expect(step(lines, 'timeout').result).toEqual({ stdout: 'started\n', stderr: expect.any(String), exitCode: 124, timedOut: true });
   expect(step(lines, 'closed')).toBeDefined();
   await claimGone(claimed.claim);
+});
+
+test('with grpcPort, run streams over sandboxd\'s gRPC ProcessService through the router (h2c): output in order, stdin, the time limit', async () => {
+  const lines = await runAgent({ scenario: 'grpcStream' });
+  expect(lines.find((l) => l.error)).toBeUndefined();
+  const { events, result } = step(lines, 'streamed');
+  expect(events).toEqual(['out:out1\n', 'err:err1\n', 'out:out2\n', 'err:err2\n', 'out:out3\n', 'err:err3\n', 'out:from stdin\n']);
+  expect(result).toEqual({ stdout: 'out1\nout2\nout3\nfrom stdin\n', stderr: 'err1\nerr2\nerr3\n', exitCode: 0, timedOut: false });
+  expect(step(lines, 'timeout').result).toEqual({ stdout: 'started\n', stderr: '', exitCode: 124, timedOut: true });
 });
 
 test('pod connection: connect() to an existing claim and run straight at its Pod\'s loopback IP, no router', async () => {
