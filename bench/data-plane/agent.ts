@@ -8,11 +8,12 @@
  * from the claim to that result: through the TypeScript SDK, and as the same steps in bare HTTP calls
  * (the floor), sequentially (one agent, `--replicas` claims) and with `--concurrency` agents at once,
  * alternating which way goes first, each batch from a full pool (bench/data-plane/agent-driver/driver.ts).
- * Reported: p50/p99 per way and the SDK's overhead over the floor (the goal: ≤ 5 ms at p50).
- * Upstream's Python SDK is not measured here yet.
+ * With upstream's Python SDK 1.0.8 as a third way (its venv from hack/python-sdk-venv.sh; `--no-python`
+ * leaves it out). Reported: p50/p99 per way, the SDK's overhead over the floor (the goal: ≤ 5 ms at
+ * p50) and whether it is ahead of the Python SDK at p50 and p99.
  *
  * Results: bench/results/agent-<id>.json and .md. Flags: --repeats 3  --replicas 10
- * --concurrency 1,10  --out bench/results  --smoke (1 repeat, 3 replicas, concurrency 1,3)
+ * --concurrency 1,10  --no-python  --out bench/results  --smoke (1 repeat, 3 replicas, concurrency 1,3, no python)
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
@@ -35,6 +36,7 @@ export interface AgentBenchOptions {
   concurrency: number[];
   out: string;
   smoke: boolean;
+  python: boolean;
 }
 
 export function parseAgentBenchArgs(argv: string[]): AgentBenchOptions {
@@ -46,6 +48,7 @@ export function parseAgentBenchArgs(argv: string[]): AgentBenchOptions {
     concurrency: (get('concurrency') ?? (smoke ? '1,3' : '1,10')).split(',').map(Number),
     out: path.resolve(get('out') ?? path.join(ROOT, smoke ? 'test-results/bench-smoke' : 'bench/results')),
     smoke,
+    python: !smoke && !argv.includes('--no-python'),
   };
   for (const [name, value] of [['repeats', o.repeats], ['replicas', o.replicas], ...o.concurrency.map((c) => ['concurrency', c] as const)] as const) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a positive integer, got ${value}`);
@@ -58,10 +61,10 @@ export interface AgentBenchReport {
   id: string;
   options: AgentBenchOptions;
   environment: object;
-  cases: Array<{ way: 'sdk' | 'floor'; concurrency: number; latencyMs: Stats }>;
+  cases: Array<{ way: 'sdk' | 'floor' | 'python'; concurrency: number; latencyMs: Stats }>;
   /** claim → Ready alone (all batches), by way. */
   claimReadyMs: { sdk: Stats; floor: Stats };
-  summary: Array<{ concurrency: number; overheadP50Ms: number; overheadP99Ms: number; goalP50: boolean }>;
+  summary: Array<{ concurrency: number; overheadP50Ms: number; overheadP99Ms: number; goalP50: boolean; aheadOfPython?: { p50: boolean; p99: boolean } }>;
   totalSeconds: number;
 }
 
@@ -70,20 +73,27 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
   const id = `agent-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
   fs.mkdirSync(path.dirname(DRIVER_BUNDLE), { recursive: true });
   execFileSync('npx', ['esbuild', DRIVER, '--bundle', '--platform=node', '--target=node20', '--format=esm', '--packages=external', `--outfile=${DRIVER_BUNDLE}`, '--log-level=warning'], { cwd: ROOT, stdio: 'inherit' });
+  // First run: a minute to create the venv from PyPI; cached after that.
+  const python = o.python ? execFileSync(path.join(ROOT, 'hack', 'python-sdk-venv.sh'), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').pop() : undefined;
   const system = await startLocalSystem({ pool: POOL, replicas: o.replicas, log });
   try {
     log(`measuring: ${o.repeats} repeat(s), concurrency ${o.concurrency.join(',')}, ${o.replicas} warm sandboxes`);
-    const input = { kubeconfig: system.kubeconfig, routerUrl: system.routerUrl, namespace: NAMESPACE, pool: POOL, replicas: o.replicas, repeats: o.repeats, concurrency: o.concurrency };
+    const input = { root: ROOT, kubeconfig: system.kubeconfig, routerUrl: system.routerUrl, namespace: NAMESPACE, pool: POOL, replicas: o.replicas, repeats: o.repeats, concurrency: o.concurrency, python };
     const out = execFileSync(process.execPath, [DRIVER_BUNDLE, JSON.stringify(input)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
     const { samples, readyMs } = JSON.parse(out.toString()) as { samples: Record<string, number[]>; readyMs: Record<'sdk' | 'floor', number[]> };
     const cases = Object.entries(samples).map(([key, values]) => {
       const [way, c] = key.split('/c');
-      return { way: way as 'sdk' | 'floor', concurrency: Number(c), latencyMs: stats(values) };
+      return { way: way as 'sdk' | 'floor' | 'python', concurrency: Number(c), latencyMs: stats(values) };
     });
     const summary = o.concurrency.map((concurrency) => {
-      const of = (way: string) => cases.find((x) => x.way === way && x.concurrency === concurrency)!.latencyMs;
-      const overheadP50Ms = round(of('sdk').p50 - of('floor').p50, 2);
-      return { concurrency, overheadP50Ms, overheadP99Ms: round(of('sdk').p99 - of('floor').p99, 2), goalP50: overheadP50Ms <= GOAL_OVERHEAD_P50_MS };
+      const of = (way: string) => cases.find((x) => x.way === way && x.concurrency === concurrency)?.latencyMs;
+      const sdk = of('sdk')!;
+      const py = of('python');
+      const overheadP50Ms = round(sdk.p50 - of('floor')!.p50, 2);
+      return {
+        concurrency, overheadP50Ms, overheadP99Ms: round(sdk.p99 - of('floor')!.p99, 2), goalP50: overheadP50Ms <= GOAL_OVERHEAD_P50_MS,
+        ...(py ? { aheadOfPython: { p50: sdk.p50 < py.p50, p99: sdk.p99 < py.p99 } } : {}),
+      };
     });
     const claimReadyMs = { sdk: stats(readyMs.sdk), floor: stats(readyMs.floor) };
     return { id, options: o, environment: environment(), cases, claimReadyMs, summary, totalSeconds: round((Date.now() - started) / 1000) };
@@ -96,7 +106,7 @@ export function agentMarkdown(r: AgentBenchReport): string {
   const lines = [
     `# agent benchmark ${r.id}`,
     '',
-    'claim → first `run("echo ok")` result (ms), from a full warm pool; the SDK vs the same steps as bare HTTP calls.',
+    'claim → first `run("echo ok")` result (ms), from a full warm pool: the TypeScript SDK (sdk), the same steps as bare HTTP calls (floor), upstream\'s Python SDK 1.0.8 (python).',
     '',
     '| agents at once | way | n | p50 | p90 | p99 | max |',
     '|---|---|---|---|---|---|---|',
@@ -104,9 +114,9 @@ export function agentMarkdown(r: AgentBenchReport): string {
     '',
     `claim → Ready alone (ms, all batches): SDK p50 ${r.claimReadyMs.sdk.p50}, p99 ${r.claimReadyMs.sdk.p99}; floor p50 ${r.claimReadyMs.floor.p50}, p99 ${r.claimReadyMs.floor.p99}.`,
     '',
-    `| agents at once | SDK overhead p50 (ms) | p99 (ms) | goal ≤ ${GOAL_OVERHEAD_P50_MS} ms at p50 |`,
-    '|---|---|---|---|',
-    ...r.summary.map((s) => `| ${s.concurrency} | ${s.overheadP50Ms} | ${s.overheadP99Ms} | ${s.goalP50 ? 'met' : 'missed'} |`),
+    `| agents at once | SDK overhead p50 (ms) | p99 (ms) | goal ≤ ${GOAL_OVERHEAD_P50_MS} ms at p50 | ahead of the Python SDK at p50 / p99 |`,
+    '|---|---|---|---|---|',
+    ...r.summary.map((s) => `| ${s.concurrency} | ${s.overheadP50Ms} | ${s.overheadP99Ms} | ${s.goalP50 ? 'met' : 'missed'} | ${s.aheadOfPython ? `${s.aheadOfPython.p50 ? 'yes' : 'no'} / ${s.aheadOfPython.p99 ? 'yes' : 'no'}` : '–'} |`),
     '',
   ];
   return lines.join('\n');

@@ -2,20 +2,26 @@
  * The `agent` benchmark's load generator, run as its own Node process (it uses the SDK, an ESM
  * package; bench/data-plane/agent.ts bundles it with esbuild and starts it). One iteration is what an
  * agent does: claim a sandbox from the pool → the first `run("echo ok")` result → close the claim.
- * Timed: claim start → that result. Two ways, alternating which goes first in each batch:
- *   sdk:   the TypeScript SDK (SandboxClient.claim, Sandbox.run, Sandbox.close), direct to the router;
- *   floor: the same steps as bare HTTP calls (POST the claim, one watch until Ready, POST /execute
- *          through the router, DELETE the claim), with the same credentials.
+ * Timed: claim start → that result. Up to three ways, rotating which goes first in each batch:
+ *   sdk:    the TypeScript SDK (SandboxClient.claim, Sandbox.run, Sandbox.close), direct to the router;
+ *   floor:  the same steps as bare HTTP calls (POST the claim, one watch until Ready, POST /execute
+ *           through the router, DELETE the claim), with the same credentials;
+ *   python: upstream's Python SDK 1.0.8 (python_agent.py, threads as agents), direct to the router,
+ *           when `python` (the venv's interpreter) is given.
  * Before each batch the pool is full again (waited for on a watch), so every claim is served warm.
  * Input: JSON in argv[2]; output: one JSON object on stdout.
  */
+import { execFileSync } from 'node:child_process';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { SandboxClient } from '../../../sdk/src/index.js';
 
 interface DriverInput {
+  /** The repository's root. */
+  root: string;
   kubeconfig: string;
   routerUrl: string;
   namespace: string;
@@ -24,14 +30,17 @@ interface DriverInput {
   repeats: number;
   /** Agents at once: 1 runs `replicas` iterations one after another; n > 1 runs n agents once each. */
   concurrency: number[];
+  /** The Python SDK venv's interpreter; unset: no python way. */
+  python?: string;
 }
 
-type Way = 'sdk' | 'floor';
+type Way = 'sdk' | 'floor' | 'python';
 
 /** claim → Ready (ms) per iteration, by way: where the time goes. */
 const phases: Array<[Way, number]> = [];
 
 const input: DriverInput = JSON.parse(process.argv[2]);
+const ROOT = input.root;
 const kc = new KubeConfig();
 kc.loadFromFile(input.kubeconfig);
 const server = kc.getCurrentCluster()!.server;
@@ -74,6 +83,14 @@ function watchUntil(path: string, name: string, done: (obj: any) => boolean): Pr
       if (finished) c.abort();
     }, reject);
   });
+}
+
+/** One batch of the Python SDK's agents (timed inside Python, so its start-up is not counted). */
+function pythonBatch(agents: number, iterations: number): number[] {
+  const script = path.join(ROOT, 'bench', 'data-plane', 'agent-driver', 'python_agent.py');
+  const config = { routerUrl: input.routerUrl, namespace: input.namespace, pool: input.pool, agents, iterations };
+  const out = execFileSync(input.python!, [script, JSON.stringify(config)], { env: { ...process.env, KUBECONFIG: input.kubeconfig }, stdio: ['ignore', 'pipe', 'inherit'] });
+  return JSON.parse(out.toString()) as number[];
 }
 
 const ready = (claim: any) => Boolean(claim.status?.sandbox?.name)
@@ -148,12 +165,15 @@ async function main(): Promise<void> {
   const samples: Record<string, number[]> = {};
   for (let r = 0; r < input.repeats; r++) {
     for (const concurrency of input.concurrency) {
-      const order: Way[] = r % 2 === 0 ? ['sdk', 'floor'] : ['floor', 'sdk'];
+      const ways: Way[] = input.python ? ['sdk', 'floor', 'python'] : ['sdk', 'floor'];
+      const order = ways.map((_, i) => ways[(i + r) % ways.length]);
       for (const way of order) {
         await poolFull();
         const agents = concurrency === 1 ? 1 : concurrency;
         const iterations = concurrency === 1 ? input.replicas : 1;
-        const results = await Promise.all(Array.from({ length: agents }, () => agentLoop(way, iterations)));
+        const results = way === 'python'
+          ? [pythonBatch(agents, iterations)]
+          : await Promise.all(Array.from({ length: agents }, () => agentLoop(way, iterations)));
         (samples[`${way}/c${concurrency}`] ??= []).push(...results.flat());
       }
     }
