@@ -67,6 +67,11 @@ project.eslint?.addOverride({
     }],
   },
 });
+// The SDK's tests run in this repository: the root package's dev dependencies (fast-check, jest) serve them.
+project.eslint?.addOverride({
+  files: ['sdk/test/**/*.ts'],
+  rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.', './sdk'] }] },
+});
 // The operator's layers: src/api, then runtime (no sandbox knowledge), then model (wire types and
 // object helpers), then one folder per controller. An import back up, or across controllers, fails lint.
 const controllerFolders = ['sandbox', 'template', 'warm-pool', 'claim'];
