@@ -14,7 +14,7 @@
  * The load generator runs in this process, on the same 2 cores as the router and the runtime,
  * for both paths alike. Results: bench/results/router-<id>.json and .md.
  *
- * Flags: --duration 10  --warmup 1  --concurrency 1,50  --out bench/results  --smoke
+ * Flags: --duration 10  --warmup 1  --concurrency 1,50  --out bench/results  --smoke  --cpu-prof (the router's)
  */
 import { ChildProcess, spawn } from 'child_process';
 import { randomBytes } from 'crypto';
@@ -44,6 +44,8 @@ export interface RouterBenchOptions {
   concurrency: number[];
   out: string;
   smoke: boolean;
+  /** Profile the router (node --cpu-prof; the profile goes to test-results/bench/<id>/profiles). */
+  cpuProf: boolean;
 }
 
 export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
@@ -55,6 +57,7 @@ export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
     concurrency: (get('concurrency') ?? (smoke ? '1,5' : '1,50')).split(',').map(Number),
     out: path.resolve(get('out') ?? path.join(ROOT, smoke ? 'test-results/bench-smoke' : 'bench/results')),
     smoke,
+    cpuProf: argv.includes('--cpu-prof'),
   };
   for (const [name, v] of [['duration', o.durationS], ['warmup', o.warmupS]] as const) {
     if (!(v >= 0) || !Number.isFinite(v)) throw new Error(`--${name} must be a number of seconds, got ${v}`);
@@ -141,9 +144,9 @@ async function load(target: Target, payload: Payload, concurrency: number, secon
   return { latencies, errors, firstError, elapsed };
 }
 
-function startProcess(args: string[], logFile: string): ChildProcess {
+function startProcess(args: string[], logFile: string, nodeFlags: readonly string[] = []): ChildProcess {
   const out = fs.openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, OPERATOR_BUNDLE, ...args], { stdio: ['ignore', out, out] });
+  const child = spawn(process.execPath, [...OPERATOR_NODE_FLAGS, ...nodeFlags, OPERATOR_BUNDLE, ...args], { stdio: ['ignore', out, out] });
   fs.closeSync(out);
   const kill = () => { try { child.kill('SIGKILL'); } catch { /* gone */ } };
   process.on('exit', kill);
@@ -227,7 +230,7 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
       '--metrics-bind-address=0', '--auth=none', '--allowed-pod-cidrs=127.64.0.0/12', '--log-level=error',
     ];
     const routerLog = path.join(runDir, 'router.log');
-    router = startProcess(routerArgs, routerLog);
+    router = startProcess(routerArgs, routerLog, o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : []);
     await waitHttpOk(`http://127.0.0.1:${probePort}/readyz`, router, routerLog, 'the router');
     monitor = new ProcMonitor(router.pid!);
 

@@ -103,12 +103,18 @@ export class Router {
     const inner = opts.dial ?? defaultDial;
     this.dial = (host, port) => {
       const why = opts.guard.check(host);
-      if (why === undefined) return inner(host, port);
+      // No Nagle: a small request or response must not wait for the peer's delayed ACK.
+      if (why === undefined) return inner(host, port).setNoDelay(true);
       const refused = new net.Socket();
       process.nextTick(() => refused.destroy(Object.assign(new Error(`refusing to connect: ${why}`), { code: 'EROUTERGUARD' })));
       return refused;
     };
-    this.agent = new http.Agent({ keepAlive: true, maxSockets: opts.maxConnections, maxFreeSockets: 16 });
+    // Keep as many idle connections per sandbox as may be busy at once (fewer meant a new TCP
+    // connection per request under load), and drop an idle one before the sandbox's server would
+    // (Node's keep-alive timeout is 5 s, uvicorn's too), so a reused socket is rarely a closed one.
+    this.agent = new http.Agent({
+      keepAlive: true, maxSockets: opts.maxConnections, maxFreeSockets: opts.maxConnectionsPerSandbox, timeout: IDLE_UPSTREAM_SOCKET_MS,
+    });
     (this.agent as unknown as { createConnection: (o: { host?: string; port?: number }) => net.Socket }).createConnection =
       (o) => this.dial(o.host!, Number(o.port));
     this.limits = new ConnectionLimits(opts.maxConnectionsPerSandbox, opts.maxConnections);
@@ -221,7 +227,11 @@ export class Router {
           return this.fail(res, target, 'other', log, new Error('upstream answered 101 to a plain request'));
         }
         res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.headers));
-        res.flushHeaders();
+        // The headers go out with the first body chunk (one write), or on their own when the body
+        // is slow to start (a server-sent event stream must see its headers at once).
+        setImmediate(() => {
+          if (!res.headersSent && !res.destroyed) res.flushHeaders();
+        });
         upRes.on('error', () => res.destroy());
         upRes.on('aborted', () => res.destroy());
         upRes.pipe(res);
@@ -234,6 +244,11 @@ export class Router {
           this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
           res.destroy();
           return;
+        }
+        // A kept-alive connection the sandbox closed as we reused it: send a bodyless request again at once.
+        if (!timedOut && !res.destroyed && replayable && current.reusedSocket && err.code === 'ECONNRESET' && retries === 0) {
+          this.opts.metrics?.upstreamRetry(target.namespace);
+          return attempt(1);
         }
         if (!timedOut && !res.destroyed && replayable && RETRYABLE_DIAL_ERRORS.has(err.code ?? '') && retries < DIAL_RETRY_DELAYS_MS.length) {
           this.opts.metrics?.upstreamRetry(target.namespace);
@@ -355,6 +370,8 @@ export class Router {
 /** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
 const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
 const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
+/** An idle kept-alive connection to a sandbox is closed after this long. */
+const IDLE_UPSTREAM_SOCKET_MS = 4_000;
 
 function hasBody(req: http.IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;

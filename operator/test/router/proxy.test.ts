@@ -114,6 +114,37 @@ test('before the caches have synced, a sandbox the cache lacks is 503, not 404',
   }
 });
 
+describe('connections to the sandbox', () => {
+  test('a response slower than the idle-connection timeout still arrives; a kept-alive connection the sandbox resets on reuse is retried for a bodyless request', async () => {
+    const served = new WeakSet<object>();
+    let resets = 0;
+    const upstream = await startUpstream((req, res) => {
+      if (req.url === '/slow') return void setTimeout(() => echoHandler(req, res), 4_500);
+      // The keep-alive race: the sandbox drops a connection just as the router reuses it.
+      if (req.url === '/reset-once' && served.has(req.socket) && resets === 0) {
+        resets++;
+        return void req.socket.destroy();
+      }
+      served.add(req.socket);
+      echoHandler(req, res);
+    });
+    const h = await startRouter();
+    const sb = sandbox('sb');
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP]));
+    const route = { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port) };
+    try {
+      expect((await request(h.port, '/slow', route)).status).toBe(200);
+      expect((await request(h.port, '/first', route)).status).toBe(200);
+      expect((await request(h.port, '/reset-once', route)).status).toBe(200);
+      expect(resets).toBe(1);
+    } finally {
+      await h.close();
+      await upstream.close();
+    }
+  }, 15_000);
+});
+
 describe('router timeouts', () => {
   test('an upstream that never answers gets 504 after --proxy-timeout; X-Sandbox-Timeout shortens it', async () => {
     const hung: http.ServerResponse[] = [];
