@@ -20,7 +20,9 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // No cdk8s-plus peer: the constructs emit plain ApiObjects (the generated L1s drop fields we need),
   // and Maven Central serves no org.cdk8s:cdk8s-plus-* here, so the Java package could not resolve it.
   // The operator's runtime dependencies are dev deps too: esbuild bundles them into one file.
-  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7'],
+  // @kubernetes/client-node is the SDK's (sdk/package.json) runtime dependency, installed here for its
+  // build and tests; ~1.4: 2.x needs Node >= 22.19.
+  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {
@@ -48,11 +50,27 @@ project.tasks.addEnvironment('JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION', '2
 
 // Lint the non-jsii TypeScript too: examples, the synth job, the control-plane tools. Each of those
 // folders has a tsconfig.json extending test/tsconfig.json, which ESLint's project service picks up.
-const devDirs = ['examples', 'tools', 'hack', 'operator'];
+const devDirs = ['examples', 'tools', 'hack', 'operator', 'sdk'];
 // operator/package.json only marks the folder ESM; its dependencies are the root package's.
 project.eslint?.addOverride({
   files: ['operator/**/*.ts'],
   rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.'] }] },
+});
+// The SDK is its own package: its sources may use only sdk/package.json's dependencies and nothing
+// of the construct library or the operator (it is installed without them); its tests may read src/api.
+project.eslint?.addOverride({
+  files: ['sdk/src/**/*.ts'],
+  rules: {
+    'import/no-extraneous-dependencies': ['error', { devDependencies: false, packageDir: ['./sdk'] }],
+    'import/no-restricted-paths': ['error', {
+      zones: [{ target: './sdk/src', from: ['./src', './operator', './tools', './test'], message: 'the SDK must not need the construct library or the operator at run time; copy wire names into sdk/src/wire.ts' }],
+    }],
+  },
+});
+// The SDK's tests run in this repository: the root package's dev dependencies (fast-check, jest) serve them.
+project.eslint?.addOverride({
+  files: ['sdk/test/**/*.ts'],
+  rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.', './sdk'] }] },
 });
 // The operator's layers: src/api, then runtime (no sandbox knowledge), then model (wire types and
 // object helpers), then one folder per controller. An import back up, or across controllers, fails lint.
@@ -86,7 +104,7 @@ for (const dir of devDirs) {
   project.eslint?.addLintPattern(dir);
   project.eslint?.allowDevDeps(`${dir}/**`);
 }
-project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/test-results/', '/.ci/');
+project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/sdk/', '/test-results/', '/.ci/');
 
 const tsNode = 'ts-node --transpile-only';
 
@@ -137,6 +155,26 @@ const operatorTests = project.addTask('test:operator', {
 });
 project.gitignore.exclude('/operator/dist/');
 
+// The TypeScript client SDK (sdk/): its own ESM package, built with tsc to sdk/dist and unit-tested
+// in ESM jest (its runtime tests start the runtime from the operator bundle, so that is built first).
+const sdkBuild = project.addTask('sdk:build', {
+  description: 'Type-check the SDK and its tests, and build it to sdk/dist (ESM + .d.ts)',
+  steps: [{ exec: 'tsc -p sdk/test/tsconfig.json' }, { exec: 'tsc -p sdk/tsconfig.json' }],
+});
+const sdkTests = project.addTask('sdk:test', {
+  description: 'SDK unit tests (ESM jest; against the real runtime process on 127.0.0.1)',
+  env: { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
+  steps: [{ spawn: sdkBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c sdk/jest.config.mjs --ci', receiveArgs: true }],
+});
+project.gitignore.exclude('/sdk/dist/', '/examples/agent-typescript/dist/');
+
+// The whole system on this machine: control plane, operator, router, pod runner, a pool and the
+// example agent on the SDK (see tools/demo/demo.ts).
+project.addTask('demo', {
+  description: 'Start everything locally, run the example agent (examples/agent-typescript) through the router, stop everything',
+  exec: `${tsNode} tools/demo/demo.ts`,
+});
+
 // The main job: the release bundle and every example, to dist/.
 project.addTask('synth', {
   description: 'Synthesize the install bundle (sandbox.yaml, extensions.yaml, sandbox-with-extensions.yaml) and every example to dist/',
@@ -185,6 +223,7 @@ all.spawn(project.tasks.tryFind('compile')!);
 all.spawn(project.tasks.tryFind('post-compile')!);
 all.spawn(project.testTask);
 all.spawn(operatorTests);
+all.spawn(sdkTests);
 all.spawn(integration);
 all.spawn(bindings);
 all.spawn(benchSmoke);

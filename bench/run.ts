@@ -7,7 +7,8 @@
  * bench/results/<id>.json, .md and .png (see report.ts); controller logs and profiles go to
  * test-results/bench/<id>/.
  *
- * Flags: --scenarios burst,cold,refill,sustained,router (router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency)  --size 300  --cold-size 100  --rates 45,100
+ * Flags: --scenarios burst,cold,refill,sustained,router,agent (router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
+ *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
  *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --flags "--flag=v ..." (more flags for both controllers)  --smoke
@@ -21,6 +22,8 @@ import { Kube, waitFor } from '../tools/control-plane/kube';
 import { BenchClient } from './client';
 import { writeCrds } from './crds';
 import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary } from './controllers';
+import { agentBench } from './data-plane/agent';
+import { flagValue } from './flags';
 import { main as routerBench } from './data-plane/router';
 import { FloorAdopter } from './floor';
 import { BenchRun, environment, writeReport } from './report';
@@ -54,11 +57,7 @@ export interface Options {
 }
 
 export function parseArgs(argv: string[]): Options {
-  const get = (name: string): string | undefined => {
-    const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
-    if (i < 0) return undefined;
-    return argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
-  };
+  const get = (name: string): string | undefined => flagValue(argv, name);
   const has = (name: string) => argv.includes(`--${name}`);
   const list = (name: string, dflt: string) => (get(name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
   const smoke = has('smoke');
@@ -84,7 +83,7 @@ export function parseArgs(argv: string[]): Options {
     smoke,
     plot: !has('no-plot') && !smoke,
   };
-  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'router'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
   // `--controllers floor` (or `ours,floor`): the floor is listed like a controller.
   if ((o.controllers as string[]).includes('floor')) {
     o.controllers = o.controllers.filter((c) => (c as string) !== 'floor');
@@ -207,6 +206,12 @@ export async function main(argv: string[]): Promise<number> {
     const flags = [...(o.smoke ? ['--smoke'] : []), ...(o.cpuProf ? ['--cpu-prof'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency'])];
     routerFailed = (await routerBench(flags)) !== 0;
     o.scenarios = o.scenarios.filter((s) => s !== 'router');
+    if (!o.scenarios.length) return routerFailed ? 1 : 0;
+  }
+  // `agent` measures the SDK (claim → first result, SDK vs bare HTTP): bench/data-plane/agent.ts.
+  if (o.scenarios.includes('agent')) {
+    routerFailed = (await agentBench([...(o.smoke ? ['--smoke'] : []), '--out', o.out, ...passThrough(argv, ['repeats', 'replicas'])])) !== 0 || routerFailed;
+    o.scenarios = o.scenarios.filter((s) => s !== 'agent');
     if (!o.scenarios.length) return routerFailed ? 1 : 0;
   }
   const id = `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;

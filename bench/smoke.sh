@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The harness's own smoke test (for .ci/run): a handful of claims against both controllers and the
-# floor on fresh local control planes, then a second of router traffic (router vs direct), no timing
-# asserts. Passes when every run brought every claim to Ready, every router request succeeded, and
-# the result files were written. Prints `bench smoke: N passed, M failed` last and
+# floor on fresh local control planes, then a second of router traffic (router vs direct), then a few
+# agents through the SDK and as bare HTTP calls, no timing asserts. Passes when every run brought every
+# claim to Ready, every router request and agent iteration succeeded, and the result files were written. Prints `bench smoke: N passed, M failed` last and
 # writes test-results/bench-smoke.json {passed, failed}.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -12,10 +12,12 @@ npx ts-node --transpile-only bench/run.ts --smoke --out "$OUT" "$@"
 rc=$?
 npx ts-node --transpile-only bench/run.ts --smoke --scenarios router --out "$OUT/router"
 router_rc=$?
-node - "$OUT" "$rc" "$router_rc" <<'JS'
+npx ts-node --transpile-only bench/run.ts --smoke --scenarios agent --out "$OUT/agent"
+agent_rc=$?
+node - "$OUT" "$rc" "$router_rc" "$agent_rc" <<'JS'
 const fs = require('fs');
 const path = require('path');
-const [out, rc, routerRc] = process.argv.slice(2);
+const [out, rc, routerRc, agentRc] = process.argv.slice(2);
 let passed = 0, failed = 0;
 const check = (ok, what) => { if (ok) passed++; else { failed++; console.error(`FAIL: ${what}`); } };
 const jsons = fs.readdirSync(out).filter((f) => f.endsWith('.json'));
@@ -44,6 +46,18 @@ if (routerJsons.length) {
   }
 }
 check(routerRc === '0', `bench/run.ts --scenarios router exit code 0 (was ${routerRc})`);
+const agentDir = path.join(out, 'agent');
+const agentJsons = fs.existsSync(agentDir) ? fs.readdirSync(agentDir).filter((f) => f.endsWith('.json')) : [];
+check(agentJsons.length === 1, `one agent results JSON in ${agentDir} (found ${agentJsons.length})`);
+if (agentJsons.length) {
+  const report = JSON.parse(fs.readFileSync(path.join(agentDir, agentJsons[0]), 'utf8'));
+  for (const way of ['sdk', 'floor']) {
+    const cases = report.cases.filter((c) => c.way === way);
+    check(cases.length === report.options.concurrency.length && cases.every((c) => c.latencyMs.n > 0),
+      `agent bench ${way}: every batch measured (${cases.map((c) => `c${c.concurrency}: n=${c.latencyMs.n}`).join('; ')})`);
+  }
+}
+check(agentRc === '0', `bench/run.ts --scenarios agent exit code 0 (was ${agentRc})`);
 fs.mkdirSync('test-results', { recursive: true });
 fs.writeFileSync('test-results/bench-smoke.json', JSON.stringify({ passed, failed }) + '\n');
 console.log(`bench smoke: ${passed} passed, ${failed} failed`);

@@ -29,6 +29,7 @@ import { freePort } from '../../tools/control-plane/processes';
 import { BenchClient } from '../client';
 import { DEFAULT_SETTINGS, ensureOperatorBundle, OPERATOR_BUNDLE, OPERATOR_NODE_FLAGS, ROOT, startController } from '../controllers';
 import { writeCrds } from '../crds';
+import { flagValue } from '../flags';
 import { ProcMonitor, procSample, readyCondition, round, stats, Stats } from '../measure';
 import { environment } from '../report';
 import { CORE } from '../scenarios/common';
@@ -48,11 +49,7 @@ export interface RouterBenchOptions {
 }
 
 export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
-  const get = (name: string): string | undefined => {
-    const i = argv.findIndex((a) => a === `--${name}` || a.startsWith(`--${name}=`));
-    if (i < 0) return undefined;
-    return argv[i].includes('=') ? argv[i].slice(argv[i].indexOf('=') + 1) : argv[i + 1];
-  };
+  const get = (name: string): string | undefined => flagValue(argv, name);
   const smoke = argv.includes('--smoke');
   const o: RouterBenchOptions = {
     durationS: Number(get('duration') ?? (smoke ? 1 : 10)),

@@ -1,0 +1,238 @@
+/**
+ * SandboxClient: the SDK's entry point. It holds the Kubernetes credentials (kubeconfig, in-cluster
+ * or an explicit KubeConfig), the way to the runtimes (see connection.ts) and the shared settings;
+ * `claim()` creates a SandboxClaim from a warm pool, waits on a watch until it is Ready and returns
+ * a Sandbox handle; `connect()` attaches to an existing claim.
+ */
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { ClaimObject, waitForReady } from './claim-wait.js';
+import { registerForCleanup } from './cleanup.js';
+import { Connection, Connector } from './connection.js';
+import { Duration, durationMs, rfc3339Seconds } from './duration.js';
+import { SandboxConfigError } from './errors.js';
+import { KubeApi } from './kube.js';
+import { ProcessClient } from './process-client.js';
+import { RetryOptions } from './retry.js';
+import { RuntimeApi } from './runtime-api.js';
+import { Sandbox } from './sandbox.js';
+import { PropagatorLike, Tracing, TracerLike } from './tracing.js';
+import { CLAIMS, CLIENT_FIRST_REQUESTED_AT, CREATED_BY_LABEL, CREATED_BY_VALUE, RESERVED_PREFIXES } from './wire.js';
+
+export interface SandboxClientOptions {
+  /**
+   * Kubernetes credentials: a kubeconfig file path or a loaded KubeConfig. Default: `$KUBECONFIG`,
+   * then `~/.kube/config`, then the in-cluster service account.
+   */
+  readonly kubeconfig?: string | KubeConfig;
+  /** The kubeconfig context to use. @default its current context */
+  readonly context?: string;
+  /** Use the Pod's service account (in-cluster config) even when a kubeconfig exists. @default false */
+  readonly inCluster?: boolean;
+  /** Namespace of claims when `claim()` names none. @default "default" */
+  readonly namespace?: string;
+  /** How requests reach the sandboxes. @default { mode: 'port-forward' } */
+  readonly connection?: Connection;
+  /**
+   * Bearer token for the router (its `--auth=kubernetes` or `--auth=token`). Default: the token of
+   * the kubeconfig's user, when it has one (exec plugins included); `null` sends none.
+   */
+  readonly token?: string | null | (() => Promise<string | undefined>);
+  /** Retries of idempotent requests. @default 4 attempts, 100 ms doubling, at most 2 s apart */
+  readonly retry?: RetryOptions;
+  /**
+   * Run commands over sandboxd's gRPC ProcessService on this port of the sandbox (the runtime's
+   * `--grpc-port`; sandboxd uses 9090): output streams to onStdout/onStderr as it is written.
+   * Unset: the legacy `/execute` (output when the command ends). Files always use the legacy API.
+   */
+  readonly grpcPort?: number;
+  /** Time limit of one file request, up to the answer's headers. @default 60000 */
+  readonly requestTimeoutMs?: number;
+  /** Delete the claims this client makes when the process gets SIGINT or SIGTERM. @default true */
+  readonly cleanupOnSignal?: boolean;
+  /** An OpenTelemetry Tracer (`trace.getTracer(...)`): claims, runs and file calls become spans. */
+  readonly tracer?: TracerLike;
+  /** Writes trace context into request headers (`(h) => propagation.inject(context.active(), h)`). */
+  readonly propagator?: PropagatorLike;
+}
+
+export interface ClaimOptions {
+  /** The SandboxWarmPool to draw from (in `namespace`). */
+  readonly pool: string;
+  /** @default the client's namespace */
+  readonly namespace?: string;
+  /** The claim's lifetime: it (and its Sandbox) is deleted this long after it was made, even if this process dies. */
+  readonly ttl?: Duration;
+  /** Labels for the claim (keys under agents.x-k8s.io/ are reserved). */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** The claim's name. @default sandbox-claim-<8 random hex> */
+  readonly name?: string;
+  /** Stops waiting (and deletes the claim). */
+  readonly signal?: AbortSignal;
+  /** How long to wait for Ready. @default 180000 */
+  readonly timeoutMs?: number;
+  /** `fail`: throw SandboxColdStartError instead of waiting when the pool has no warm sandbox. @default "wait" */
+  readonly coldStart?: 'wait' | 'fail';
+  /** Keep the claim when the process gets SIGINT/SIGTERM. @default !cleanupOnSignal */
+  readonly keepOnExit?: boolean;
+}
+
+export interface ConnectOptions {
+  /** The claim's name. */
+  readonly claim: string;
+  readonly namespace?: string;
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+const DEFAULT_CLAIM_TIMEOUT_MS = 180_000;
+const DEFAULT_REQUEST_TIMEOUT_MS = 60_000;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
+
+export class SandboxClient implements AsyncDisposable {
+  private readonly kube: KubeApi;
+  private readonly connector: Connector;
+  private readonly tracing: Tracing;
+  private readonly namespace: string;
+  private readonly requestTimeoutMs: number;
+  private readonly token: () => Promise<string | undefined>;
+
+  public constructor(private readonly options: SandboxClientOptions = {}) {
+    this.kube = new KubeApi(loadKubeConfig(options));
+    this.namespace = options.namespace ?? 'default';
+    this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    if (options.grpcPort !== undefined && !(Number.isInteger(options.grpcPort) && options.grpcPort > 0 && options.grpcPort < 65536)) {
+      throw new SandboxConfigError('grpcPort', `must be a port number (sandboxd uses 9090), got ${options.grpcPort}`);
+    }
+    if (!(this.requestTimeoutMs > 0)) throw new SandboxConfigError('requestTimeoutMs', `must be a positive number of milliseconds, got ${this.requestTimeoutMs}`);
+    const token = options.token;
+    this.token = token === null ? async () => undefined
+      : typeof token === 'string' ? async () => token
+        : typeof token === 'function' ? token
+          : () => this.kube.bearerToken();
+    this.connector = new Connector(options.connection ?? { mode: 'port-forward' }, this.kube, this.token);
+    this.tracing = new Tracing(options.tracer, options.propagator);
+  }
+
+  /** Creates a SandboxClaim from `pool`, waits until it is Ready, and returns its handle. */
+  public async claim(options: ClaimOptions): Promise<Sandbox> {
+    const namespace = options.namespace ?? this.namespace;
+    const claim = buildClaim(options, namespace);
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS;
+    return this.tracing.span('sandbox.claim', { 'sandbox.pool': options.pool, 'sandbox.namespace': namespace }, async () => {
+      options.signal?.throwIfAborted();
+      const created: ClaimObject = await this.kube.create(KubeApi.path(CLAIMS, namespace), claim);
+      const claimPath = KubeApi.path(CLAIMS, namespace, created.metadata.name);
+      const keep = options.keepOnExit ?? this.options.cleanupOnSignal === false;
+      // Registered before the wait, so a Ctrl-C while waiting deletes the claim too.
+      const remove = () => this.kube.delete(claimPath, created.metadata.uid).then(() => undefined, () => undefined);
+      const unregister = keep ? () => undefined : registerForCleanup({ remove });
+      try {
+        const ready = await waitForReady(this.kube, {
+          name: created.metadata.name, namespace, uid: created.metadata.uid, failOnColdStart: options.coldStart === 'fail', timeoutMs, signal: options.signal,
+        });
+        return this.handle(ready.claim, ready.sandbox, unregister);
+      } catch (err) {
+        unregister();
+        await this.kube.delete(claimPath, created.metadata.uid).catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** Attaches to an existing claim (made by `claim()` and let go with `disconnect()`, or by anyone). Never deletes it on a signal. */
+  public async connect(options: ConnectOptions): Promise<Sandbox> {
+    const namespace = options.namespace ?? this.namespace;
+    const ready = await waitForReady(this.kube, {
+      name: options.claim, namespace, failOnColdStart: false, timeoutMs: options.timeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS, signal: options.signal,
+    });
+    return this.handle(ready.claim, ready.sandbox, () => undefined);
+  }
+
+  /** Stops the port-forward (if any). Handles stay valid only for what needs no connection. Claims are kept. */
+  public async close(): Promise<void> {
+    await this.connector.close();
+  }
+
+  public async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private handle(claim: ClaimObject, sandbox: string, release: () => void): Sandbox {
+    const namespace = claim.metadata.namespace ?? this.namespace;
+    const address = { name: sandbox, namespace, podIPs: claim.status?.sandbox?.podIPs };
+    const runtime = new RuntimeApi(() => this.connector.endpoint(address), sandbox, this.options.retry ?? {}, this.tracing);
+    const grpcPort = this.options.grpcPort;
+    const processes = grpcPort === undefined ? undefined : new ProcessClient(() => this.connector.endpoint(address, grpcPort), sandbox);
+    return new Sandbox({
+      claim, sandbox, kube: this.kube, runtime, processes, tracing: this.tracing, requestTimeoutMs: this.requestTimeoutMs, release,
+    });
+  }
+}
+
+function loadKubeConfig(options: SandboxClientOptions): KubeConfig {
+  if (options.kubeconfig instanceof KubeConfig) return options.kubeconfig;
+  const kc = new KubeConfig();
+  if (options.inCluster) kc.loadFromCluster();
+  else if (typeof options.kubeconfig === 'string') loadFile(kc, options.kubeconfig);
+  else if (defaultCredentialsExist()) kc.loadFromDefault();
+  else throw new SandboxConfigError('kubeconfig', 'no Kubernetes credentials found ($KUBECONFIG unset, no ~/.kube/config, not in a Pod): pass kubeconfig, or set $KUBECONFIG');
+  if (options.context !== undefined) {
+    if (!kc.getContextObject(options.context)) throw new SandboxConfigError('context', `the kubeconfig has no context "${options.context}"; it has: ${kc.getContexts().map((c) => c.name).join(', ') || 'none'}`);
+    kc.setCurrentContext(options.context);
+  }
+  if (!kc.getCurrentCluster()) throw new SandboxConfigError('kubeconfig', 'no cluster found: pass kubeconfig (a file or a KubeConfig), set $KUBECONFIG, or run in a Pod with inCluster: true');
+  return kc;
+}
+
+function loadFile(kc: KubeConfig, file: string): void {
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    throw new SandboxConfigError('kubeconfig', `cannot load ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Whether client-node's default loading would find real credentials (and not fall back to localhost:8080). */
+function defaultCredentialsExist(): boolean {
+  if (process.env.KUBECONFIG) return true;
+  if (process.env.KUBERNETES_SERVICE_HOST && fs.existsSync('/var/run/secrets/kubernetes.io/serviceaccount/token')) return true;
+  return fs.existsSync(path.join(os.homedir(), '.kube', 'config'));
+}
+
+/** The SandboxClaim object for `options`, validated. */
+export function buildClaim(options: ClaimOptions, namespace: string, now = Date.now()): ClaimObject & { apiVersion: string; kind: string } {
+  if (typeof options?.pool !== 'string' || !DNS1123_SUBDOMAIN.test(options.pool)) {
+    throw new SandboxConfigError('pool', `must name a SandboxWarmPool (a DNS-1123 name like "python-pool"), got ${JSON.stringify(options?.pool)}`);
+  }
+  if (!DNS1123_SUBDOMAIN.test(namespace) || namespace.length > 63) throw new SandboxConfigError('namespace', `must be a namespace name, got ${JSON.stringify(namespace)}`);
+  const name = options.name ?? `sandbox-claim-${randomBytes(4).toString('hex')}`;
+  if (!DNS1123_SUBDOMAIN.test(name)) throw new SandboxConfigError('name', `must be a DNS-1123 subdomain (lowercase letters, digits, "-" and "."), got ${JSON.stringify(name)}`);
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(options.labels ?? {})) {
+    if (!LABEL_KEY.test(key)) throw new SandboxConfigError(`labels.${key}`, 'is not a valid label key (an optional DNS prefix and "/", then at most 63 letters, digits, "-", "_" or ".")');
+    if (RESERVED_PREFIXES.some((p) => key.startsWith(p))) throw new SandboxConfigError(`labels.${key}`, `keys under ${RESERVED_PREFIXES.join(' and ')} are reserved for the system; use your own prefix`);
+    if (typeof value !== 'string' || !LABEL_VALUE.test(value)) throw new SandboxConfigError(`labels.${key}`, `value must be at most 63 letters, digits, "-", "_" or ".", got ${JSON.stringify(value)}`);
+    labels[key] = value;
+  }
+  labels[CREATED_BY_LABEL] = CREATED_BY_VALUE;
+  const ttlMs = options.ttl === undefined ? undefined : durationMs(options.ttl, 'ttl');
+  if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${options.timeoutMs}`);
+  if (options.coldStart !== undefined && options.coldStart !== 'wait' && options.coldStart !== 'fail') {
+    throw new SandboxConfigError('coldStart', `must be "wait" or "fail", got ${JSON.stringify(options.coldStart)}`);
+  }
+  return {
+    apiVersion: `${CLAIMS.group}/${CLAIMS.version}`,
+    kind: CLAIMS.kind,
+    metadata: { name, namespace, labels, annotations: { [CLIENT_FIRST_REQUESTED_AT]: new Date(now).toISOString() } } as ClaimObject['metadata'],
+    spec: {
+      warmPoolRef: { name: options.pool },
+      ...(ttlMs === undefined ? {} : { lifecycle: { shutdownTime: rfc3339Seconds(now + ttlMs), shutdownPolicy: 'Delete' } }),
+    },
+  };
+}

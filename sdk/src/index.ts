@@ -1,0 +1,18 @@
+/**
+ * The TypeScript SDK for agent sandboxes (kubernetes-sigs/agent-sandbox, `agents.x-k8s.io`):
+ * claim a sandbox from a warm pool, run commands and move files in it through the sandbox router,
+ * and let it go. See README.md.
+ */
+export { SandboxClient } from './client.js';
+export type { SandboxClientOptions, ClaimOptions, ConnectOptions } from './client.js';
+export { Sandbox } from './sandbox.js';
+export type { SandboxHandle, RunOptions, RunResult, WaitOptions } from './sandbox.js';
+export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptions } from './files.js';
+export type { Connection, PortForwardConnection, DirectConnection, InClusterRouterConnection, PodConnection } from './connection.js';
+export type { Duration } from './duration.js';
+export type { RetryOptions } from './retry.js';
+export type { TracerLike, SpanLike, PropagatorLike } from './tracing.js';
+export {
+  SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError, SandboxGrpcError,
+  SandboxApiError, SandboxClaimError, SandboxPoolNotFoundError, SandboxColdStartError, SandboxClaimTimeoutError, SandboxClaimFailedError,
+} from './errors.js';

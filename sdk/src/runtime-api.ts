@@ -1,0 +1,123 @@
+/**
+ * The runtime's legacy HTTP API (port 8888: upstream's python runtime contract, plus shell mode,
+ * env, cwd, `timeout_seconds` and delete from this project's runtime), reached through an Endpoint:
+ * the router (with its routing headers) or the Pod directly. Every call is traced when a tracer is
+ * set, and retried only when it is idempotent (see retry.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import { Readable } from 'node:stream';
+import { Body, HttpResponse, readAll, send } from './http.js';
+import { encodeLegacyPath } from './paths.js';
+import { RetryOptions, withRetries } from './retry.js';
+import { Tracing } from './tracing.js';
+import { RouterHeader } from './wire.js';
+
+/** Where a sandbox's runtime is reached, resolved before each call (a port-forward may move). */
+export interface Endpoint {
+  /** `http(s)://host:port`, no trailing slash. */
+  readonly baseUrl: string;
+  /** Sent with every request: the router's routing headers and credentials, when any. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** True when a router is in the path: requests then say how long they may take (`X-Sandbox-Timeout`). */
+  readonly viaRouter: boolean;
+}
+
+export interface CallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** Try again on connection errors and 429/502/503/504 (only for requests that are safe to repeat). */
+  readonly idempotent: boolean;
+}
+
+export interface ExecuteRequest {
+  readonly command: string;
+  readonly shell: boolean;
+  readonly timeout_seconds?: number;
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+}
+
+export interface ExecuteResponse {
+  readonly stdout?: string;
+  readonly stderr?: string;
+  readonly exit_code?: number;
+  readonly timed_out?: boolean;
+}
+
+export interface LegacyEntry {
+  readonly name: string;
+  readonly size: number;
+  readonly type: 'file' | 'directory';
+  readonly mod_time?: number;
+}
+
+export class RuntimeApi {
+  public constructor(
+    private readonly endpoint: () => Promise<Endpoint>,
+    private readonly sandbox: string,
+    private readonly retry: RetryOptions,
+    private readonly tracing: Tracing,
+  ) {}
+
+  public execute(request: ExecuteRequest, options: CallOptions): Promise<ExecuteResponse> {
+    return this.json<ExecuteResponse>('POST', '/execute', JSON.stringify(request), { 'content-type': 'application/json' }, options);
+  }
+
+  /** Uploads `content` to `relative` (multipart, as the legacy runtime takes it). */
+  public async upload(relative: string, content: Uint8Array | Readable, options: CallOptions): Promise<void> {
+    const boundary = `----agent-sandbox-${randomBytes(12).toString('hex')}`;
+    const escaped = relative.replace(/["\\]/g, (c) => `\\${c}`);
+    const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${escaped}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+    const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
+    const body = content instanceof Readable ? Readable.from(multipartStream(head, content, tail)) : Buffer.concat([head, content, tail]);
+    const headers = { 'content-type': `multipart/form-data; boundary=${boundary}` };
+    await this.call('POST', '/upload', body, headers, options, async (res) => {
+      res.body.resume();
+    });
+  }
+
+  /** Downloads `relative` and hands its body to `read` (inside the retried unit). */
+  public download<T>(relative: string, options: CallOptions, read: (body: Readable) => Promise<T>): Promise<T> {
+    return this.call('GET', `/download/${encodeLegacyPath(relative)}`, undefined, {}, options, (res) => read(res.body));
+  }
+
+  public list(relative: string, options: CallOptions): Promise<LegacyEntry[] | null> {
+    return this.json<LegacyEntry[] | null>('GET', `/list/${encodeLegacyPath(relative)}`, undefined, {}, options);
+  }
+
+  public exists(relative: string, options: CallOptions): Promise<{ exists?: boolean }> {
+    return this.json<{ exists?: boolean }>('GET', `/exists/${encodeLegacyPath(relative)}`, undefined, {}, options);
+  }
+
+  public remove(relative: string, recursive: boolean, options: CallOptions): Promise<unknown> {
+    return this.json('DELETE', `/delete/${encodeLegacyPath(relative)}${recursive ? '?recursive=true' : ''}`, undefined, {}, options);
+  }
+
+  private json<T>(method: string, path: string, body: Body, headers: Record<string, string>, options: CallOptions): Promise<T> {
+    return this.call(method, path, body, headers, options, async (res) => {
+      const text = (await readAll(res.body)).toString('utf8');
+      return JSON.parse(text) as T;
+    });
+  }
+
+  private call<T>(
+    method: string, path: string, body: Body, headers: Record<string, string>, options: CallOptions, read: (res: HttpResponse) => Promise<T>,
+  ): Promise<T> {
+    const operation = path.split('/')[1];
+    return this.tracing.span(`sandbox.${operation}`, { 'sandbox.name': this.sandbox, 'http.request.method': method }, () => withRetries(async () => {
+      const endpoint = await this.endpoint();
+      const all: Record<string, string> = { ...endpoint.headers, ...headers, ...this.tracing.headers() };
+      if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(options.timeoutMs / 1000);
+      const res = await send({
+        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, signal: options.signal, sandbox: this.sandbox,
+      });
+      return read(res);
+    }, options.idempotent, this.retry, options.signal));
+  }
+}
+
+async function* multipartStream(head: Buffer, content: Readable, tail: Buffer): AsyncGenerator<Buffer> {
+  yield head;
+  for await (const chunk of content) yield typeof chunk === 'string' ? Buffer.from(chunk) : chunk as Buffer;
+  yield tail;
+}

@@ -1,0 +1,252 @@
+/**
+ * The handle an agent gets from `client.claim()`: run commands, move files, extend the claim's
+ * lifetime, suspend and resume the Sandbox, and let go of it, either keeping the claim
+ * (`disconnect()`) or deleting it (`close()`, also what `await using` does). SandboxHandle is the
+ * interface, so tests of agent code can pass a fake.
+ */
+import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
+import { ClaimObject } from './claim-wait.js';
+import { Duration, durationMs, rfc3339Seconds } from './duration.js';
+import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError } from './errors.js';
+import { RuntimeFiles, SandboxFiles } from './files.js';
+import { KubeApi } from './kube.js';
+import { ProcessClient } from './process-client.js';
+import { RuntimeApi } from './runtime-api.js';
+import { Tracing } from './tracing.js';
+import { follow } from './watch-object.js';
+import { CLAIMS, CONDITION_READY, CONDITION_SUSPENDED, OperatingMode, SANDBOXES } from './wire.js';
+
+export interface RunOptions {
+  /** Run through `/bin/sh -c` (pipes, `&&`, variables). `false` splits the command into argv and runs it without a shell. @default true */
+  readonly shell?: boolean;
+  /** The command's time limit; when it runs out its whole process group is killed and `timedOut` is true. @default 60000 */
+  readonly timeoutMs?: number;
+  /** Extra environment variables for the command. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Working directory, relative to the workspace. @default the workspace */
+  readonly cwd?: string;
+  /** Standard input for the command (needs `shell: true`). */
+  readonly stdin?: string | Uint8Array;
+  /** Called with the command's standard output (once, when it has finished: the legacy runtime API does not stream). */
+  readonly onStdout?: (chunk: string) => void;
+  /** Called with the command's standard error (as onStdout). */
+  readonly onStderr?: (chunk: string) => void;
+  /** Stops waiting for the result. The command itself runs on until it ends or its timeoutMs. */
+  readonly signal?: AbortSignal;
+  /** Send again after a connection error or 502/503/504. Only for commands that are safe to run twice. @default false */
+  readonly retry?: boolean;
+}
+
+export interface RunResult {
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The exit code; 124 after a timeout; a negative signal number when a signal ended it. */
+  readonly exitCode: number;
+  readonly timedOut: boolean;
+}
+
+export interface WaitOptions {
+  /** @default 120000 */
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** What agent code uses; `Sandbox` implements it, and tests may fake it. */
+export interface SandboxHandle extends AsyncDisposable {
+  /** The Sandbox's name (what the router routes by). */
+  readonly name: string;
+  /** The SandboxClaim's name. */
+  readonly claim: string;
+  readonly namespace: string;
+  /** When the claim expires (its `ttl`), as last read or set by this handle; undefined: never. */
+  readonly expiresAt: Date | undefined;
+  readonly files: SandboxFiles;
+  run(command: string, options?: RunOptions): Promise<RunResult>;
+  /** Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry. */
+  extendTtl(ttl: Duration): Promise<Date>;
+  /** Stops the Sandbox's Pod (files outside volumes are lost) and waits until it is suspended. */
+  suspend(options?: WaitOptions): Promise<void>;
+  /** Starts the Pod again and waits until the Sandbox is Ready. */
+  resume(options?: WaitOptions): Promise<void>;
+  /** Lets go of the handle and keeps the claim (reconnect with `client.connect`). */
+  disconnect(): Promise<void>;
+  /** Deletes the claim (its Sandbox goes with it) and lets go of the handle. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** What the client hands a Sandbox when it makes one. */
+export interface SandboxInit {
+  readonly claim: ClaimObject;
+  readonly sandbox: string;
+  readonly kube: KubeApi;
+  readonly runtime: RuntimeApi;
+  /** sandboxd's ProcessService, when the client has a grpcPort: `run` streams over it. */
+  readonly processes?: ProcessClient;
+  readonly tracing: Tracing;
+  readonly requestTimeoutMs: number;
+  /** Called once when the handle is let go (drops the claim from the signal cleanup). */
+  readonly release: () => void;
+}
+
+const DEFAULT_RUN_TIMEOUT_MS = 60_000;
+/** How much longer than the command the HTTP exchange may take. */
+const RUN_MARGIN_MS = 10_000;
+const DEFAULT_WAIT_MS = 120_000;
+/** Tries of a conflicting (409) expiry update before giving up. */
+const MAX_CONFLICT_TRIES = 10;
+
+export class Sandbox implements SandboxHandle {
+  public readonly name: string;
+  public readonly claim: string;
+  public readonly namespace: string;
+  public readonly files: SandboxFiles;
+  private readonly uid?: string;
+  private expiry?: Date;
+  private state: 'open' | 'disconnected' | 'closed' = 'open';
+
+  public constructor(private readonly init: SandboxInit) {
+    this.name = init.sandbox;
+    this.claim = init.claim.metadata.name;
+    this.namespace = init.claim.metadata.namespace ?? 'default';
+    this.uid = init.claim.metadata.uid;
+    const shutdownTime = Date.parse(init.claim.spec.lifecycle?.shutdownTime ?? '');
+    this.expiry = Number.isFinite(shutdownTime) ? new Date(shutdownTime) : undefined;
+    this.files = new RuntimeFiles(init.runtime, init.requestTimeoutMs, () => this.ensureOpen());
+  }
+
+  public get expiresAt(): Date | undefined {
+    return this.expiry;
+  }
+
+  public async run(command: string, options: RunOptions = {}): Promise<RunResult> {
+    this.ensureOpen();
+    if (typeof command !== 'string' || command.trim() === '') throw new SandboxConfigError('command', 'must be a non-empty string');
+    const shell = options.shell ?? true;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`);
+    for (const key of Object.keys(options.env ?? {})) {
+      if (key === '' || key.includes('=') || key.includes('\0')) throw new SandboxConfigError(`env.${key}`, 'variable names must be non-empty and contain no "=" or NUL');
+    }
+    if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, options);
+    let full = command;
+    let stdinFile: string | undefined;
+    if (options.stdin !== undefined) {
+      if (!shell) throw new SandboxConfigError('stdin', 'needs shell: true with the legacy runtime API (it is passed by redirecting from a file)');
+      stdinFile = `.agent-sandbox/stdin-${randomBytes(8).toString('hex')}`;
+      await this.files.write(stdinFile, typeof options.stdin === 'string' ? Buffer.from(options.stdin) : options.stdin, { signal: options.signal });
+      const fromCwd = path.posix.relative(options.cwd ? path.posix.normalize(options.cwd.replace(/^\/+/, '')) : '.', stdinFile);
+      full = `exec 0<'${fromCwd}' && rm -f '${fromCwd}' && { ${command}\n}`;
+    }
+    const result = await this.init.runtime.execute({
+      command: full,
+      shell,
+      timeout_seconds: timeoutMs / 1000,
+      ...(options.env ? { env: options.env } : {}),
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    }, { timeoutMs: timeoutMs + RUN_MARGIN_MS, signal: options.signal, idempotent: options.retry === true });
+    const out: RunResult = {
+      stdout: result.stdout ?? '',
+      stderr: result.stderr ?? '',
+      exitCode: result.exit_code ?? -1,
+      timedOut: result.timed_out === true,
+    };
+    if (out.stdout !== '') options.onStdout?.(out.stdout);
+    if (out.stderr !== '') options.onStderr?.(out.stderr);
+    return out;
+  }
+
+  /** `run` over sandboxd's gRPC ProcessService: output streams as it is written. */
+  private runStreaming(command: string, shell: boolean, timeoutMs: number, options: RunOptions): Promise<RunResult> {
+    if (!shell) throw new SandboxConfigError('shell', 'argv mode (shell: false) is for the legacy API; with grpcPort set, commands run with /bin/sh -c');
+    return this.init.tracing.span('sandbox.start', { 'sandbox.name': this.name }, () => this.init.processes!.run({
+      command: ['/bin/sh', '-c', command],
+      env: options.env,
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+    }, {
+      stdin: typeof options.stdin === 'string' ? Buffer.from(options.stdin) : options.stdin,
+      timeoutMs,
+      signal: options.signal,
+      onStdout: options.onStdout,
+      onStderr: options.onStderr,
+    }));
+  }
+
+  public async extendTtl(ttl: Duration): Promise<Date> {
+    this.ensureOpen();
+    const wanted = Date.now() + durationMs(ttl, 'ttl');
+    const claimPath = KubeApi.path(CLAIMS, this.namespace, this.claim);
+    return this.init.tracing.span('sandbox.extendTtl', { 'sandbox.name': this.name }, async (span) => {
+      for (let attempt = 1; ; attempt++) {
+        span?.setAttribute('sandbox.conflicts', attempt - 1);
+        const current: ClaimObject = await this.init.kube.get(claimPath);
+        const existing = Date.parse(current.spec.lifecycle?.shutdownTime ?? '');
+        if (Number.isFinite(existing) && existing >= wanted) return (this.expiry = new Date(existing));
+        const shutdownTime = rfc3339Seconds(wanted);
+        try {
+          // The resourceVersion makes this a compare-and-swap: a write in between (the controller's
+          // status updates included) answers 409, and the claim is read again.
+          await this.init.kube.mergePatch(claimPath, {
+            metadata: { resourceVersion: current.metadata.resourceVersion },
+            spec: { lifecycle: { shutdownTime, ...(current.spec.lifecycle?.shutdownPolicy ? {} : { shutdownPolicy: 'Delete' }) } },
+          });
+          return (this.expiry = new Date(shutdownTime));
+        } catch (err) {
+          if (!(err instanceof SandboxApiError && err.status === 409) || attempt >= MAX_CONFLICT_TRIES) throw err;
+        }
+      }
+    });
+  }
+
+  public async suspend(options: WaitOptions = {}): Promise<void> {
+    await this.setMode(OperatingMode.SUSPENDED, (sandbox) => condition(sandbox, CONDITION_SUSPENDED)?.status === 'True', 'suspended', options);
+  }
+
+  public async resume(options: WaitOptions = {}): Promise<void> {
+    await this.setMode(OperatingMode.RUNNING, (sandbox) => condition(sandbox, CONDITION_READY)?.status === 'True', 'Ready', options);
+  }
+
+  public async disconnect(): Promise<void> {
+    if (this.state !== 'open') return;
+    this.state = 'disconnected';
+    this.init.release();
+  }
+
+  public async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    const wasOpen = this.state === 'open';
+    this.state = 'closed';
+    if (wasOpen) this.init.release();
+    await this.init.tracing.span('sandbox.close', { 'sandbox.name': this.name }, async () => {
+      await this.init.kube.delete(KubeApi.path(CLAIMS, this.namespace, this.claim), this.uid);
+    });
+  }
+
+  public async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  private async setMode(mode: string, done: (sandbox: any) => boolean, what: string, options: WaitOptions): Promise<void> {
+    this.ensureOpen();
+    const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_MS;
+    await this.init.tracing.span(`sandbox.${mode === OperatingMode.SUSPENDED ? 'suspend' : 'resume'}`, { 'sandbox.name': this.name }, async () => {
+      await this.init.kube.mergePatch(KubeApi.path(SANDBOXES, this.namespace, this.name), { spec: { operatingMode: mode } });
+      await follow(this.init.kube, SANDBOXES, this.namespace, this.name, (sandbox, deleted) => {
+        if (deleted) throw new SandboxError(`sandbox ${this.namespace}/${this.name} was deleted while waiting for it to be ${what}`, { sandbox: this.name });
+        return done(sandbox) ? true : undefined;
+      }, {
+        timeoutMs,
+        signal: options.signal,
+        onTimeout: () => new SandboxTimeoutError(`sandbox ${this.namespace}/${this.name} was not ${what} within ${timeoutMs} ms`, { sandbox: this.name }),
+      });
+    });
+  }
+
+  private ensureOpen(): void {
+    if (this.state !== 'open') throw new SandboxError(`sandbox ${this.namespace}/${this.name}: the handle is ${this.state === 'closed' ? 'closed' : 'disconnected'}`, { sandbox: this.name });
+  }
+}
+
+function condition(object: any, type: string): { status?: string } | undefined {
+  return (object?.status?.conditions ?? []).find((c: { type: string }) => c.type === type);
+}

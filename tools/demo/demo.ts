@@ -1,0 +1,60 @@
+/**
+ * `npm run demo`: the whole system on this machine, with nothing else to install. Starts the local
+ * control plane (building its binaries on first use, with progress), installs the synthesized CRDs,
+ * runs the operator and the router as local processes (the pod runner runs sandbox Pods as local
+ * runtime processes), creates a SandboxTemplate and a warm pool (local-system.ts), then runs the
+ * TypeScript agent of examples/agent-typescript against it through the router: it claims a sandbox,
+ * writes and runs a Python program, prints its output and the claim → Ready and claim → first
+ * result latencies. Everything it started is stopped at the end, also on Ctrl-C.
+ */
+import { execFileSync, spawn } from 'child_process';
+import * as path from 'path';
+import { LocalSystem, NAMESPACE, startLocalSystem } from './local-system';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const AGENT_SOURCE = path.join(ROOT, 'examples', 'agent-typescript', 'agent.ts');
+const AGENT_BUNDLE = path.join(ROOT, 'examples', 'agent-typescript', 'dist', 'agent.mjs');
+const POOL = 'python-pool';
+const say = (m: string) => process.stderr.write(`[demo] ${m}\n`);
+
+let system: LocalSystem | undefined;
+let stopSystem: () => Promise<void> = async () => undefined;
+
+async function main(): Promise<void> {
+  say('building the example agent');
+  execFileSync('npx', ['esbuild', AGENT_SOURCE, '--bundle', '--platform=node', '--target=node20', '--format=esm', '--packages=external', `--outfile=${AGENT_BUNDLE}`, '--log-level=warning'], { cwd: ROOT, stdio: 'inherit' });
+  system = await startLocalSystem({ pool: POOL, replicas: 2, log: say, onStop: (stop) => (stopSystem = stop) });
+
+  say(`running the agent (examples/agent-typescript) through the router at ${system.routerUrl}`);
+  const code = await new Promise<number | null>((resolve) => {
+    const agent = spawn(process.execPath, [AGENT_BUNDLE], {
+      stdio: 'inherit',
+      env: { ...process.env, KUBECONFIG: system!.kubeconfig, ROUTER_URL: system!.routerUrl, SANDBOX_POOL: POOL, SANDBOX_NAMESPACE: NAMESPACE },
+    });
+    agent.on('exit', (c) => resolve(c));
+  });
+  if (code !== 0) throw new Error(`the agent failed (exit ${code})`);
+  const left = (await system.kube.kubectl(['get', 'sandboxclaims', '-n', NAMESPACE, '-o', 'name'])).trim();
+  if (left !== '') throw new Error(`the agent left claims behind: ${left}`);
+  say('done: the agent closed its claim (none left), the pool refills; stopping everything');
+}
+
+async function stopAll(): Promise<void> {
+  await stopSystem();
+}
+
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    say(`${signal}: stopping everything`);
+    void stopAll().then(() => process.exit(130));
+  });
+}
+
+main().then(stopAll, async (err: unknown) => {
+  say(`failed: ${(err as Error).message}`);
+  await stopAll();
+  process.exitCode = 1;
+});
