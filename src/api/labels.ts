@@ -89,7 +89,7 @@ export function withoutReserved(
 }
 
 /** Values the Sandbox controller allows for `created-by` on a Pod; anything else becomes `unknown`. */
-export const CREATED_BY_POD_VALUES: readonly string[] = ['go-client', 'python-client', 'controller'];
+export const CREATED_BY_POD_VALUES: readonly string[] = ['go-client', 'python-client', 'typescript-client', 'controller'];
 
 /** Label and selector of the sandbox router, which the default NetworkPolicy admits. */
 export const ROUTER_APP_LABEL = { key: 'app', value: 'sandbox-router' } as const;
