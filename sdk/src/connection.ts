@@ -11,7 +11,7 @@ import { ServicePortForward } from './port-forward.js';
 import { Endpoint } from './runtime-api.js';
 import { ROUTER_PORT, ROUTER_SERVICE, RouterHeader, RUNTIME_PORT, SYSTEM_NAMESPACE } from './wire.js';
 
-/** Port-forward from this process to the router Service (needs `pods/portforward` on its namespace). */
+/** Port-forward from this process to the router Service (needs `get` and `create` on `pods/portforward` in its namespace). */
 export interface PortForwardConnection {
   readonly mode: 'port-forward';
   /** @default "agent-sandbox-system" */

@@ -66,7 +66,13 @@ export class ServicePortForward {
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     this.resolveTarget().then(async (target) => {
-      await new PortForward(this.api.config, true).portForward(this.namespace, target.pod, [target.port], socket, null, socket);
+      const ws = await new PortForward(this.api.config, true).portForward(this.namespace, target.pod, [target.port], socket, null, socket);
+      if (typeof ws === 'function') return; // only with retries, which are not asked for
+      // client-node closes the WebSocket only when the socket ends, and never ends the socket: tie
+      // the two, or a destroyed socket (close()) leaves an open WebSocket that keeps the process alive.
+      ws.on('close', () => socket.end());
+      if (socket.destroyed) ws.close();
+      else socket.once('close', () => ws.close());
     }).catch(() => {
       // The Pod may be gone: look it up again for the next connection.
       this.target = undefined;

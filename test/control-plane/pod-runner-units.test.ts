@@ -51,6 +51,18 @@ describe('launchFor', () => {
     expect(launch.env).toMatchObject({ A: '1', ME: '127.72.0.9', POD_IP: '127.72.0.9', POD_NAME: 'p', POD_NAMESPACE: 'ns' });
   });
 
+  test('$(NAME) in command and args is the env value, as the kubelet expands it; $$ is $; an unknown name stays', () => {
+    const launch = launchFor({
+      name: 'router',
+      command: ['node', '/srv/router.js'],
+      args: ['--bind-address=$(POD_IP):8080', '--tag=$(TAG)', '--literal=$$(POD_IP)', '--unknown=$(NOPE)'],
+      env: [{ name: 'TAG', value: 'v1' }],
+    }, 0, POD);
+    expect(launch.args).toEqual(['/srv/router.js', '--bind-address=127.72.0.9:8080', '--tag=v1', '--literal=$(POD_IP)', '--unknown=$(NOPE)']);
+    const runtime = launchFor({ name: 'rt', command: ['agent-sandbox-operator', 'runtime', '--port=$(PORT)'], env: [{ name: 'PORT', value: '9000' }] }, 0, POD);
+    expect(runtime.readiness).toEqual({ kind: 'http', port: 9000, path: '/healthz' });
+  });
+
   test('a container without a command is refused with the field to fix', () => {
     expect(() => launchFor({ name: 'x', image: 'busybox' }, 2, POD)).toThrow(LaunchError);
     expect(() => launchFor({ name: 'x', image: 'busybox' }, 2, POD)).toThrow(/spec\.containers\[2\]\.command is empty.*explicit command/);

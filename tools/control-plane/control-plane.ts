@@ -105,7 +105,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const t0 = Date.now();
   try {
     const pki = generatePki(path.join(workDir, 'pki'));
-    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort] = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
+    const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => freePort()));
     const server = `https://127.0.0.1:${apiPort}`;
     const kubeconfig = path.join(workDir, 'kubeconfig');
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, server), { mode: 0o600 });
@@ -143,6 +143,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
       // "none": the default reconciler would write 127.0.0.1 into the kubernetes Endpoints, which validation rejects.
       '--endpoint-reconciler-type=none',
+      // The "kubelet" of every node is kwok's server (see kwokServerArgs): pods/portforward (and
+      // exec/log) are proxied to the node's InternalIP 127.0.0.1 on its kubeletEndpoint port,
+      // verified against the cluster CA, with the admin cert as the client certificate.
+      `--kubelet-client-certificate=${pki.adminCert}`, `--kubelet-client-key=${pki.adminKey}`,
+      `--kubelet-certificate-authority=${pki.caCert}`, '--kubelet-preferred-address-types=InternalIP',
       ...apiserverLimitFlags(bench, apf),
     ]);
     await sup.waitReady('kube-apiserver', async () => (await api.request('GET', '/readyz')).status === 200, 90_000);
@@ -150,7 +155,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     log(`kube-apiserver ready at ${server} after ${apiserverMs} ms`);
 
     const kube = new Kube({ kubeconfig, binDir: bins.binDir, cacheDir: path.join(workDir, 'kubectl-cache') });
-    await applyBeforeControllers(kube, options.manifests ?? [], log);
+    // kwok watches PortForward objects from its start: the CRD must be there first.
+    await applyBeforeControllers(kube, [...options.manifests ?? [], kwokCrdFile(bins.kwokModuleDir, 'portforwards')], log);
 
     const componentArgs = (port: number) => [
       `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
@@ -174,6 +180,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     sup.start('kwok', bins.path('kwok'), [
       `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
       `--cidr=${kwokCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+      ...kwokServerArgs(kubeletPort, pki.adminCert, pki.adminKey),
     ]);
     const componentHealth = (port: number) => {
       const c = new ApiClient({ ...connectionFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
@@ -188,8 +195,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 
     const nodeNames = Array.from({ length: nodes }, (_, i) => `kwok-node-${i}`);
     await kube.applyServerSide([...nodeNames.map(nodeObject), defaultStorageClass()], 'cdk8s-agent-sandbox-harness');
-    // kwok has no health endpoint of its own here; nodes turning Ready is the proof it works.
-    await sup.waitReady('kwok', async () => allNodesReady(api, nodeNames), 60_000);
+    // Nodes turning Ready prove kwok's controller works; /healthz its kubelet-like server.
+    const kwokServerHealthy = componentHealth(kubeletPort);
+    await sup.waitReady('kwok', async () => await allNodesReady(api, nodeNames) && kwokServerHealthy(), 60_000);
     if (podRunnerCidr) {
       const dir = podRunnerDir(workDir);
       const runner = podRunnerCommand({ kubeconfig, workDir: dir, cidr: podRunnerCidr, exitWithStdin: !options.detached });
@@ -284,6 +292,29 @@ async function reapOrphans(log: Log): Promise<void> {
     const processes = fs.existsSync(path.join(dir, 'pids')) ? readPidsFile(path.join(dir, 'pids')) : [];
     await stopRecorded({ workDir: dir, kubeconfig: path.join(dir, 'kubeconfig'), processes }, log);
   }
+}
+
+/**
+ * kwok's kubelet-like server, on loopback: the node-initialize stage publishes its port as every
+ * node's `status.daemonEndpoints.kubeletEndpoint.Port`, so kube-apiserver sends pods/portforward
+ * there. kwok forwards a Pod's port as the PortForward object named like the Pod says (the pod
+ * runner writes one per Pod: its ports to the Pod's own address); other Pods have none, and a
+ * port-forward to them fails with "no forward found". Its serving cert is the admin cert (IP SAN
+ * 127.0.0.1, signed by the cluster CA, which kube-apiserver checks).
+ */
+function kwokServerArgs(port: number, cert: string, key: string): string[] {
+  return [
+    `--node-port=${port}`, `--server-address=127.0.0.1:${port}`, // --node-port alone would bind 0.0.0.0
+    `--tls-cert-file=${cert}`, `--tls-private-key-file=${key}`,
+    '--enable-crds=PortForward',
+  ];
+}
+
+/** One of kwok's CRDs (`kwok.x-k8s.io_<plural>.yaml`) from its module directory. */
+function kwokCrdFile(kwokModuleDir: string, plural: string): string {
+  const file = path.join(kwokModuleDir, 'kustomize', 'crd', 'bases', `kwok.x-k8s.io_${plural}.yaml`);
+  if (!fs.existsSync(file)) throw new Error(`kwok CRD file missing: ${file}`);
+  return file;
 }
 
 function apiserverLimitFlags(bench: boolean, apf: boolean): string[] {

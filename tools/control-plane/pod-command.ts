@@ -98,8 +98,21 @@ function containerEnv(container: ContainerSpec, pod: PodContext): NodeJS.Process
   return env;
 }
 
-export function launchFor(container: ContainerSpec, index: number, pod: PodContext): Launch {
-  const env = containerEnv(container, pod);
+/**
+ * `$(NAME)` in a command or args replaced by the container's env value, `$$` by `$`, an unknown
+ * name left as written: the kubelet's expansion, so `--bind-address=$(POD_IP):8080` works.
+ */
+export function expandEnvRefs(value: string, env: NodeJS.ProcessEnv): string {
+  return value.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (ref, name?: string) => {
+    if (name === undefined) return '$';
+    return env[name] ?? ref;
+  });
+}
+
+export function launchFor(spec: ContainerSpec, index: number, pod: PodContext): Launch {
+  const env = containerEnv(spec, pod);
+  const expand = (values?: string[]) => values?.map((v) => expandEnvRefs(v, env));
+  const container: ContainerSpec = { ...spec, command: expand(spec.command), args: expand(spec.args) };
   const runtime = runtimeArgs(container);
   if (runtime) {
     const flags = [...withoutForced(runtime), `--listen-address=${pod.ip}`, `--workspace=${pod.workspace}`];

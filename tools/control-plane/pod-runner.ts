@@ -6,7 +6,9 @@
  * runs its containers as local processes (see pod-command.ts and pod-process.ts), keeps the Pod's
  * status (phase, podIP, Ready/ContainersReady, containerStatuses) in step with them, and on
  * deletion stops them, removes the Pod's workspace and then removes the Pod object, as kwok's
- * pod-delete stage does.
+ * pod-delete stage does. It also writes a kwok PortForward (kwok.x-k8s.io/v1alpha1) per Pod, owned
+ * by the Pod, that maps each of the Pod's ports to the same port on the Pod's address: kwok's
+ * kubelet-like server then serves the API server's pods/portforward for it (`kubectl port-forward`).
  *
  * Crash safety: every child's pid is kept in `<workDir>/pids` (reaped by `cli.ts down` and the next
  * start), children are process-group leaders stopped as a group, and Node.js children stop
@@ -33,6 +35,8 @@ export const DEFAULT_RUN_VALUE = 'true';
 /** Longest a runner shutdown waits for one Pod's processes before SIGKILL. */
 const SHUTDOWN_GRACE_MS = 10_000;
 const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods', namespaced: true };
+const PORT_FORWARDS: ResourceType = { group: 'kwok.x-k8s.io', version: 'v1alpha1', resource: 'portforwards', namespaced: true };
+const FIELD_MANAGER = 'cdk8s-agent-sandbox-pod-runner';
 
 export interface PodRunnerOptions {
   readonly kubeconfig: string;
@@ -139,7 +143,9 @@ export class PodRunner {
       pod, ip, workspace, containers: [], startTime: new Date().toISOString(), transitions: new Map(),
     };
     this.pods.set(uid, rp);
+    const ports = new Set<number>();
     for (const [i, c] of pod.spec.containers.entries()) {
+      for (const p of c.ports ?? []) ports.add(p.containerPort);
       let launch;
       try {
         launch = launchFor(c, i, ctx);
@@ -149,6 +155,7 @@ export class PodRunner {
       } catch (e) {
         launch = e as Error;
       }
+      if (!(launch instanceof Error) && launch.readiness.kind === 'http') ports.add(launch.readiness.port);
       rp.containers.push(new ContainerProcess({
         name: c.name,
         image: c.image ?? '',
@@ -164,6 +171,28 @@ export class PodRunner {
     this.opts.log(`${namespace}/${name}: running ${rp.containers.length} container(s) at ${ip}, workspace ${workspace}`);
     rp.containers.forEach((c) => c.start());
     this.report(rp);
+    void this.writePortForward(pod, ip, [...ports].sort((a, b) => a - b));
+  }
+
+  /**
+   * Tells kwok's server where `kubectl port-forward` to this Pod goes: each port to the same port on
+   * the Pod's address (only these ports: kwok cannot forward a port it has no target for). Owned by
+   * the Pod, so the garbage collector removes it with the Pod; a new Pod of the same name takes it over.
+   */
+  private async writePortForward(pod: Pod, ip: string, ports: number[]): Promise<void> {
+    const { namespace, name, uid } = pod.metadata;
+    if (!ports.length) return;
+    const body = {
+      apiVersion: 'kwok.x-k8s.io/v1alpha1',
+      kind: 'PortForward',
+      metadata: { name, namespace, ownerReferences: [{ apiVersion: 'v1', kind: 'Pod', name, uid }] },
+      spec: { forwards: ports.map((port) => ({ ports: [port], target: { port, address: ip } })) },
+    };
+    try {
+      await this.client.patch(PORT_FORWARDS, namespace, name!, 'apply', body, { fieldManager: FIELD_MANAGER, force: true });
+    } catch (e) {
+      this.opts.log(`${namespace}/${name}: no port-forward (writing its kwok PortForward failed: ${(e as Error).message})`);
+    }
   }
 
   /**

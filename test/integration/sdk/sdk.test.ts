@@ -6,17 +6,20 @@
  * Covered: claim → run → files → close; stdout/stderr order (legacy and streamed over gRPC through h2c); a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
  * expiring by its ttl; concurrent extendTtl calls; suspend and resume; two clients never sharing a sandbox.
- * Port-forward mode only up to finding the router Service (the local control plane has no kubelet to
- * serve `pods/portforward`).
+ * Port-forward mode (the default): client-node's PortForward through kube-apiserver's
+ * `pods/portforward` (served by kwok, see tools/control-plane) to a router Pod the pod runner runs,
+ * found behind the router Service.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
+import * as http from 'http';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { waitFor } from '../../../tools/control-plane/kube';
+import { RUN_LABEL } from '../../../tools/control-plane/pod-runner';
 import { DataPlane } from '../data-plane/data-plane';
 import { serviceAccountKubeconfig, serviceAccountToken } from '../operator/bundle-rbac';
 import { claimManifest, claimReady, poolManifest } from '../operator/extensions-api';
-import { OperatorProcess } from '../operator/operator-process';
+import { OPERATOR_BUNDLE, OperatorProcess } from '../operator/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const AGENT = path.join(__dirname, 'fixtures', 'agent.mjs');
@@ -232,3 +235,89 @@ test('concurrent extendTtl calls, racing each other and the controller\'s status
   expect(Date.parse(final)).toBe(latest);
   expect(shortened).toBe(final);
 });
+
+describe('port-forward connection (the default mode)', () => {
+  let routerNs: string;
+
+  afterAll(async () => {
+    if (routerNs) await dp.kube.deleteNamespace(routerNs);
+  });
+
+  test('through the router Service to a router Pod the pod runner runs, as the agent\'s ServiceAccount', async () => {
+    await readyClaim('port-forward');
+    routerNs = await dp.kube.createNamespace('sdk-router');
+    await dp.kube.applyServerSide(routerObjects(routerNs, dp.ns), 'sdk-test', routerNs);
+    const pod = await waitFor(async () => {
+      const p = await dp.api.call('GET', `/api/v1/namespaces/${routerNs}/pods/sandbox-router`);
+      return p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+    }, 60_000, 'the router Pod to be Ready');
+    // Ready to route once its caches have synced.
+    await waitFor(() => httpStatus(pod.status.podIP, 8081, '/readyz').then((s) => s === 200), 60_000, 'the router Pod\'s /readyz');
+
+    const lines = await runAgent({ scenario: 'runOnce', claim: 'port-forward', connection: { mode: 'port-forward', namespace: routerNs } });
+    expect(lines).toEqual([{ step: 'run', result: { stdout: 'ok\n', stderr: '', exitCode: 0, timedOut: false } }]);
+  });
+});
+
+function httpStatus(host: string, port: number, p: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    http.get({ host, port, path: p, agent: false, timeout: 5_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    }).on('error', reject);
+  });
+}
+
+/**
+ * The router as a Pod the pod runner runs (this checkout's bundle on the Pod's own address, which
+ * `$(POD_IP)` expands to), the Service the SDK looks up (a named targetPort), and what port-forward
+ * mode needs for the agent's ServiceAccount from `agentNs`: get the Service, list its Pods, and get
+ * and create on pods/portforward (client-node opens it as a WebSocket GET, which kube-apiserver
+ * authorizes as `get` and, since the WebSocket upgrade check, also as `create`).
+ */
+function routerObjects(ns: string, agentNs: string): object[] {
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'sandbox-router', namespace: ns, labels: { [RUN_LABEL]: 'true', app: 'sandbox-router' } },
+      spec: {
+        terminationGracePeriodSeconds: 5,
+        containers: [{
+          name: 'router',
+          image: 'example.invalid/agent-sandbox-operator:dev',
+          command: ['node', OPERATOR_BUNDLE, 'router'],
+          args: [
+            `--kubeconfig=${dp.kube.kubeconfig}`, '--auth=kubernetes', '--allowed-pod-cidrs=127.64.0.0/12',
+            '--bind-address=$(POD_IP):8080', '--health-probe-bind-address=$(POD_IP):8081', '--metrics-bind-address=0',
+          ],
+          env: [{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }],
+          ports: [{ name: 'http', containerPort: 8080 }],
+        }],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'sandbox-router-svc', namespace: ns },
+      spec: { selector: { app: 'sandbox-router' }, ports: [{ name: 'http', port: 8080, targetPort: 'http' }] },
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: 'sdk-port-forward', namespace: ns },
+      rules: [
+        { apiGroups: [''], resources: ['services'], verbs: ['get'] },
+        { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
+        { apiGroups: [''], resources: ['pods/portforward'], verbs: ['get', 'create'] },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'sdk-port-forward', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sdk-port-forward' },
+      subjects: [{ kind: 'ServiceAccount', name: 'agent', namespace: agentNs }],
+    },
+  ];
+}
