@@ -54,7 +54,7 @@ export class ContainerProcess {
   private crashes = 0;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
-  /** The process group of every run (its leader's pid), to stop what outlives the leader. */
+  /** The process group of every run (its leader's pid) not yet seen empty, to stop what outlives the leader. */
   private readonly groups = new Set<number>();
 
   public constructor(private readonly opts: ContainerProcessOptions) {}
@@ -113,6 +113,8 @@ export class ContainerProcess {
     child.stdin?.on('error', () => undefined);
     child.once('error', (e) => this.opts.log(`${this.opts.name}: ${e.message}`));
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+      // An empty group is forgotten, so its id, free for reuse, is never signalled later.
+      for (const pgid of this.groups) if (!groupAlive(pgid)) this.groups.delete(pgid);
       resolve();
       this.onExit(code, signal, startedAt);
     }));
