@@ -6,7 +6,7 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { AddressLeases, IpAllocator, isLoopbackCidr, splitPodCidr } from '../../tools/control-plane/pod-cidr';
+import { AddressLeases, IpAllocator, isLoopbackCidr, removeStaleLease, splitPodCidr } from '../../tools/control-plane/pod-cidr';
 import { launchFor, LaunchError, PodContext, runtimeArgs } from '../../tools/control-plane/pod-command';
 import { PodRunner } from '../../tools/control-plane/pod-runner';
 
@@ -104,5 +104,60 @@ describe('pod addresses', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  describe('lease races', () => {
+    let dir: string;
+    beforeEach(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'leases-'));
+    });
+    afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    test('a claimed lease holds the pid from the start, and no temp file is left', () => {
+      const leases = new AddressLeases(dir);
+      expect(leases.claim('127.72.0.7')).toBe(true);
+      expect(fs.readdirSync(dir)).toEqual(['127.72.0.7']);
+      expect(fs.readFileSync(path.join(dir, '127.72.0.7'), 'utf8')).toBe(`${process.pid}\n`);
+    });
+
+    test('an empty lease (another runner mid-write) is live: kept and refused; abandoned only once it is old', () => {
+      const empty = path.join(dir, '127.72.0.8');
+      fs.writeFileSync(empty, '');
+      const leases = new AddressLeases(dir);
+      expect(fs.existsSync(empty)).toBe(true);
+      expect(leases.claim('127.72.0.8')).toBe(false);
+      expect(fs.readFileSync(empty, 'utf8')).toBe('');
+      const old = new Date(Date.now() - 60_000);
+      fs.utimesSync(empty, old, old);
+      expect(leases.claim('127.72.0.8')).toBe(true);
+      expect(fs.readFileSync(empty, 'utf8')).toBe(`${process.pid}\n`);
+    });
+
+    test('a lease that vanishes between the refused create and the read is not a crash', () => {
+      // A dangling symlink: creating the lease fails with EEXIST, reading it with ENOENT, every time.
+      fs.symlinkSync(path.join(dir, 'gone'), path.join(dir, '127.72.0.9'));
+      expect(new AddressLeases(dir).claim('127.72.0.9')).toBe(false);
+    });
+
+    test('a stale lease replaced by a fresh one before the takeover is put back, not deleted', () => {
+      const file = path.join(dir, '127.72.0.10');
+      fs.writeFileSync(file, '999999999\n');
+      expect(removeStaleLease(dir, '127.72.0.10', '999999999\n')).toBe(true);
+      expect(fs.existsSync(file)).toBe(false);
+      // Read as stale by one runner, then taken over by another before the first acts on it.
+      fs.writeFileSync(file, `${process.ppid}\n`);
+      expect(removeStaleLease(dir, '127.72.0.10', '999999999\n')).toBe(false);
+      expect(fs.readFileSync(file, 'utf8')).toBe(`${process.ppid}\n`);
+      expect(fs.readdirSync(dir)).toEqual(['127.72.0.10']);
+      expect(new AddressLeases(dir).claim('127.72.0.10')).toBe(false);
+    });
+
+    test('temp files of dead runners are cleared at start; a live runner\'s are kept', () => {
+      fs.writeFileSync(path.join(dir, '.127.72.0.11.999999999.abc.tmp'), '999999999\n');
+      // Aside, the stale lease it is about to delete (holding the dead pid).
+      fs.writeFileSync(path.join(dir, `.127.72.0.12.${process.ppid}.abc.stale`), '999999999\n');
+      new AddressLeases(dir);
+      expect(fs.readdirSync(dir)).toEqual([`.127.72.0.12.${process.ppid}.abc.stale`]);
+    });
   });
 });

@@ -167,6 +167,25 @@ test('deleting a Pod stops its runtime gracefully, removes its workspace, then t
   expect(fs.readFileSync(path.join(podRunnerDir(process.env[ENV.workDir]!), 'logs', log), 'utf8')).toMatch(/"msg":"stopped"/);
 });
 
+test('deleting a Pod stops every member of its process group, also one that ignores SIGTERM and outlives the command', async () => {
+  const pidFile = path.join(process.env[ENV.workDir]!, `background-${Date.now()}.pid`);
+  // `srv & wait`: the shell dies on SIGTERM, its background server ignores it.
+  const script = `(trap "" TERM; exec sleep 300) & echo $! > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; wait`;
+  await createReady(podObject('background', 'true', { command: ['/bin/sh', '-c', script] }, { terminationGracePeriodSeconds: 1 }));
+  const srv = Number(fs.readFileSync(pidFile, 'utf8'));
+  try {
+    expect(alive(srv)).toBe(true);
+    await api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name=background`, (ev) => (ev.type === 'DELETED' ? true : undefined), {
+      timeoutMs: 30_000,
+      onReady: () => api.call('DELETE', `/api/v1/namespaces/${ns}/pods/background`),
+    });
+    expect(alive(srv)).toBe(false);
+  } finally {
+    if (alive(srv)) process.kill(srv, 'SIGKILL');
+    fs.rmSync(pidFile, { force: true });
+  }
+});
+
 test('a container the runner cannot run is reported with the field to fix', async () => {
   const pod = await watchPod('no-command', (p) => p.status?.containerStatuses?.[0]?.state?.waiting,
     () => api.call('POST', `/api/v1/namespaces/${ns}/pods`, podObject('no-command', 'true', { image: 'busybox' })));

@@ -103,39 +103,118 @@ export class IpAllocator {
   }
 }
 
+/** How old (by mtime) an empty or unreadable lease must be before it counts as abandoned. */
+const UNREADABLE_LEASE_GRACE_MS = 30_000;
+/** A runner's temporary files in the lease directory: `.<ip>.<pid>.<random>.tmp|stale`. */
+const SCRATCH = /^\..*\.(\d+)\.[0-9a-f]+\.(tmp|stale)$/;
+
+function alive(pid: number): boolean {
+  return fs.existsSync(`/proc/${pid}`);
+}
+
+function errno(e: unknown): string | undefined {
+  return (e as NodeJS.ErrnoException).code;
+}
+
+/** A lease file as read: gone, held by a live process, or left by a dead (or never finished) one. */
+type LeaseState = { readonly kind: 'missing' } | { readonly kind: 'live'; readonly pid: number } | { readonly kind: 'stale'; readonly content: string };
+
+function readLease(file: string): LeaseState {
+  let content: string;
+  let mtimeMs: number;
+  try {
+    content = fs.readFileSync(file, 'utf8');
+    mtimeMs = fs.statSync(file).mtimeMs;
+  } catch (e) {
+    if (errno(e) === 'ENOENT') return { kind: 'missing' };
+    throw e;
+  }
+  if (/^[1-9]\d*\n?$/.test(content)) {
+    const pid = Number(content.trim());
+    return alive(pid) ? { kind: 'live', pid } : { kind: 'stale', content };
+  }
+  // Empty or garbled: maybe being written by an older runner; abandoned only once it is old.
+  return Date.now() - mtimeMs > UNREADABLE_LEASE_GRACE_MS ? { kind: 'stale', content } : { kind: 'live', pid: 0 };
+}
+
+function scratchName(dir: string, ip: string, kind: 'tmp' | 'stale'): string {
+  return path.join(dir, `.${ip}.${process.pid}.${Math.floor(Math.random() * 2 ** 32).toString(16)}.${kind}`);
+}
+
+/**
+ * Removes the stale lease `dir/ip` that was read as `content`, safely against other runners doing
+ * the same: the file is renamed away (only one rename can win) and deleted only when the renamed
+ * file still holds `content`; a lease someone made meanwhile is put back. True when it was removed.
+ */
+export function removeStaleLease(dir: string, ip: string, content: string): boolean {
+  const file = path.join(dir, ip);
+  const aside = scratchName(dir, ip, 'stale');
+  try {
+    fs.renameSync(file, aside);
+  } catch (e) {
+    if (errno(e) === 'ENOENT') return false;
+    throw e;
+  }
+  try {
+    if (fs.readFileSync(aside, 'utf8') === content) return true;
+    // Not the lease we judged stale: another runner's fresh one. Give it back.
+    try {
+      fs.linkSync(aside, file);
+    } catch (e) {
+      if (errno(e) !== 'EEXIST') throw e;
+    }
+    return false;
+  } finally {
+    fs.rmSync(aside, { force: true });
+  }
+}
+
 /**
  * Machine-wide leases on pod addresses, so runners of parallel clusters on one host never bind
- * the same address: one file per address, created exclusively and holding the runner's pid; a
- * lease whose pid is gone is taken over.
+ * the same address: one file per address holding the runner's pid, created with its content in
+ * one step (a temp file hard-linked to the lease name, which fails when it exists). A lease whose
+ * pid is gone, or that stayed empty or garbled for 30 s, is taken over (see `removeStaleLease`).
  */
 export class AddressLeases {
   private readonly held = new Set<string>();
 
   public constructor(private readonly dir = path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'cdk8s-agent-sandbox-pod-ips')) {
     fs.mkdirSync(dir, { recursive: true });
-    // Leases of runners that were SIGKILLed.
-    for (const ip of fs.readdirSync(dir)) {
-      const owner = Number(fs.readFileSync(path.join(dir, ip), 'utf8').trim());
-      if (!fs.existsSync(`/proc/${owner}`)) fs.rmSync(path.join(dir, ip), { force: true });
+    // Leases and temp files of runners that were SIGKILLed.
+    for (const name of fs.readdirSync(dir)) {
+      const scratch = SCRATCH.exec(name);
+      if (scratch) {
+        if (!alive(Number(scratch[1]))) fs.rmSync(path.join(dir, name), { force: true });
+        continue;
+      }
+      const state = readLease(path.join(dir, name));
+      if (state.kind === 'stale') removeStaleLease(dir, name, state.content);
     }
   }
 
-  /** True when this process now holds `ip`; false when a live process does. */
+  /** True when this process now holds `ip`; false when a live process does (or it kept changing). */
   public claim(ip: string): boolean {
     const file = path.join(this.dir, ip);
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        fs.writeFileSync(file, `${process.pid}\n`, { flag: 'wx' });
-        this.held.add(ip);
-        return true;
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    const tmp = scratchName(this.dir, ip, 'tmp');
+    fs.writeFileSync(tmp, `${process.pid}\n`, { flag: 'wx' });
+    try {
+      for (let attempt = 0; attempt < 3; attempt++) {
+        try {
+          fs.linkSync(tmp, file);
+          this.held.add(ip);
+          return true;
+        } catch (e) {
+          if (errno(e) !== 'EEXIST') throw e;
+        }
+        const state = readLease(file);
+        if (state.kind === 'live') return state.pid === process.pid;
+        // 'missing': released between our link and read; 'stale': removed (by us or another runner). Try again.
+        if (state.kind === 'stale') removeStaleLease(this.dir, ip, state.content);
       }
-      const owner = Number(fs.readFileSync(file, 'utf8').trim());
-      if (owner === process.pid || fs.existsSync(`/proc/${owner}`)) return owner === process.pid;
-      fs.rmSync(file, { force: true });
+      return false;
+    } finally {
+      fs.rmSync(tmp, { force: true });
     }
-    return false;
   }
 
   public release(ip: string): void {

@@ -3,7 +3,9 @@
  * its own process group with its stdin a pipe from the runner (see exit-with-parent.cjs), probed
  * for readiness on the Pod's address, restarted with backoff when it exits under
  * `restartPolicy: Always` (or `OnFailure` and a non-zero code), stopped with SIGTERM and SIGKILL
- * after the grace period. Every change of its status is reported through `onChange`.
+ * after the grace period to each of its process groups that still has a member (the command's
+ * background processes too, even once the command itself has exited). Every change of its status
+ * is reported through `onChange`.
  */
 import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
@@ -52,6 +54,8 @@ export class ContainerProcess {
   private crashes = 0;
   private stopping = false;
   private timer: NodeJS.Timeout | undefined;
+  /** The process group of every run (its leader's pid) not yet seen empty, to stop what outlives the leader. */
+  private readonly groups = new Set<number>();
 
   public constructor(private readonly opts: ContainerProcessOptions) {}
 
@@ -103,11 +107,14 @@ export class ContainerProcess {
       fs.closeSync(out);
     }
     this.child = child;
+    if (child.pid !== undefined) this.groups.add(child.pid);
     const startedAt = new Date();
     // The write end stays open for the child's lifetime; errors only mean the child is gone.
     child.stdin?.on('error', () => undefined);
     child.once('error', (e) => this.opts.log(`${this.opts.name}: ${e.message}`));
     this.exited = new Promise((resolve) => child.once('exit', (code, signal) => {
+      // An empty group is forgotten, so its id, free for reuse, is never signalled later.
+      for (const pgid of this.groups) if (!groupAlive(pgid)) this.groups.delete(pgid);
       resolve();
       this.onExit(code, signal, startedAt);
     }));
@@ -117,21 +124,25 @@ export class ContainerProcess {
     void this.probe(child, launch.readiness);
   }
 
-  /** SIGTERM to the process group, SIGKILL after `graceMs`; no restart afterwards. */
+  /**
+   * SIGTERM to every process group of this container that still has a member, SIGKILL to those
+   * left after `graceMs`; no restart afterwards.
+   */
   public async stop(graceMs: number): Promise<void> {
     this.stopping = true;
     clearTimeout(this.timer);
-    const pid = this.pid;
-    if (pid === undefined) return;
-    signalGroup(pid, 'SIGTERM');
-    let timer: NodeJS.Timeout | undefined;
-    const killed = await Promise.race([this.exited.then(() => false), new Promise<boolean>((r) => { timer = setTimeout(() => r(true), graceMs); })]);
-    clearTimeout(timer);
-    if (killed) {
-      this.opts.log(`${this.opts.name}: pid ${pid} outlived its ${graceMs} ms grace period, sending SIGKILL`);
-      signalGroup(pid, 'SIGKILL');
-      await this.exited;
+    const live = () => [...this.groups].filter(groupAlive);
+    const groups = live();
+    if (groups.length === 0) return;
+    for (const pgid of groups) signalGroup(pgid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (live().length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, Math.min(50, Math.max(1, deadline - Date.now()))));
+    for (const pgid of live()) {
+      this.opts.log(`${this.opts.name}: process group ${pgid} outlived its ${graceMs} ms grace period, sending SIGKILL`);
+      signalGroup(pgid, 'SIGKILL');
     }
+    await this.exited;
+    this.groups.clear();
   }
 
   private onExit(code: number | null, signal: NodeJS.Signals | null, startedAt: Date): void {
@@ -209,6 +220,16 @@ function signalGroup(pid: number, sig: NodeJS.Signals): void {
     process.kill(-pid, sig);
   } catch {
     // already gone
+  }
+}
+
+/** Whether any process of group `pgid` that we may signal lives (a signal 0 reaches it). */
+function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
   }
 }
 

@@ -48,8 +48,10 @@ Flags:
   --token-file <file>        require "Authorization: Bearer <token>" (file content, trimmed)
                              on every route but / and /healthz
   --exec-timeout <seconds>   default per-command limit (default $SANDBOX_EXEC_TIMEOUT_SECONDS, else 300);
-                             a request's timeout_seconds overrides it
-  --max-output-bytes <n>     stdout and stderr kept per command (default 4194304)
+                             a request's timeout_seconds overrides it; also bounds a gRPC
+                             Execute call without a deadline (DEADLINE_EXCEEDED)
+  --max-output-bytes <n>     stdout and stderr kept per command, /execute and gRPC Execute
+                             (default 4194304; the rest is dropped and a marker says how much)
   --grace-period <seconds>   on SIGTERM, how long running commands may finish (default 20)
   --allow-root               run even as uid 0 (refused otherwise)
   -h, --help                 this text

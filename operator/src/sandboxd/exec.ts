@@ -135,7 +135,8 @@ export function shellSyntaxIn(argv: readonly string[]): string | undefined {
   return undefined;
 }
 
-class Capture {
+/** Keeps the first `limit` bytes of a stream and counts the rest, which is dropped (reading goes on). */
+export class Capture {
   private readonly chunks: Buffer[] = [];
   private kept = 0;
   private dropped = 0;
@@ -151,9 +152,14 @@ class Capture {
     this.dropped += Math.max(0, chunk.length - Math.max(0, room));
   }
 
+  /** The kept bytes, then a marker line saying how many were dropped, if any. */
+  public bytes(): Buffer {
+    const kept = Buffer.concat(this.chunks);
+    return this.dropped === 0 ? kept : Buffer.concat([kept, Buffer.from(`\n[output truncated: ${this.dropped} more bytes not shown]\n`)]);
+  }
+
   public text(): string {
-    const text = Buffer.concat(this.chunks).toString('utf8');
-    return this.dropped === 0 ? text : `${text}\n[output truncated: ${this.dropped} more bytes not shown]\n`;
+    return this.bytes().toString('utf8');
   }
 }
 

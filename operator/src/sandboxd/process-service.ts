@@ -4,6 +4,9 @@
  * - `Execute` runs argv (no shell added; `command[0]` looked up on PATH) to completion and answers
  *   once with the exit code and all output. Its deadline or a cancellation kills the child's
  *   process group (upstream kills only the direct child) and the client sees the gRPC status.
+ *   A call without a deadline gets `execTimeoutMs` (`--exec-timeout`), ending the same way with
+ *   DEADLINE_EXCEEDED. Each of stdout and stderr keeps at most `maxOutputBytes`; the rest is read
+ *   and dropped, and a marker line says how much (as `/execute` does).
  * - `Start` streams one `init` (after the process is registered), stdout/stderr chunks of at most
  *   `streamChunkSize` bytes as they are read, one `exit`, then OK. Cancelling the stream kills it.
  *   Once the child has exited, output still held open by its descendants is read for at most 5 s.
@@ -18,7 +21,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { type ProcessGroups, killGroup } from './exec';
+import { Capture, type ProcessGroups, killGroup } from './exec';
 import { confine } from './paths';
 import {
   type ExecuteRequest, type ExecuteResponse, type Empty, type ProcessConfig, type ResizeTtyRequest, type SendSignalRequest, Signal,
@@ -31,6 +34,10 @@ export interface ProcessServiceOptions {
   readonly root: string;
   /** Largest stdout/stderr chunk of a Start stream. */
   readonly streamChunkSize: number;
+  /** How long an Execute call without a deadline may run (`--exec-timeout`). */
+  readonly execTimeoutMs: number;
+  /** Bytes of stdout and of stderr an Execute answer keeps (`--max-output-bytes`). */
+  readonly maxOutputBytes: number;
   /** Where running children are registered, so a drain can wait for them and kill what is left. */
   readonly groups: ProcessGroups;
   /** Whether a call's `authorization` metadata may use the service. */
@@ -108,18 +115,32 @@ export class ProcessService {
       return cb(asStatus(err));
     }
     const { child } = launch;
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
+    const stdout = new Capture(this.options.maxOutputBytes);
+    const stderr = new Capture(this.options.maxOutputBytes);
     child.stdout!.on('data', (c: Buffer) => stdout.push(c));
     child.stderr!.on('data', (c: Buffer) => stderr.push(c));
     const kill = () => killGroup(child.pid!);
     call.once('cancelled', kill);
     // Cancelled while the child was being started: the event has passed already.
     if (call.cancelled) kill();
+    // Without a deadline from the client, --exec-timeout bounds the call.
+    let timedOut = false;
+    const timeoutMs = this.options.execTimeoutMs;
+    const timer = hasDeadline(call) ? undefined : setTimeout(() => {
+      timedOut = true;
+      kill();
+    }, Math.max(1, Math.min(timeoutMs, 2 ** 31 - 1)));
     const exitCode = await exited(child, EXECUTE_DRAIN_AFTER_EXIT_MS);
+    clearTimeout(timer);
     call.off('cancelled', kill);
     if (call.cancelled) return;
-    cb(null, { exitCode, stdout: Buffer.concat(stdout), stderr: Buffer.concat(stderr) });
+    if (timedOut) {
+      return cb({
+        code: grpc.status.DEADLINE_EXCEEDED,
+        details: `the command ran longer than --exec-timeout (${timeoutMs / 1000} s) and its process group was killed; set a deadline on the call to allow longer`,
+      });
+    }
+    cb(null, { exitCode, stdout: stdout.bytes(), stderr: stderr.bytes() });
   }
 
   private async start(call: grpc.ServerWritableStream<StartRequest, StartResponse>): Promise<void> {
@@ -276,6 +297,12 @@ async function lookPath(name: string, cwd: string, pathVar: string): Promise<str
     if (await executable(file)) return file;
   }
   throw new RpcError(grpc.status.NOT_FOUND, `config.command: ${name}: executable file not found in $PATH`);
+}
+
+/** Whether the client set a deadline on the call (grpc-js reports none as Infinity). */
+function hasDeadline(call: grpc.ServerUnaryCall<unknown, unknown>): boolean {
+  const deadline = call.getDeadline();
+  return deadline instanceof Date || Number.isFinite(deadline);
 }
 
 /**

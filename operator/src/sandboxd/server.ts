@@ -102,6 +102,8 @@ export class SandboxdServer {
     const service = new ProcessService({
       root: this.root,
       streamChunkSize: this.options.streamChunkSize ?? 4096,
+      execTimeoutMs: this.options.execTimeoutMs,
+      maxOutputBytes: this.options.maxOutputBytes,
       groups: this.groups,
       authorized: (authorization) => this.bearerMatches(authorization),
     });

@@ -74,6 +74,35 @@ describe('Execute', () => {
     await processGone(pid);
     expect(server.running).toBe(0);
   });
+
+  test('stdout and stderr each keep --max-output-bytes (1024); the rest is read, dropped and counted', async () => {
+    // 200 KiB per stream: more than a pipe holds, so the child blocks unless the rest is read.
+    const res = await execute(client, sh('head -c 204800 /dev/zero | tr "\\0" o; head -c 204800 /dev/zero | tr "\\0" e >&2; exit 5'));
+    expect(res.exitCode).toBe(5);
+    const marker = `\n[output truncated: ${204800 - 1024} more bytes not shown]\n`;
+    expect(res.stdout.toString()).toBe(`${'o'.repeat(1024)}${marker}`);
+    expect(res.stderr.toString()).toBe(`${'e'.repeat(1024)}${marker}`);
+  });
+
+  test('a call without a deadline is bounded by --exec-timeout: DEADLINE_EXCEEDED naming it, and the group is gone', async () => {
+    const short = new SandboxdServer({
+      workspace, port: 0, listenAddress: '127.0.0.1', grpcPort: 0, execTimeoutMs: 1000, maxOutputBytes: 1024, allowRoot: true,
+    });
+    await short.start();
+    const shortClient = processClient(`127.0.0.1:${short.grpcAddress!.port}`);
+    try {
+      const pidFile = path.join(base, 'exec-timeout.pid');
+      // The background sleep shares the group: it must go too.
+      const call = execute(shortClient, sh(`sleep 60 & echo $! > ${pidFile}; wait`));
+      const pid = Number(await writtenText(pidFile));
+      await expect(call).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED, details: expect.stringContaining('--exec-timeout (1 s)') });
+      await processGone(pid);
+      expect(short.running).toBe(0);
+    } finally {
+      shortClient.close();
+      await short.drain(1000);
+    }
+  });
 });
 
 describe('Start', () => {
