@@ -13,6 +13,10 @@ import { Endpoint } from './runtime-api.js';
 const SERVICE = '/process.v1.ProcessService';
 /** gRPC status codes the SDK names. */
 const GRPC_OK = 0;
+/** How long after the time-limit kill the SDK waits for the Start stream's status before giving up on it. */
+const KILL_GRACE_MS = 5_000;
+/** The deadline of a SendSignal call. */
+const SIGNAL_DEADLINE_MS = 5_000;
 
 export interface ProcessRunOptions {
   readonly stdin?: Uint8Array;
@@ -30,7 +34,12 @@ export interface ProcessResult {
 }
 
 export class ProcessClient {
-  public constructor(private readonly endpoint: () => Promise<Endpoint>, private readonly sandbox: string) {}
+  public constructor(
+    private readonly endpoint: () => Promise<Endpoint>,
+    private readonly sandbox: string,
+    /** After the time-limit kill, how long to wait for the stream's status (then: cancel it, report the time-out). */
+    private readonly killGraceMs: number = KILL_GRACE_MS,
+  ) {}
 
   /** Starts the command and resolves when it has exited (or was killed at its time limit). */
   public async run(request: StartRequest, options: ProcessRunOptions): Promise<ProcessResult> {
@@ -58,20 +67,34 @@ export class ProcessClient {
       let exitCode: number | undefined;
       let timedOut = false;
       let settled = false;
+      let grace: NodeJS.Timeout | undefined;
       const finish = (fn: () => void) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearTimeout(grace);
         options.signal?.removeEventListener('abort', onAbort);
         fn();
       };
       const kill = () => {
-        if (processId !== undefined) void this.unary(session, metadata, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL)).catch(() => undefined);
-        else stream.close(http2.constants.NGHTTP2_CANCEL);
+        if (processId !== undefined) {
+          void this.unary(session, metadata, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined);
+        } else {
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+        }
       };
       const timer = setTimeout(() => {
         timedOut = true;
         kill();
+        // If the runtime or the router stalls, the stream's status may never come: give up on it.
+        grace = setTimeout(() => {
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          session.destroy();
+          finish(() => {
+            for (const kind of ['stdout', 'stderr'] as const) output[kind] += decoders[kind].end();
+            resolve({ ...output, exitCode: 124, timedOut: true });
+          });
+        }, this.killGraceMs);
       }, options.timeoutMs);
       const onAbort = () => {
         kill();
@@ -122,11 +145,21 @@ export class ProcessClient {
     await this.unary(session, metadata, 'WriteStdin', encodeWriteStdin(processId, 'eof'));
   }
 
-  private unary(session: http2.ClientHttp2Session, metadata: Record<string, string>, method: string, message: Buffer): Promise<void> {
+  private unary(
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, method: string, message: Buffer, deadlineMs?: number,
+  ): Promise<void> {
     return new Promise((resolve, reject) => {
       const stream = this.call(session, metadata, method, message);
       stream.resume();
-      this.onStatus(stream, (err) => (err ? reject(err) : resolve()));
+      const deadline = deadlineMs === undefined ? undefined : setTimeout(() => {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        reject(new SandboxGrpcError(4, `${method}: no answer within ${deadlineMs} ms`, this.sandbox));
+      }, deadlineMs);
+      this.onStatus(stream, (err) => {
+        clearTimeout(deadline);
+        if (err) reject(err);
+        else resolve();
+      });
     });
   }
 
