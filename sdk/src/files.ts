@@ -11,7 +11,7 @@ import { RuntimeApi } from './runtime-api.js';
 
 /** Options of every file call. */
 export interface FileCallOptions {
-  /** Limit up to the answer's headers. @default the client's requestTimeoutMs */
+  /** Limit up to the answer's headers, and for each pause of a body read whole (`read`, `readText`, `list`, ...). @default the client's requestTimeoutMs */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
 }
@@ -65,7 +65,7 @@ export class RuntimeFiles implements SandboxFiles {
     this.ensureOpen();
     // The whole exchange is one retriable unit: a connection cut mid-body is tried again.
     const relative = filePath(path);
-    return this.api.download(relative, { ...this.call(options), idempotent: true }, readAll);
+    return this.api.download(relative, { ...this.call(options), idempotent: true, bufferedBody: true }, readAll);
   }
 
   public async readText(path: string, options: FileCallOptions = {}): Promise<string> {

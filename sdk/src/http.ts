@@ -2,7 +2,9 @@
  * One HTTP exchange with the router or the runtime over node:http(s), with keep-alive agents, a
  * per-request time limit, an AbortSignal, streamed bodies both ways, and the SDK's errors: an error
  * status becomes a SandboxHttpError (SandboxAuthError for 401/403) carrying the parsed body, and a
- * request without an answer becomes a SandboxConnectionError or a SandboxTimeoutError.
+ * request without an answer becomes a SandboxConnectionError or a SandboxTimeoutError. The signal
+ * holds until the answer's body has ended (an abort destroys the body), and a body read whole may
+ * pause between chunks for at most the time limit.
  */
 import * as http from 'node:http';
 import * as https from 'node:https';
@@ -17,8 +19,10 @@ export interface HttpRequest {
   readonly url: string;
   readonly headers?: Record<string, string>;
   readonly body?: Body;
-  /** Limit for the exchange up to the answer's headers. */
+  /** Limit for the exchange up to the answer's headers; with `bufferedBody`, also for each pause of the body. */
   readonly timeoutMs: number;
+  /** The body will be read whole at once: a body that stalls longer than `timeoutMs` between chunks is destroyed. */
+  readonly bufferedBody?: boolean;
   readonly signal?: AbortSignal;
   /** Names the sandbox in errors. */
   readonly sandbox?: string;
@@ -32,6 +36,16 @@ export interface HttpResponse {
 
 /** Bytes of an error body kept for the error. */
 const MAX_ERROR_BODY = 64 * 1024;
+
+/** Errors `send` destroyed a body with on purpose (abort, stall): `readAll` rethrows them as they are. */
+const bodyErrors = new WeakMap<Readable, unknown>();
+/** The longest pause between chunks of a body `send` was told will be read whole. */
+const bodyIdle = new WeakMap<Readable, { readonly ms: number; readonly error: () => Error }>();
+
+function destroyBody(body: Readable, err: unknown): void {
+  bodyErrors.set(body, err);
+  body.destroy(err instanceof Error ? err : new Error(String(err)));
+}
 
 const agents = {
   http: new http.Agent({ keepAlive: true, maxSockets: 64 }),
@@ -64,11 +78,24 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       reject(err);
     };
     const timer = setTimeout(() => fail(new SandboxTimeoutError(`${req.method} ${url.pathname}: no answer within ${req.timeoutMs} ms`, { sandbox: req.sandbox })), req.timeoutMs);
-    const onAbort = () => fail(req.signal!.reason);
+    let response: http.IncomingMessage | undefined;
+    const onAbort = () => (response ? destroyBody(response, req.signal!.reason) : fail(req.signal!.reason));
     req.signal?.addEventListener('abort', onAbort, { once: true });
     const cleanup = () => {
       clearTimeout(timer);
       req.signal?.removeEventListener('abort', onAbort);
+    };
+    /** Keeps the signal on the body until it has ended; a buffered body gets its idle limit (applied by readAll). */
+    const watchBody = (res: http.IncomingMessage) => {
+      clearTimeout(timer);
+      response = res;
+      res.once('close', () => req.signal?.removeEventListener('abort', onAbort));
+      if (req.bufferedBody) {
+        bodyIdle.set(res, {
+          ms: req.timeoutMs,
+          error: () => new SandboxTimeoutError(`${req.method} ${url.pathname}: the answer's body stalled for ${req.timeoutMs} ms`, { sandbox: req.sandbox }),
+        });
+      }
     };
     outgoing.on('error', (err: NodeJS.ErrnoException) => {
       fail(new SandboxConnectionError(`${req.method} ${url.pathname}: ${err.message}`, err.code, { sandbox: req.sandbox, cause: err }));
@@ -78,7 +105,7 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       const status = res.statusCode ?? 0;
       if (status < 400) {
         settled = true;
-        cleanup();
+        watchBody(res);
         return resolve({ status, headers: res.headers, body: res });
       }
       readLimited(res, MAX_ERROR_BODY).then((text) => {
@@ -102,10 +129,24 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
 /** The whole body as a Buffer; a connection lost on the way is a SandboxConnectionError. */
 export async function readAll(body: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
+  const idle = bodyIdle.get(body);
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    if (!idle) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => destroyBody(body, idle.error()), idle.ms);
+  };
   try {
-    for await (const chunk of body) chunks.push(chunk as Buffer);
+    arm();
+    for await (const chunk of body) {
+      chunks.push(chunk as Buffer);
+      arm();
+    }
   } catch (err) {
+    if (bodyErrors.has(body)) throw bodyErrors.get(body);
     throw new SandboxConnectionError(`the answer was cut off: ${(err as Error).message}`, (err as NodeJS.ErrnoException).code, { cause: err });
+  } finally {
+    clearTimeout(timer);
   }
   return Buffer.concat(chunks);
 }

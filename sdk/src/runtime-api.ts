@@ -27,6 +27,8 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /** Try again on connection errors and 429/502/503/504 (only for requests that are safe to repeat). */
   readonly idempotent: boolean;
+  /** The answer's body is read whole: it may pause between chunks for at most `timeoutMs`. */
+  readonly bufferedBody?: boolean;
 }
 
 export interface ExecuteRequest {
@@ -94,7 +96,7 @@ export class RuntimeApi {
   }
 
   private json<T>(method: string, path: string, body: Body, headers: Record<string, string>, options: CallOptions): Promise<T> {
-    return this.call(method, path, body, headers, options, async (res) => {
+    return this.call(method, path, body, headers, { ...options, bufferedBody: true }, async (res) => {
       const text = (await readAll(res.body)).toString('utf8');
       return JSON.parse(text) as T;
     });
@@ -109,7 +111,7 @@ export class RuntimeApi {
       const all: Record<string, string> = { ...endpoint.headers, ...headers, ...this.tracing.headers() };
       if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(options.timeoutMs / 1000);
       const res = await send({
-        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, signal: options.signal, sandbox: this.sandbox,
+        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox,
       });
       return read(res);
     }, options.idempotent, this.retry, options.signal));
