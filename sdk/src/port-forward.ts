@@ -19,6 +19,8 @@ export class ServicePortForward {
   private listening?: Promise<number>;
   private target?: Promise<Target>;
   private readonly sockets = new Set<net.Socket>();
+  /** Counts close() calls: a listen() that sees it change while it awaits gives up (and leaves no listener). */
+  private closes = 0;
 
   public constructor(
     private readonly api: KubeApi,
@@ -34,22 +36,33 @@ export class ServicePortForward {
   }
 
   public async close(): Promise<void> {
+    this.closes++;
+    const pending = this.listening;
+    this.listening = undefined;
+    // A listen() under way stops at its next step; wait for it, so no listener outlives close().
+    await pending?.catch(() => undefined);
     const server = this.server;
     this.server = undefined;
-    this.listening = undefined;
     for (const socket of this.sockets) socket.destroy();
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
   }
 
   private async listen(): Promise<number> {
+    const closes = this.closes;
+    const closed = () => new SandboxConnectionError('port-forward: closed while starting', undefined);
     // Resolve first, so a missing router Service fails the first request with a clear error.
     await this.resolveTarget();
+    if (this.closes !== closes) throw closed();
     const server = net.createServer((socket) => this.forward(socket));
-    this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(0, '127.0.0.1', () => resolve());
     });
+    if (this.closes !== closes) {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      throw closed();
+    }
+    this.server = server;
     return (server.address() as net.AddressInfo).port;
   }
 
