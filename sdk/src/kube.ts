@@ -69,7 +69,9 @@ export class KubeApi {
 
   /**
    * Watches `path` from `resourceVersion` until `onEvent` returns true (resolves), the stream ends
-   * (resolves false: the caller decides whether to watch again) or `signal` aborts.
+   * (resolves false) or `signal` aborts. A failed watch (a connection error, an error status at its
+   * start) rejects with a SandboxApiError, its `status` undefined when there was none; the caller
+   * decides whether to watch again (`follow` does, but for 401/403/404).
    */
   public async watch(
     path: string,
