@@ -31,7 +31,14 @@ export class ServicePortForward {
 
   /** The local port (starting the listener on first use). */
   public localPort(): Promise<number> {
-    this.listening ??= this.listen();
+    if (!this.listening) {
+      const listening = this.listen();
+      this.listening = listening;
+      // A failed start is tried again on the next use.
+      listening.catch(() => {
+        if (this.listening === listening) this.listening = undefined;
+      });
+    }
     return this.listening;
   }
 

@@ -40,3 +40,21 @@ test('close() while the first localPort() looks the Service up: the start gives 
   expect((forward as unknown as { server?: unknown }).server).toBeUndefined();
   await forward.close();
 });
+
+test('a first localPort() that failed (the Service unreadable) is tried again by the next', async () => {
+  let serviceReads = 0;
+  const forward = new ServicePortForward(fakeApi(async (path) => {
+    if (path.includes('/services/')) {
+      if (++serviceReads === 1) throw new Error('connection refused');
+      return service;
+    }
+    return pods;
+  }), 'ns', 'router', 8080);
+  try {
+    await expect(forward.localPort()).rejects.toThrow(/cannot read Service ns\/router/);
+    await expect(forward.localPort()).resolves.toEqual(expect.any(Number));
+    expect(serviceReads).toBe(2);
+  } finally {
+    await forward.close();
+  }
+});
