@@ -48,15 +48,18 @@ export class ProcessClient {
     const session = http2.connect(endpoint.baseUrl);
     session.on('error', () => undefined);
     const metadata = Object.fromEntries(Object.entries(endpoint.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const signals: Promise<void>[] = [];
     try {
-      return await this.start(session, metadata, request, options);
+      return await this.start(session, metadata, request, options, signals);
     } finally {
-      session.close();
+      // Closing the session at once would have the server refuse a SendSignal still under way (it
+      // answers the GOAWAY): close it once those are done (each has a deadline).
+      void Promise.allSettled(signals).then(() => session.close());
     }
   }
 
   private start(
-    session: http2.ClientHttp2Session, metadata: Record<string, string>, request: StartRequest, options: ProcessRunOptions,
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, request: StartRequest, options: ProcessRunOptions, signals: Promise<void>[],
   ): Promise<ProcessResult> {
     return new Promise<ProcessResult>((resolve, reject) => {
       const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
@@ -78,7 +81,7 @@ export class ProcessClient {
       };
       const kill = () => {
         if (processId !== undefined) {
-          void this.unary(session, metadata, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined);
+          signals.push(this.unary(session, metadata, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined));
         } else {
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }
@@ -103,7 +106,22 @@ export class ProcessClient {
       };
       options.signal?.addEventListener('abort', onAbort, { once: true });
 
+      /** Hands output to the caller's callback; a callback that throws ends the call (the process killed) with its error. */
+      const emit = (kind: 'stdout' | 'stderr', text: string): boolean => {
+        if (text === '') return true;
+        try {
+          (kind === 'stdout' ? options.onStdout : options.onStderr)?.(text);
+          return true;
+        } catch (err) {
+          kill();
+          stream.close(http2.constants.NGHTTP2_CANCEL);
+          finish(() => reject(err));
+          return false;
+        }
+      };
+
       stream.on('data', (chunk: Buffer) => {
+        if (settled) return;
         let messages: Buffer[];
         try {
           messages = reader.push(chunk);
@@ -123,20 +141,21 @@ export class ProcessClient {
           } else {
             const text = decoders[event.kind].write(event.data);
             output[event.kind] += text;
-            if (text !== '') (event.kind === 'stdout' ? options.onStdout : options.onStderr)?.(text);
+            if (!emit(event.kind, text)) return;
           }
         }
       });
-      this.onStatus(stream, (err) => finish(() => {
+      this.onStatus(stream, (err) => {
+        if (settled) return;
         // At the time limit the stream may end either way (killed, or cancelled before it started).
-        if (err && !timedOut) return reject(err);
+        if (err && !timedOut) return finish(() => reject(err));
         for (const kind of ['stdout', 'stderr'] as const) {
           const rest = decoders[kind].end();
           output[kind] += rest;
-          if (rest !== '') (kind === 'stdout' ? options.onStdout : options.onStderr)?.(rest);
+          if (!emit(kind, rest)) return;
         }
-        resolve({ ...output, exitCode: timedOut ? 124 : exitCode ?? -1, timedOut });
-      }));
+        finish(() => resolve({ ...output, exitCode: timedOut ? 124 : exitCode ?? -1, timedOut }));
+      });
     });
   }
 
@@ -187,7 +206,7 @@ export class ProcessClient {
       const status = headers['grpc-status'];
       if (status === undefined) return false;
       const code = Number(status);
-      const details = decodeURIComponent(String(headers['grpc-message'] ?? ''));
+      const details = percentDecoded(String(headers['grpc-message'] ?? ''));
       once(code === GRPC_OK ? undefined : new SandboxGrpcError(code, details, this.sandbox));
       return true;
     };
@@ -201,5 +220,14 @@ export class ProcessClient {
     stream.on('trailers', (trailers) => check(trailers));
     stream.on('error', (err: NodeJS.ErrnoException) => once(new SandboxConnectionError(`gRPC: ${err.message}`, err.code, { sandbox: this.sandbox, cause: err })));
     stream.on('close', () => once(new SandboxConnectionError('gRPC: the stream closed without a status', undefined, { sandbox: this.sandbox })));
+  }
+}
+
+/** grpc-message is percent-encoded; a malformed one is kept as it came. */
+function percentDecoded(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
   }
 }
