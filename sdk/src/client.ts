@@ -13,7 +13,7 @@ import { ClaimObject, waitForReady } from './claim-wait.js';
 import { registerForCleanup } from './cleanup.js';
 import { Connection, Connector } from './connection.js';
 import { Duration, durationMs, rfc3339Seconds } from './duration.js';
-import { SandboxConfigError } from './errors.js';
+import { SandboxApiError, SandboxConfigError } from './errors.js';
 import { KubeApi } from './kube.js';
 import { ProcessClient } from './process-client.js';
 import { RetryOptions } from './retry.js';
@@ -126,12 +126,25 @@ export class SandboxClient implements AsyncDisposable {
     const timeoutMs = options.timeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS;
     return this.tracing.span('sandbox.claim', { 'sandbox.pool': options.pool, 'sandbox.namespace': namespace }, async () => {
       options.signal?.throwIfAborted();
-      const created: ClaimObject = await this.kube.create(KubeApi.path(CLAIMS, namespace), claim);
-      const claimPath = KubeApi.path(CLAIMS, namespace, created.metadata.name);
+      const claimPath = KubeApi.path(CLAIMS, namespace, claim.metadata.name);
       const keep = options.keepOnExit ?? this.options.cleanupOnSignal === false;
-      // Registered before the wait, so a Ctrl-C while waiting deletes the claim too.
-      const remove = () => this.kube.delete(claimPath, created.metadata.uid).then(() => undefined, () => undefined);
+      // Registered before the create, so a Ctrl-C during it or the wait deletes the claim too: by
+      // name until the create answers, then only the claim it made (its uid).
+      let uid: string | undefined;
+      const remove = () => this.kube.delete(claimPath, uid).then(() => undefined, () => undefined);
       const unregister = keep ? () => undefined : registerForCleanup({ remove });
+      let created: ClaimObject;
+      try {
+        created = await this.kube.create(KubeApi.path(CLAIMS, namespace), claim, options.signal);
+      } catch (err) {
+        unregister();
+        // No answer (connection lost, aborted): the claim may exist. A name the SDK made up is
+        // nobody else's, so delete it by name, best effort.
+        const unanswered = !(err instanceof SandboxApiError && err.status !== undefined);
+        if (unanswered && options.name === undefined) await this.kube.delete(claimPath).catch(() => undefined);
+        throw err;
+      }
+      uid = created.metadata.uid;
       try {
         const ready = await waitForReady(this.kube, {
           name: created.metadata.name, namespace, uid: created.metadata.uid, failOnColdStart: options.coldStart === 'fail', timeoutMs, signal: options.signal,

@@ -37,8 +37,9 @@ export class KubeApi {
     return this.request<T>('GET', path);
   }
 
-  public create<T = any>(path: string, body: unknown): Promise<T> {
-    return this.request<T>('POST', path, body, 'application/json');
+  /** Creates; an abort of `signal` ends the request (rejecting with the signal's reason). */
+  public create<T = any>(path: string, body: unknown, signal?: AbortSignal): Promise<T> {
+    return this.request<T>('POST', path, body, 'application/json', signal);
   }
 
   public mergePatch<T = any>(path: string, patch: unknown): Promise<T> {
@@ -109,7 +110,8 @@ export class KubeApi {
     });
   }
 
-  private async request<T>(method: string, path: string, body?: unknown, contentType?: string): Promise<T> {
+  private async request<T>(method: string, path: string, body?: unknown, contentType?: string, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     const cluster = this.config.getCurrentCluster();
     if (!cluster) throw new SandboxApiError('the kubeconfig has no current cluster', undefined, undefined);
     const url = new URL(`${cluster.server.replace(/\/+$/, '')}${path}`);
@@ -118,6 +120,7 @@ export class KubeApi {
       method,
       headers: { accept: 'application/json', ...(contentType ? { 'content-type': contentType } : {}), ...(text ? { 'content-length': String(Buffer.byteLength(text)) } : {}) },
       timeout: REQUEST_TIMEOUT_MS,
+      ...(signal ? { signal } : {}),
     };
     try {
       await this.config.applyToHTTPSOptions(options);
@@ -143,7 +146,7 @@ export class KubeApi {
         });
       });
       req.on('timeout', () => req.destroy(new Error(`no answer from the API server within ${REQUEST_TIMEOUT_MS} ms`)));
-      req.on('error', (err) => reject(new SandboxApiError(`${method} ${path}: ${err.message}`, undefined, undefined, { cause: err })));
+      req.on('error', (err) => reject(signal?.aborted ? signal.reason : new SandboxApiError(`${method} ${path}: ${err.message}`, undefined, undefined, { cause: err })));
       req.end(text);
     });
   }
