@@ -63,8 +63,11 @@ export interface SandboxHandle extends AsyncDisposable {
   readonly expiresAt: Date | undefined;
   readonly files: SandboxFiles;
   run(command: string, options?: RunOptions): Promise<RunResult>;
-  /** Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry. */
-  extendTtl(ttl: Duration): Promise<Date>;
+  /**
+   * Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry.
+   * A claim without a ttl never expires: it is left so, and the call resolves with undefined.
+   */
+  extendTtl(ttl: Duration): Promise<Date | undefined>;
   /** Stops the Sandbox's Pod (files outside volumes are lost) and waits until it is suspended. */
   suspend(options?: WaitOptions): Promise<void>;
   /** Starts the Pod again and waits until the Sandbox is Ready. */
@@ -172,7 +175,7 @@ export class Sandbox implements SandboxHandle {
     }));
   }
 
-  public async extendTtl(ttl: Duration): Promise<Date> {
+  public async extendTtl(ttl: Duration): Promise<Date | undefined> {
     this.ensureOpen();
     const wanted = Date.now() + durationMs(ttl, 'ttl');
     const claimPath = KubeApi.path(CLAIMS, this.namespace, this.claim);
@@ -180,7 +183,9 @@ export class Sandbox implements SandboxHandle {
       for (let attempt = 1; ; attempt++) {
         span?.setAttribute('sandbox.conflicts', attempt - 1);
         const current: ClaimObject = await this.init.kube.get(claimPath);
-        const existing = Date.parse(current.spec.lifecycle?.shutdownTime ?? '');
+        // No shutdownTime: the claim never expires; giving it one would shorten its life.
+        if (!current.spec.lifecycle?.shutdownTime) return (this.expiry = undefined);
+        const existing = Date.parse(current.spec.lifecycle.shutdownTime);
         if (Number.isFinite(existing) && existing >= wanted) return (this.expiry = new Date(existing));
         const shutdownTime = rfc3339Seconds(wanted);
         try {
