@@ -12,7 +12,7 @@ import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError 
 import { RuntimeFiles, SandboxFiles } from './files.js';
 import { KubeApi } from './kube.js';
 import { ProcessClient } from './process-client.js';
-import { RuntimeApi } from './runtime-api.js';
+import { ExecuteResponse, RuntimeApi } from './runtime-api.js';
 import { Tracing } from './tracing.js';
 import { follow } from './watch-object.js';
 import { CLAIMS, CONDITION_READY, CONDITION_SUSPENDED, OperatingMode, SANDBOXES } from './wire.js';
@@ -134,20 +134,27 @@ export class Sandbox implements SandboxHandle {
     if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, options);
     let full = command;
     let stdinFile: string | undefined;
-    if (options.stdin !== undefined) {
-      if (!shell) throw new SandboxConfigError('stdin', 'needs shell: true with the legacy runtime API (it is passed by redirecting from a file)');
-      stdinFile = `.agent-sandbox/stdin-${randomBytes(8).toString('hex')}`;
-      await this.files.write(stdinFile, typeof options.stdin === 'string' ? Buffer.from(options.stdin) : options.stdin, { signal: options.signal });
-      const fromCwd = path.posix.relative(options.cwd ? path.posix.normalize(options.cwd.replace(/^\/+/, '')) : '.', stdinFile);
-      full = `exec 0<'${fromCwd}' && rm -f '${fromCwd}' && { ${command}\n}`;
+    let result: ExecuteResponse;
+    try {
+      if (options.stdin !== undefined) {
+        if (!shell) throw new SandboxConfigError('stdin', 'needs shell: true with the legacy runtime API (it is passed by redirecting from a file)');
+        stdinFile = `.agent-sandbox/stdin-${randomBytes(8).toString('hex')}`;
+        await this.files.write(stdinFile, typeof options.stdin === 'string' ? Buffer.from(options.stdin) : options.stdin, { signal: options.signal });
+        const fromCwd = path.posix.relative(options.cwd ? path.posix.normalize(options.cwd.replace(/^\/+/, '')) : '.', stdinFile);
+        full = `exec 0<'${fromCwd}' && rm -f '${fromCwd}' && { ${command}\n}`;
+      }
+      result = await this.init.runtime.execute({
+        command: full,
+        shell,
+        timeout_seconds: timeoutMs / 1000,
+        ...(options.env ? { env: options.env } : {}),
+        ...(options.cwd ? { cwd: options.cwd } : {}),
+      }, { timeoutMs: timeoutMs + RUN_MARGIN_MS, signal: options.signal, idempotent: options.retry === true });
+    } catch (err) {
+      // The command removes the stdin file as it starts; when it did not get that far, remove it here (best effort).
+      if (stdinFile !== undefined) await this.files.remove(stdinFile).catch(() => undefined);
+      throw err;
     }
-    const result = await this.init.runtime.execute({
-      command: full,
-      shell,
-      timeout_seconds: timeoutMs / 1000,
-      ...(options.env ? { env: options.env } : {}),
-      ...(options.cwd ? { cwd: options.cwd } : {}),
-    }, { timeoutMs: timeoutMs + RUN_MARGIN_MS, signal: options.signal, idempotent: options.retry === true });
     const out: RunResult = {
       stdout: result.stdout ?? '',
       stderr: result.stderr ?? '',

@@ -4,7 +4,7 @@
  * request is sent.
  */
 import { handleFor, runtimeFixture } from './handle';
-import { SandboxApiError, SandboxConfigError, SandboxError } from '../src/errors';
+import { SandboxApiError, SandboxConfigError, SandboxError, SandboxHttpError } from '../src/errors';
 
 const fixture = runtimeFixture();
 
@@ -41,6 +41,11 @@ describe('run', () => {
   test('stdin is the command\'s standard input, also from a cwd, and leaves no file behind', async () => {
     const result = await fixture().sandbox.run('wc -l; cat >/dev/null', { stdin: 'one\ntwo\nthree\n', cwd: 'work/dir' });
     expect(result.stdout.trim()).toBe('3');
+    expect(await fixture().sandbox.files.list('.agent-sandbox')).toEqual([]);
+  });
+
+  test('when the runtime refuses the command (a cwd outside the workspace), the stdin file is removed all the same', async () => {
+    await expect(fixture().sandbox.run('cat', { stdin: 'secret\n', cwd: '../..' })).rejects.toThrow(SandboxHttpError);
     expect(await fixture().sandbox.files.list('.agent-sandbox')).toEqual([]);
   });
 
