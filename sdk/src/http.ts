@@ -75,6 +75,8 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       settled = true;
       cleanup();
       outgoing.destroy();
+      // A streamed body would otherwise wait forever for a reader.
+      if (req.body instanceof Readable) req.body.destroy();
       reject(err);
     };
     const timer = setTimeout(() => fail(new SandboxTimeoutError(`${req.method} ${url.pathname}: no answer within ${req.timeoutMs} ms`, { sandbox: req.sandbox })), req.timeoutMs);

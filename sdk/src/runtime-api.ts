@@ -73,9 +73,15 @@ export class RuntimeApi {
     const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
     const body = content instanceof Readable ? Readable.from(multipartStream(head, content, tail)) : Buffer.concat([head, content, tail]);
     const headers = { 'content-type': `multipart/form-data; boundary=${boundary}` };
-    await this.call('POST', '/upload', body, headers, options, async (res) => {
-      res.body.resume();
-    });
+    try {
+      await this.call('POST', '/upload', body, headers, options, async (res) => {
+        res.body.resume();
+      });
+    } catch (err) {
+      // The caller's stream is not read any more: end it (it may be stalled inside the multipart wrapper).
+      if (content instanceof Readable) content.destroy();
+      throw err;
+    }
   }
 
   /** Downloads `relative` and hands its body to `read` (inside the retried unit). */
