@@ -5,7 +5,7 @@
  * leading dashes; a repeated flag takes its last value.
  */
 import {
-  CONTROLLER_FLAGS, ControllerFlagValue, ControllerFlagValues, controllerFlag, parseControllerFlagValue,
+  CONTROLLER_FLAGS, ControllerFlagValue, ControllerFlagValues, controllerFlag, formatGoDuration, parseControllerFlagValue,
 } from '../../../src/api/controller-flags';
 
 /** A command-line mistake; main prints the message and exits 2, like Go's flag package. */
@@ -107,7 +107,9 @@ function parseValue(name: string, raw: string): ControllerFlagValue {
 export function usage(): string {
   const lines = ['Usage: agent-sandbox-operator controller [flags]', '', 'Flags:'];
   for (const f of CONTROLLER_FLAGS) {
-    const shown = f.default === '' ? '' : ` (default ${JSON.stringify(f.default)}${f.type === 'duration' ? ' ms' : ''})`;
+    // Durations are shown as they are written on the command line and in the README (`5m`).
+    const value = f.type === 'duration' ? formatGoDuration(f.default as number) : f.default;
+    const shown = f.default === '' ? '' : ` (default ${JSON.stringify(value)})`;
     lines.push(`  --${f.flag} ${f.type}`, `      ${f.description}${shown}`);
   }
   lines.push('  --version', '      Print the version and exit.');

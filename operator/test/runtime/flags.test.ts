@@ -30,6 +30,12 @@ test('--version and --help', () => {
   expect(usage()).toContain('--sandbox-concurrent-workers int');
 });
 
+test('--help shows durations the way they are written on the command line', () => {
+  expect(usage()).toContain('replaced. (default "5m")');
+  expect(usage()).toContain('(default "0s")');
+  expect(usage()).not.toMatch(/\d ms\)/);
+});
+
 test.each([
   [['--zap-log-level=debug'], /unknown flag --zap-log-level; valid flags are --metrics-bind-address, .*--kubeconfig, --version, --help/],
   [['controller'], /unexpected argument "controller"/],
