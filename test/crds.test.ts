@@ -135,7 +135,7 @@ function countFields(schema: any): number {
 }
 
 describe('SandboxCrds', () => {
-  test('four v1beta1-only CRDs with upstream names, scope and short names', () => {
+  test('four CRDs with upstream names, scope and short names, serving v1beta1 only', () => {
     expect(crds.map((c) => c.metadata.name)).toEqual([
       'sandboxes.agents.x-k8s.io',
       'sandboxtemplates.extensions.agents.x-k8s.io',
@@ -144,8 +144,8 @@ describe('SandboxCrds', () => {
     ]);
     for (const crd of crds) {
       expect(crd.spec.scope).toBe('Namespaced');
-      expect(crd.spec.versions.map((v: any) => [v.name, v.served, v.storage])).toEqual([['v1beta1', true, true]]);
-      expect(crd.spec.conversion).toBeUndefined();
+      expect(crd.spec.versions.map((v: any) => [v.name, v.served, v.storage])).toEqual([['v1beta1', true, true], ['v1alpha1', false, false]]);
+      expect(crd.spec.conversion).toEqual({ strategy: 'None' });
     }
     expect(byKind.SandboxWarmPool.spec.names).toEqual({ kind: 'SandboxWarmPool', listKind: 'SandboxWarmPoolList', plural: 'sandboxwarmpools', singular: 'sandboxwarmpool', shortNames: ['swp'] });
     expect(byKind.Sandbox.spec.names.shortNames).toEqual(['sandbox']);

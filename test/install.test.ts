@@ -174,21 +174,21 @@ describe('AgentSandboxSystem', () => {
 
   test('leader election gets a namespaced Role: leases and events only', () => {
     const objects = synth();
-    const role = find(objects, 'Role', 'agent-sandbox-controller-leader-election');
+    const role = find(objects, 'Role', 'agent-sandbox-controller');
     expect(role.metadata.namespace).toBe('agent-sandbox-system');
     expect(verbsOf(role, 'coordination.k8s.io', 'leases')).toEqual(['create', 'get', 'update', 'watch']);
     expect(verbsOf(role, '', 'events')).toEqual(['create', 'patch']);
     expect(role.rules).toHaveLength(2);
-    expect(find(objects, 'RoleBinding', 'agent-sandbox-controller-leader-election')).toMatchObject({
-      roleRef: { kind: 'Role', name: 'agent-sandbox-controller-leader-election' },
+    expect(find(objects, 'RoleBinding', 'agent-sandbox-controller')).toMatchObject({
+      roleRef: { kind: 'Role', name: 'agent-sandbox-controller' },
       subjects: [{ kind: 'ServiceAccount', name: 'agent-sandbox-controller', namespace: 'agent-sandbox-system' }],
     });
   });
 
   test('the leader-election Role follows controller.leaderElectionNamespace', () => {
     const objects = synth({ controller: { leaderElectionNamespace: 'kube-system' } });
-    expect(find(objects, 'Role', 'agent-sandbox-controller-leader-election').metadata.namespace).toBe('kube-system');
-    const binding = find(objects, 'RoleBinding', 'agent-sandbox-controller-leader-election');
+    expect(find(objects, 'Role', 'agent-sandbox-controller').metadata.namespace).toBe('kube-system');
+    const binding = find(objects, 'RoleBinding', 'agent-sandbox-controller');
     expect(binding.metadata.namespace).toBe('kube-system');
     expect(binding.subjects[0].namespace).toBe('agent-sandbox-system');
   });
@@ -209,15 +209,15 @@ describe('AgentSandboxSystem', () => {
     });
     expect(container.ports).toEqual([
       { name: 'metrics', containerPort: 8080, protocol: 'TCP' },
-      { name: 'health', containerPort: 8081, protocol: 'TCP' },
+      { name: 'healthz', containerPort: 8081, protocol: 'TCP' },
     ]);
-    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'health' });
-    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'health' });
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'healthz' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'healthz' });
     expect(container.resources).toEqual({ requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '1Gi' } });
   });
 
   test('the metrics Service exposes port 8080 of the operator pods', () => {
-    const service = find(synth(), 'Service', 'agent-sandbox-controller-metrics');
+    const service = find(synth(), 'Service', 'agent-sandbox-controller');
     expect(service.metadata.namespace).toBe('agent-sandbox-system');
     expect(service.spec).toEqual({ selector: { app: 'agent-sandbox-controller' }, ports: [{ name: 'metrics', port: 8080, targetPort: 'metrics', protocol: 'TCP' }] });
   });
@@ -285,7 +285,7 @@ describe('AgentSandboxSystem', () => {
     // Every flag of the table except --leader-elect (left at its default) and --extensions (from the extensions prop).
     expect(container.args).toHaveLength(CONTROLLER_FLAGS.length - 1 + 1);
     expect(container.ports.map((p: any) => p.containerPort)).toEqual([9090, 9091]);
-    expect(find(objects, 'Service', 'agent-sandbox-controller-metrics').spec.ports[0].port).toBe(9090);
+    expect(find(objects, 'Service', 'agent-sandbox-controller').spec.ports[0].port).toBe(9090);
   });
 
   test('default values render no args; core-only renders none at all', () => {
@@ -551,7 +551,7 @@ describe('how the install\'s objects fit together', () => {
   });
 
   test('the operator looks for its Lease where the leader-election Role grants leases', () => {
-    const roleNamespace = (objects: any[]) => find(objects, 'Role', 'agent-sandbox-controller-leader-election').metadata.namespace;
+    const roleNamespace = (objects: any[]) => find(objects, 'Role', 'agent-sandbox-controller').metadata.namespace;
     // Without the flag the operator uses the namespace its pod runs in.
     const defaults = synth({ namespace: 'ops' });
     expect(controllerContainer(defaults).args.some((a: string) => a.startsWith('--leader-election-namespace'))).toBe(false);

@@ -47,7 +47,26 @@ const CRD_SHAPES: readonly CrdShape[] = [
 /** The label every object of the install carries, so `kubectl get -l` finds them. */
 export const PART_OF_LABEL = { 'app.kubernetes.io/part-of': 'agent-sandbox' } as const;
 
-/** A CustomResourceDefinition (apiextensions.k8s.io/v1) as a plain manifest, v1beta1 only. */
+/**
+ * v1alpha1, listed but neither served nor stored. Upstream's CRDs served it (deprecated) through a
+ * conversion webhook; a cluster that ever stored it keeps `v1alpha1` in the CRD's
+ * `status.storedVersions`, and the API server refuses a CRD update that drops a stored version from
+ * `spec.versions`. Listing it lets such clusters apply these CRDs in place. Nothing is served at
+ * v1alpha1, so no conversion webhook is needed; its schema keeps whatever is stored.
+ */
+const LEGACY_VERSION = {
+  name: 'v1alpha1',
+  served: false,
+  storage: false,
+  schema: { openAPIV3Schema: { 'type': 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+} as const;
+
+/**
+ * A CustomResourceDefinition (apiextensions.k8s.io/v1) as a plain manifest: v1beta1 served and
+ * stored, v1alpha1 listed only (see LEGACY_VERSION). `conversion: None` is written out so applying
+ * over upstream's CRDs replaces their webhook conversion instead of keeping a webhook that no longer
+ * exists.
+ */
 export function crdManifest(shape: CrdShape): { [key: string]: unknown } {
   const { names } = shape;
   return {
@@ -73,7 +92,9 @@ export function crdManifest(shape: CrdShape): { [key: string]: unknown } {
           ...(shape.subresources ? { subresources: shape.subresources } : {}),
           ...(shape.columns.length > 0 ? { additionalPrinterColumns: shape.columns } : {}),
         },
+        LEGACY_VERSION,
       ],
+      conversion: { strategy: 'None' },
     },
   };
 }

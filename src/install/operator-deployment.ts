@@ -123,16 +123,16 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
           automountServiceAccountToken: true,
           securityContext: POD_SECURITY,
           containers: [dropUndefined({
-            name: 'controller',
+            name: CONTROLLER,
             image: op.image,
             imagePullPolicy: op.imagePullPolicy,
             args: ['controller', ...op.args],
             ports: [
               { name: 'metrics', containerPort: op.metricsPort, protocol: 'TCP' },
-              { name: 'health', containerPort: op.healthPort, protocol: 'TCP' },
+              { name: 'healthz', containerPort: op.healthPort, protocol: 'TCP' },
             ],
-            livenessProbe: { httpGet: { path: '/healthz', port: 'health' }, initialDelaySeconds: 15, periodSeconds: 20 },
-            readinessProbe: { httpGet: { path: '/readyz', port: 'health' }, initialDelaySeconds: 5, periodSeconds: 10 },
+            livenessProbe: { httpGet: { path: '/healthz', port: 'healthz' }, initialDelaySeconds: 15, periodSeconds: 20 },
+            readinessProbe: { httpGet: { path: '/readyz', port: 'healthz' }, initialDelaySeconds: 5, periodSeconds: 10 },
             resources: op.resources,
             securityContext: CONTAINER_SECURITY,
             // A read-only root filesystem still needs somewhere for temporary files.
@@ -145,9 +145,9 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
   });
 }
 
-/** The Service in front of the operator's metrics port. */
+/** The Service in front of the operator's metrics port, named `agent-sandbox-controller` as in upstream's release manifests. */
 export function metricsService(scope: Construct, op: OperatorSettings): ApiObject {
-  return namespaced(scope, 'MetricsService', 'v1', 'Service', `${CONTROLLER}-metrics`, op.namespace, {
+  return namespaced(scope, 'MetricsService', 'v1', 'Service', CONTROLLER, op.namespace, {
     spec: {
       selector: { app: CONTROLLER },
       ports: [{ name: 'metrics', port: op.metricsPort, targetPort: 'metrics', protocol: 'TCP' }],

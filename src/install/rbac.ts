@@ -82,10 +82,12 @@ function clusterRole(scope: Construct, name: string, rules: object[], namespace:
 
 /**
  * The leader-election Role and its binding, in `electionNamespace` (where the Lease lives), bound to
- * the operator's ServiceAccount in `namespace`.
+ * the operator's ServiceAccount in `namespace`. Both are named `agent-sandbox-controller` like the
+ * namespaced Role and RoleBinding of upstream's release manifests, so installing over upstream
+ * updates them in place (the binding's roleRef, which cannot change, is the same).
  */
 export function leaderElectionRole(scope: Construct, electionNamespace: string, namespace: string): void {
-  const name = `${CONTROLLER}-leader-election`;
+  const name = CONTROLLER;
   namespaced(scope, 'LeaderElectionRole', 'rbac.authorization.k8s.io/v1', 'Role', name, electionNamespace, { rules: LEADER_ELECTION_RULES });
   namespaced(scope, 'LeaderElectionRoleBinding', 'rbac.authorization.k8s.io/v1', 'RoleBinding', name, electionNamespace,
     bindingBody('Role', name, namespace));
