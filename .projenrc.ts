@@ -108,6 +108,9 @@ project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '
 
 const tsNode = 'ts-node --transpile-only';
 
+// API.md is TypeScript; the same reference in each jsii language, with its own spellings.
+project.tasks.tryFind('docgen')!.exec('jsii-docgen -l python -l java -l csharp -l go -o docs/api/API.md');
+
 // jsii type-checks src/ and jest what tests import; this checks the rest (CLI entry points included).
 const typecheck = project.addTask('typecheck', {
   description: 'Type-check examples, build-tools, tools, hack and bench',

@@ -120,7 +120,7 @@ export abstract class SandboxBlueprint extends Construct {
   /** @internal Problems with the blueprint, as `field: message` lines. */
   protected _validateBlueprint(errors: ErrorList): void {
     if (this.containers.length === 0) {
-      errors.check('containers', 'at least one container is required; pass `containers` or call addContainer()');
+      errors.check('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
     }
     this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c));
     this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c));
@@ -137,7 +137,7 @@ export abstract class SandboxBlueprint extends Construct {
     const mounts = [...this.containers, ...this.initContainers].flatMap((c) => c.volumeMounts ?? []);
     for (const mount of mounts) {
       if (!volumeNames.includes(mount.volume)) {
-        errors.check('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add it with addVolume() or addVolumeClaimTemplate()`);
+        errors.check('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add a volume or a volume claim template of that name`);
       }
     }
 

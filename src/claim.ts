@@ -80,12 +80,12 @@ export class SandboxClaim extends Construct {
     if (lifecycle?.shutdownTime !== undefined) errors.check('lifecycle.shutdownTime', checkRfc3339(lifecycle.shutdownTime));
     const ttl = lifecycle?.ttlAfterFinished;
     if (ttl !== undefined && (ttl.toMilliseconds() % 1000 !== 0 || ttl.toSeconds() > 2147483647)) {
-      errors.check('lifecycle.ttlAfterFinished', 'must be a whole number of seconds, e.g. Duration.minutes(10)');
+      errors.check('lifecycle.ttlAfterFinished', 'must be a whole number of seconds, such as a Duration of 10 minutes');
     }
 
     const policy = template?.envVarsInjectionPolicy;
     if (env.length > 0 && policy === EnvVarsInjectionPolicy.DISALLOWED) {
-      errors.check('env', `template "${template!.name}" has envVarsInjectionPolicy Disallowed; set envVarsInjectionPolicy: EnvVarsInjectionPolicy.ALLOWED (or OVERRIDES) on the template, or drop env`);
+      errors.check('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed (or Overrides), or give the claim no env`);
     }
     env.forEach((v, i) => {
       if (!/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.check(`env[${i}].name`, `"${v.name}" is not a valid variable name`);

@@ -122,7 +122,7 @@ export function _checkRuntime(errors: ErrorList, opts: SandboxRuntimeOptions, sp
     }
   }
   if (opts.execTimeout !== undefined && !(opts.execTimeout.toSeconds({ integral: false }) > 0)) {
-    errors.check('runtime.execTimeout', 'must be longer than zero, such as Duration.minutes(5)');
+    errors.check('runtime.execTimeout', 'must be longer than zero, such as a Duration of 5 minutes');
   }
   if (opts.image !== undefined && (opts.image === '' || /\s/.test(opts.image))) {
     errors.check('runtime.image', `"${opts.image}" must be a non-empty image reference without spaces, e.g. "${DEFAULT_OPERATOR_IMAGE}"`);
@@ -140,7 +140,7 @@ export function _checkRuntime(errors: ErrorList, opts: SandboxRuntimeOptions, sp
   const volumes = [...((spec.volumes ?? []) as Json[]).map((v) => v.name as string), ...claimTemplates];
   const mounted = ((target.volumeMounts ?? []) as Json[]).find((m) => m.mountPath === workspace);
   if (opts.workspaceVolume !== undefined && !volumes.includes(opts.workspaceVolume)) {
-    errors.check('runtime.workspaceVolume', `"${opts.workspaceVolume}" is not a volume of this template; add it with addVolume() or volumeClaimTemplates, or omit it for an emptyDir`);
+    errors.check('runtime.workspaceVolume', `"${opts.workspaceVolume}" is not a volume of this template; add a volume or a volume claim template of that name, or omit it for an emptyDir`);
   }
   if (opts.workspaceVolume !== undefined && mounted && mounted.name !== opts.workspaceVolume) {
     errors.check('runtime.workspaceVolume', `container "${target.name}" already mounts "${mounted.name}" at ${workspace}; drop that mount or set workspaceVolume to "${mounted.name}"`);

@@ -156,7 +156,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
         errors.check('autoscaling.minReplicas', `${min} must be a whole number of at least 1 (an HPA cannot scale to 0; use replicas: 0 without autoscaling for a cold-only pool)`);
       }
       if (!Number.isInteger(max) || max < min) errors.check('autoscaling.maxReplicas', `${max} must be a whole number no smaller than minReplicas (${min})`);
-      if (autoscaling.metrics.length === 0) errors.check('autoscaling.metrics', 'give at least one metric, e.g. WarmPoolScalingMetric.external(...)');
+      if (autoscaling.metrics.length === 0) errors.check('autoscaling.metrics', 'give at least one scaling metric (a WarmPoolScalingMetric)');
       autoscaling.metrics.forEach((m, i) => m._validate(errors, `autoscaling.metrics[${i}]`));
     }
     if (template instanceof Construct) {

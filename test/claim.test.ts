@@ -57,7 +57,7 @@ describe('SandboxClaim', () => {
     };
     test('env against a template that disallows env injection', () => {
       expect(claimWith({ env: [{ name: 'A', value: 'b' }] }))
-        .toThrow(/\[test\/bad\] env: template "python" has envVarsInjectionPolicy Disallowed; set envVarsInjectionPolicy: EnvVarsInjectionPolicy.ALLOWED \(or OVERRIDES\) on the template, or drop env/);
+        .toThrow(/\[test\/bad\] env: template "python" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed \(or Overrides\), or give the claim no env/);
     });
     test('env aimed at a container the template lacks', () => {
       expect(claimWith({ env: [{ name: 'A', value: 'b', containerName: 'ghost' }] }, { envVarsInjectionPolicy: EnvVarsInjectionPolicy.OVERRIDES }))

@@ -167,7 +167,7 @@ describe('SandboxPeer and SandboxNetworkPort', () => {
     [() => SandboxNetworkPort.tcp(0), /SandboxNetworkPort\.tcp\(\): invalid arguments:\n {2}- port: 0 is not a port; use an integer from 1 to 65535/],
     [() => SandboxNetworkPort.udp(65536), /SandboxNetworkPort\.udp\(\): .*\n.*port: 65536 is not a port/],
     [() => SandboxNetworkPort.tcp(80.5), /port: 80\.5 is not a port/],
-    [() => SandboxNetworkPort.tcpRange(443, 80), /SandboxNetworkPort\.tcpRange\(\): .*\n.*endPort: 80 is below startPort 443; use e\.g\. tcpRange\(8000, 8080\)/],
+    [() => SandboxNetworkPort.tcpRange(443, 80), /SandboxNetworkPort\.tcpRange\(\): .*\n.*endPort: 80 is below startPort 443; give the lower port first, e\.g\. 8000 then 8080/],
     [() => SandboxNetworkPort.tcpRange(0, 80), /startPort: 0 is not a port/],
     [() => DnsAccess.clusterDns({ namespace: 'Kube_System' }), /DnsAccess\.clusterDns\(\): .*\n.*namespace: "Kube_System"/],
     [() => DnsAccess.clusterDns({ podLabels: { 'k8s-app': '-' } }), /podLabels\.k8s-app: value "-"/],
@@ -235,9 +235,9 @@ describe('_renderTemplateNetwork', () => {
 
   test.each([
     [{ management: NetworkPolicyManagement.UNMANAGED },
-      /SandboxTemplate "python": invalid props:\n {2}- network\.dns: DnsAccess\.publicResolvers\(\) \(the default\) relies on the operator rewriting Pod DNS.*DnsAccess\.clusterDns\(\).*NetworkPolicyManagement\.MANAGED/],
-    [{ ingress: customIngress }, /network\.dns: .*only when a template has no custom ingress\/egress; set dns to DnsAccess\.clusterDns\(\) or DnsAccess\.none\(\), or remove network\.ingress/],
-    [{ egress: [], dns: DnsAccess.publicResolvers() }, /network\.dns: .*remove network\.ingress and network\.egress/],
+      /SandboxTemplate "python": invalid props:\n {2}- network\.dns: public resolvers \(the default DnsAccess\) rely on the operator rewriting Pod DNS, which it does only when spec\.networkPolicyManagement is Managed; choose cluster DNS or no DNS access, or set the management to Managed/],
+    [{ ingress: customIngress }, /network\.dns: .*only when spec\.networkPolicy is absent \(no custom ingress or egress\); choose cluster DNS or no DNS access, or remove the network's ingress/],
+    [{ egress: [], dns: DnsAccess.publicResolvers() }, /network\.dns: .*remove the network's ingress and egress rules/],
     [{ routerNamespace: 'Edge', dns: DnsAccess.clusterDns() }, /network\.routerNamespace: "Edge" must consist of lowercase/],
     [{ routerPodLabels: { app: 'a b' }, dns: DnsAccess.clusterDns() }, /network\.routerPodLabels\.app: value "a b" must be/],
     [{ ingress: [{ peers: [] }], dns: DnsAccess.none() }, /network\.ingress\[0\]\.peers: an empty list allows every peer in Kubernetes; omit peers/],
@@ -296,7 +296,7 @@ describe('SandboxNetworkPolicy', () => {
   });
 
   test.each([
-    [{ dns: DnsAccess.publicResolvers() }, /SandboxNetworkPolicy test\/p: invalid props:\n {2}- dns: DnsAccess\.publicResolvers\(\) is an operator DNS rewrite .* use DnsAccess\.clusterDns\(\) or DnsAccess\.none\(\)/],
+    [{ dns: DnsAccess.publicResolvers() }, /SandboxNetworkPolicy test\/p: invalid props:\n {2}- dns: public resolvers are a Pod DNS rewrite the operator does for Managed templates, not a NetworkPolicy rule; choose cluster DNS or no DNS access/],
     [{ templateName: 'Python' }, /templateName: "Python" must consist of lowercase/],
     [{ egress: [{ peers: [] }] }, /egress\[0\]\.peers: an empty list allows every peer/],
     [{ ingress: [], spec: defaultSandboxNetworkPolicySpec('python') }, /spec: give either a complete spec or ingress\/egress\/dns, not both/],

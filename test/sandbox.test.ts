@@ -58,7 +58,7 @@ describe('Sandbox', () => {
       return () => Testing.synth(chart);
     };
     test('empty container list', () => {
-      expect(synthWith({})).toThrow(/\[test\/bad\] containers: at least one container is required; pass `containers` or call addContainer\(\)/);
+      expect(synthWith({})).toThrow(/\[test\/bad\] containers: at least one container is required; give containers when constructing, or add one with the add-container method before synth/);
     });
     test('shutdown time that is not RFC 3339', () => {
       expect(synthWith({ containers: [python], shutdownTime: 'tomorrow' })).toThrow(/shutdownTime: "tomorrow" is not an RFC 3339 timestamp; use a form like "2026-12-01T18:00:00Z"/);

@@ -63,7 +63,7 @@ describe('SandboxWarmPool', () => {
         .toThrow(/autoscaling.minReplicas: 0 must be a whole number of at least 1/);
       expect(build({ autoscaling: { minReplicas: 5, maxReplicas: 2, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 50)] } }))
         .toThrow(/autoscaling.maxReplicas: 2 must be a whole number no smaller than minReplicas \(5\)/);
-      expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [] } })).toThrow(/autoscaling.metrics: give at least one metric/);
+      expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [] } })).toThrow(/autoscaling.metrics: give at least one scaling metric \(a WarmPoolScalingMetric\)/);
       expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 0)] } }))
         .toThrow(/autoscaling.metrics\[0\]: utilization 0 must be a whole percentage/);
       expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.external('x', 'many')] } }))

@@ -33,7 +33,7 @@ export class SandboxNetworkPort {
       errors.check(endPort === undefined ? 'port' : 'startPort', checkPortNumber(port));
       if (endPort !== undefined) {
         errors.check('endPort', checkPortNumber(endPort));
-        if (endPort < port) errors.check('endPort', `${endPort} is below startPort ${port}; use e.g. ${factory}(8000, 8080)`);
+        if (endPort < port) errors.check('endPort', `${endPort} is below startPort ${port}; give the lower port first, e.g. 8000 then 8080`);
       }
     });
     return new SandboxNetworkPort({ protocol, port, ...(endPort !== undefined ? { endPort } : {}) });

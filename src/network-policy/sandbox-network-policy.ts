@@ -51,7 +51,7 @@ export class SandboxNetworkPolicy extends Construct {
     const errors = new ErrorList();
     if (props.templateName !== undefined) errors.check('templateName', checkDns1123Subdomain(props.templateName));
     if (props.dns?._mode === 'publicResolvers') {
-      errors.check('dns', 'DnsAccess.publicResolvers() is an operator DNS rewrite for MANAGED templates, not a NetworkPolicy rule; use DnsAccess.clusterDns() or DnsAccess.none()');
+      errors.check('dns', 'public resolvers are a Pod DNS rewrite the operator does for Managed templates, not a NetworkPolicy rule; choose cluster DNS or no DNS access');
     }
     if (props.spec && (props.ingress || props.egress || props.dns)) {
       errors.check('spec', 'give either a complete spec or ingress/egress/dns, not both');

@@ -65,11 +65,11 @@ export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | un
   errors.check('network.routerNamespace', checkDns1123Label(routerNamespace));
   if (opts.routerPodLabels) checkLabels(errors, 'network.routerPodLabels', opts.routerPodLabels);
   if (dns._mode === 'publicResolvers' && management === NetworkPolicyManagement.UNMANAGED) {
-    errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) relies on the operator rewriting Pod DNS, which it does only for management MANAGED; '
-      + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or management to NetworkPolicyManagement.MANAGED');
+    errors.check('network.dns', 'public resolvers (the default DnsAccess) rely on the operator rewriting Pod DNS, which it does only when spec.networkPolicyManagement is Managed; '
+      + 'choose cluster DNS or no DNS access, or set the management to Managed');
   } else if (dns._mode === 'publicResolvers' && custom) {
-    errors.check('network.dns', 'DnsAccess.publicResolvers() (the default) works only with the operator\'s default policy: the operator rewrites Pod DNS only when a template has no custom ingress/egress; '
-      + 'set dns to DnsAccess.clusterDns() or DnsAccess.none(), or remove network.ingress and network.egress');
+    errors.check('network.dns', 'public resolvers (the default DnsAccess) work only with the operator\'s default policy: the operator rewrites Pod DNS only when spec.networkPolicy is absent (no custom ingress or egress); '
+      + 'choose cluster DNS or no DNS access, or remove the network\'s ingress and egress rules');
   }
   const ingress = opts.ingress === undefined ? [{ from: [routerPeer(routerNamespace, opts.routerPodLabels)] }] : renderRules(errors, 'network.ingress', opts.ingress, 'from');
   const egress = opts.egress === undefined ? [{ to: publicInternetPeers() }] : renderRules(errors, 'network.egress', opts.egress, 'to');
