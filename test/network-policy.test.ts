@@ -88,6 +88,24 @@ describe('the default template NetworkPolicy', () => {
     expect(networkPolicyNameFor('python')).toBe('python-network-policy');
     expect(PUBLIC_DNS_NAMESERVERS).toEqual(['8.8.8.8', '1.1.1.1']);
   });
+
+  test('keeps upstream\'s name while it fits in 253 characters, then a bounded name with a hash', () => {
+    const longest = 'a'.repeat(253 - '-network-policy'.length);
+    expect(networkPolicyNameFor(longest)).toBe(`${longest}-network-policy`);
+    const long = `${'b'.repeat(200)}.${'c'.repeat(49)}`;
+    const name = networkPolicyNameFor(long);
+    expect(name.length).toBeLessThanOrEqual(253);
+    expect(name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+    expect(name).not.toMatch(/\.-|-\./);
+    expect(name.endsWith(`-${NameHash.of(long)}-network-policy`)).toBe(true);
+    expect(networkPolicyNameFor(`${long}x`)).not.toBe(name);
+    fc.assert(fc.property(fc.stringMatching(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/), (template) => {
+      const derived = networkPolicyNameFor(template);
+      expect(derived.length).toBeLessThanOrEqual(253);
+      expect(derived.endsWith('-network-policy')).toBe(true);
+      if (derived !== `${template}-network-policy`) expect(derived).toMatch(new RegExp(`[a-z0-9]-${NameHash.of(template)}-network-policy$`));
+    }));
+  });
 });
 
 describe('SandboxPeer.publicInternet()', () => {

@@ -92,9 +92,23 @@ export function allSandboxPodsSelector(): LabelSelectorJson {
   return { matchExpressions: [{ key: SandboxLabels.SANDBOX_NAME_HASH, operator: 'Exists' }] };
 }
 
-/** The name of the per-template NetworkPolicy: `<template>-network-policy`. */
+/** The longest object name the API server takes (a DNS-1123 subdomain). */
+export const MAX_OBJECT_NAME_LENGTH = 253;
+
+/**
+ * The name of the per-template NetworkPolicy: upstream's exact `<template>-network-policy` whenever
+ * it fits in {@link MAX_OBJECT_NAME_LENGTH} characters. A longer template name (up to 253
+ * characters is legal) is cut, and `-<NameHash(template)>` keeps it unique and deterministic:
+ * `<template cut>-<8 hex>-network-policy`, exactly 253 characters or less. The cut never ends in
+ * `.` or `-`, so the result stays a valid DNS subdomain.
+ */
 export function networkPolicyNameFor(templateName: string): string {
-  return `${templateName}${NETWORK_POLICY_NAME_SUFFIX}`;
+  const exact = `${templateName}${NETWORK_POLICY_NAME_SUFFIX}`;
+  if (exact.length <= MAX_OBJECT_NAME_LENGTH) return exact;
+  const hash = NameHash.of(templateName);
+  const room = MAX_OBJECT_NAME_LENGTH - NETWORK_POLICY_NAME_SUFFIX.length - hash.length - 1;
+  const prefix = templateName.slice(0, room).replace(/[-.]+$/, '');
+  return `${prefix}-${hash}${NETWORK_POLICY_NAME_SUFFIX}`;
 }
 
 /**
