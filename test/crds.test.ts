@@ -151,10 +151,13 @@ describe('SandboxCrds', () => {
     expect(byKind.Sandbox.spec.names.shortNames).toEqual(['sandbox']);
   });
 
-  test('subresources: status everywhere but templates, scale on pools only', () => {
+  test('subresources: status everywhere (templates too: ours, for their NetworkPolicy condition), scale on pools only', () => {
     expect(byKind.Sandbox.spec.versions[0].subresources).toEqual({ status: {} });
     expect(byKind.SandboxClaim.spec.versions[0].subresources).toEqual({ status: {} });
-    expect(byKind.SandboxTemplate.spec.versions[0].subresources).toBeUndefined();
+    expect(byKind.SandboxTemplate.spec.versions[0].subresources).toEqual({ status: {} });
+    expect(Object.keys(byKind.SandboxTemplate.spec.versions[0].schema.openAPIV3Schema.properties.status.properties)).toEqual(['conditions']);
+    expect(byKind.SandboxWarmPool.spec.versions[0].schema.openAPIV3Schema.properties.status.properties.conditions.items.required)
+      .toEqual(['lastTransitionTime', 'message', 'reason', 'status', 'type']);
     expect(byKind.SandboxWarmPool.spec.versions[0].subresources.scale).toEqual({
       specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector',
     });

@@ -61,6 +61,7 @@ const EXTENSION_CONTROLLERS: Requests = [
   [EXTENSIONS, 'sandboxclaims/status', ['patch']],
   [EXTENSIONS, 'sandboxclaims/finalizers', ['update']],
   [EXTENSIONS, 'sandboxtemplates', ['list', 'watch', 'patch']],
+  [EXTENSIONS, 'sandboxtemplates/status', ['patch']],
   [EXTENSIONS, 'sandboxtemplates/finalizers', ['update']],
   [EXTENSIONS, 'sandboxwarmpools', ['list', 'watch']],
   [EXTENSIONS, 'sandboxwarmpools/status', ['patch']],
@@ -512,6 +513,7 @@ describe('operator RBAC against the requests the operator makes', () => {
       'get extensions.agents.x-k8s.io/sandboxclaims',
       'get extensions.agents.x-k8s.io/sandboxclaims/status',
       'get extensions.agents.x-k8s.io/sandboxtemplates',
+      'get extensions.agents.x-k8s.io/sandboxtemplates/status',
       'get extensions.agents.x-k8s.io/sandboxwarmpools',
       'get extensions.agents.x-k8s.io/sandboxwarmpools/status',
       'get networking.k8s.io/networkpolicies',
@@ -523,6 +525,7 @@ describe('operator RBAC against the requests the operator makes', () => {
       'update agents.x-k8s.io/sandboxes/status',
       'update extensions.agents.x-k8s.io/sandboxclaims',
       'update extensions.agents.x-k8s.io/sandboxclaims/status',
+      'update extensions.agents.x-k8s.io/sandboxtemplates/status',
       'update extensions.agents.x-k8s.io/sandboxwarmpools/status',
     ]);
   });

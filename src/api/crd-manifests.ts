@@ -22,7 +22,7 @@ interface CrdShape {
 
 const CRD_SHAPES: readonly CrdShape[] = [
   { names: KINDS.sandbox, schema: SANDBOX_SCHEMA, columns: [readyColumn, reasonColumn, ageColumn], subresources: { status: {} } },
-  { names: KINDS.template, schema: SANDBOX_TEMPLATE_SCHEMA, columns: [], subresources: undefined },
+  { names: KINDS.template, schema: SANDBOX_TEMPLATE_SCHEMA, columns: [], subresources: { status: {} } },
   {
     names: KINDS.warmPool,
     schema: SANDBOX_WARM_POOL_SCHEMA,

@@ -140,7 +140,11 @@ const objectRoot = (spec: Schema, status: Schema | undefined, description: strin
  */
 export const SANDBOX_SERVICE_NAME_RULE = {
   rule: "!has(self.spec.service) || !self.spec.service || (size(self.metadata.name) <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$'))",
-  message: 'metadata.name must be a DNS-1035 label (at most 63 lowercase letters, digits or "-", starting with a letter) when spec.service is true, because the Service takes the Sandbox name',
+  message: 'metadata.name must be a DNS-1035 label (at most 63 lowercase letters, digits or "-", starting with a letter) when spec.service is true, because the Service takes the Sandbox name; shorten the name or set spec.service to false',
+  // The rule sits on the root (it reads metadata.name), so without these the API server reports
+  // the error at "<nil>" with reason FieldValueInvalid lost; name the field that asked for the Service.
+  fieldPath: '.spec.service',
+  reason: 'FieldValueInvalid',
 };
 
 /** Upstream's transition rule: volume claim templates cannot change after creation. */
@@ -199,7 +203,11 @@ export const SANDBOX_TEMPLATE_SCHEMA: Schema = objectRoot(
       volumeClaimTemplatesPolicy: enumOf(VolumeClaimTemplatesPolicy, VolumeClaimTemplatesPolicy.DISALLOWED, 'Whether claims may add (Allowed) or also replace (Overrides) volume claim templates.'),
     },
   },
-  undefined,
+  {
+    type: 'object',
+    description: 'Observed state of the template (ours; upstream templates have no status).',
+    properties: { conditions },
+  },
   'SandboxTemplate: the blueprint that warm pools and claims build Sandboxes from.',
 );
 
@@ -233,6 +241,7 @@ export const SANDBOX_WARM_POOL_SCHEMA: Schema = objectRoot(
       readyReplicas: int32('Active pool members that are Ready.'),
       selector: string('Label selector of the members (agents.x-k8s.io/warm-pool-sandbox=<hash>).'),
       observedGeneration: { type: 'integer', format: 'int64', minimum: 0, description: 'metadata.generation at the last reconcile.' },
+      conditions,
     },
   },
   'SandboxWarmPool: keeps a number of Sandboxes of one template warm for fast claims.',

@@ -36,7 +36,7 @@ const EXTENSION_RULES = [
   { apiGroups: [EXTENSIONS_GROUP], resources: [KINDS.claim.plural], verbs: ['delete', 'get', 'list', 'patch', 'update', 'watch'] },
   { apiGroups: [EXTENSIONS_GROUP], resources: [KINDS.template.plural], verbs: ['get', 'list', 'patch', 'watch'] },
   { apiGroups: [EXTENSIONS_GROUP], resources: [KINDS.warmPool.plural], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [EXTENSIONS_GROUP], resources: [`${KINDS.claim.plural}/status`, `${KINDS.warmPool.plural}/status`], verbs: STATUS },
+  { apiGroups: [EXTENSIONS_GROUP], resources: [`${KINDS.claim.plural}/status`, `${KINDS.template.plural}/status`, `${KINDS.warmPool.plural}/status`], verbs: STATUS },
   {
     apiGroups: [EXTENSIONS_GROUP],
     resources: [KINDS.claim.plural, KINDS.template.plural, KINDS.warmPool.plural].map((p) => `${p}/finalizers`),

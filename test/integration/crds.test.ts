@@ -159,8 +159,9 @@ describe('invalid objects are refused with the schema or CEL message', () => {
     ['container port type', () => sandbox('x', { podTemplate: { spec: { containers: [{ name: 'm', image: 'i', ports: [{ containerPort: 'http' }] }] } } }), /containerPort in body must be of type integer/],
     ['PVC resources quantity pattern', () => sandbox('x', { volumeClaimTemplates: [{ metadata: { name: 'd' }, spec: { resources: { requests: { storage: 'ten gigs' } } } }] }), /storage.*(should match|quantities must match)/],
     // our CEL rule: a Sandbox asking for a Service needs a DNS-1035 name
-    ['CEL: Service needs a DNS-1035 name', () => sandbox('1-starts-with-digit', { service: true }), /metadata.name must be a DNS-1035 label/],
-    ['CEL: Service needs at most 63 characters', () => sandbox('s'.repeat(64), { service: true }), /metadata.name must be a DNS-1035 label/],
+    // (the error names spec.service, the field that asked for the Service, not "<nil>")
+    ['CEL: Service needs a DNS-1035 name', () => sandbox('1-starts-with-digit', { service: true }), /spec.service: Invalid value: .*metadata.name must be a DNS-1035 label/],
+    ['CEL: Service needs at most 63 characters', () => sandbox('s'.repeat(64), { service: true }), /spec.service: Invalid value: .*metadata.name must be a DNS-1035 label.*set spec.service to false/],
   ];
 
   test.each(cases)('%s', async (_name, make, message) => {

@@ -947,10 +947,17 @@ export interface SandboxTemplateSpec {
   volumeClaimTemplatesPolicy?: `${VolumeClaimTemplatesPolicy}`;
 }
 
+/** Observed state of the template (ours; upstream templates have no status). */
+export interface SandboxTemplateStatus {
+  /** Current state, as standard conditions keyed by type. */
+  conditions?: Condition[];
+}
+
 /** SandboxTemplate: the blueprint that warm pools and claims build Sandboxes from. */
 export interface SandboxTemplate extends KubeObject {
   metadata: ObjectMeta;
   spec: SandboxTemplateSpec;
+  status?: SandboxTemplateStatus;
 }
 
 /** The SandboxTemplate in the same namespace. */
@@ -985,6 +992,8 @@ export interface SandboxWarmPoolStatus {
   selector?: string;
   /** metadata.generation at the last reconcile. */
   observedGeneration?: number;
+  /** Current state, as standard conditions keyed by type. */
+  conditions?: Condition[];
 }
 
 /** SandboxWarmPool: keeps a number of Sandboxes of one template warm for fast claims. */
