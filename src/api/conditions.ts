@@ -41,6 +41,10 @@ export const ClaimReadyReason = {
   VOLUME_CLAIM_TEMPLATES_ERROR: 'VolumeClaimTemplatesError',
   ADOPTION_CONFLICT: 'AdoptionConflict',
   SANDBOX_CREATE_PENDING: 'SandboxCreatePending',
+  /** Ours: the cold path waits until the template's NetworkPolicy exists, so no Sandbox runs unisolated. */
+  NETWORK_POLICY_NOT_READY: 'NetworkPolicyNotReady',
+  /** Ours: the template gives its Pods the router's labels; nothing is built from it. */
+  ROUTER_LABELS_REFUSED: 'RouterLabelsRefused',
   SANDBOX_MISSING: 'SandboxMissing',
   SANDBOX_NOT_READY: 'SandboxNotReady',
   SANDBOX_EXPIRED: 'SandboxExpired',
@@ -56,3 +60,45 @@ export const TERMINAL_CLAIM_REASONS: readonly string[] = [
   ClaimReadyReason.CLAIM_EXPIRED,
   ClaimReadyReason.SANDBOX_EXPIRED,
 ];
+
+/**
+ * Condition types on SandboxTemplate status. Ours: upstream templates have no status. They say
+ * whether Sandboxes can be built from the template, since pools and claims refuse to build any
+ * until they are True.
+ */
+export const TemplateConditionType = {
+  /** Whether the template's NetworkPolicy exists (or the template is Unmanaged). */
+  NETWORK_POLICY_READY: 'NetworkPolicyReady',
+  /** Whether the template's Pod labels are free of the router's labels. */
+  POD_LABELS_ALLOWED: 'PodLabelsAllowed',
+} as const;
+
+/** Reasons of the SandboxTemplate conditions. */
+export const TemplateConditionReason = {
+  /** NetworkPolicyReady=True: the operator's policy for the template exists. */
+  NETWORK_POLICY_READY: 'NetworkPolicyReady',
+  /** NetworkPolicyReady=True: the template is Unmanaged, so its policy is the user's business. */
+  UNMANAGED: 'Unmanaged',
+  /** NetworkPolicyReady=False: the policy was asked for and the cache does not show it yet. */
+  NETWORK_POLICY_PENDING: 'NetworkPolicyPending',
+  /** NetworkPolicyReady=False: a policy of that name exists and is someone else's. */
+  NETWORK_POLICY_CONFLICT: 'NetworkPolicyConflict',
+  /** PodLabelsAllowed=True. */
+  NO_ROUTER_LABELS: 'NoRouterLabels',
+  /** PodLabelsAllowed=False: the Pods would carry the router's labels. */
+  ROUTER_LABELS_REFUSED: 'RouterLabelsRefused',
+} as const;
+
+/** Condition types on SandboxWarmPool status. Ours: upstream pools have no conditions. */
+export const WarmPoolConditionType = {
+  /** Whether members can be built from the pool's template; False stops all creates. */
+  TEMPLATE_READY: 'TemplateReady',
+} as const;
+
+/** Reasons of the SandboxWarmPool `TemplateReady` condition (also used on claims' Ready for the cold path). */
+export const WarmPoolTemplateReason = {
+  TEMPLATE_READY: 'TemplateReady',
+  TEMPLATE_NOT_FOUND: 'TemplateNotFound',
+  NETWORK_POLICY_NOT_READY: 'NetworkPolicyNotReady',
+  ROUTER_LABELS_REFUSED: 'RouterLabelsRefused',
+} as const;

@@ -9,6 +9,7 @@
  */
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
+import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 import {
   CONTROLLER_UID_INDEX, controllerRefOf, controllerUidIndex, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim,
   type SandboxTemplate, type SandboxWarmPool,
@@ -18,12 +19,19 @@ import type { SharedInformer } from '../runtime/informer';
 
 /** Sandboxes by `<namespace>/<warm-pool-sandbox label>`: a pool's members, and a claim's candidates. */
 export const POOL_LABEL_INDEX = 'namespace-warm-pool-label';
+/**
+ * Sandboxes by `<namespace>/<sandbox-template-ref-hash label>`: the Sandboxes built from a
+ * template, which keep its NetworkPolicy alive after the template is deleted.
+ */
+export const TEMPLATE_HASH_INDEX = 'namespace-template-ref-hash';
 /** Sandboxes by their own UID: where a Sandbox a claim is adopting stands in the cache. */
 export const UID_INDEX = 'uid';
 /** Pools by `<namespace>/<sandboxTemplateRef.name>`: the pools a template event concerns. */
 export const POOLS_BY_TEMPLATE_INDEX = 'namespace-template-ref';
 /** Pools by `<namespace>/<NameHash(name)>`: the pool an orphan's membership label names. */
 export const POOLS_BY_HASH_INDEX = 'namespace-name-hash';
+/** Templates by `<namespace>/<networkPolicyNameFor(name)>`: the template a policy of that name blocks or belongs to. */
+export const TEMPLATES_BY_POLICY_NAME_INDEX = 'namespace-policy-name';
 /** Claims by `<namespace>/<warmPoolRef.name>`: the claims waiting on a pool. */
 export const CLAIMS_BY_POOL_INDEX = 'namespace-warm-pool-ref';
 
@@ -46,11 +54,17 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
           const label = sb.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];
           return label ? [nsKey(sb, label)] : [];
         },
+        [TEMPLATE_HASH_INDEX]: (sb) => {
+          const label = sb.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH];
+          return label ? [nsKey(sb, label)] : [];
+        },
         [CONTROLLER_UID_INDEX]: controllerUidIndex,
         [UID_INDEX]: (sb) => (sb.metadata.uid ? [sb.metadata.uid] : []),
       },
     }),
-    templates: informers.forResource<SandboxTemplate>(RESOURCES.templates),
+    templates: informers.forResource<SandboxTemplate>(RESOURCES.templates, {
+      indexes: { [TEMPLATES_BY_POLICY_NAME_INDEX]: (t) => [nsKey(t, networkPolicyNameFor(t.metadata.name))] },
+    }),
     pools: informers.forResource<SandboxWarmPool>(RESOURCES.warmPools, {
       indexes: {
         [POOLS_BY_TEMPLATE_INDEX]: (p) => [nsKey(p, p.spec.sandboxTemplateRef?.name ?? '')],

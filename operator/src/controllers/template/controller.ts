@@ -2,25 +2,35 @@
  * Wiring of the SandboxTemplate controller: templates and NetworkPolicies in, one key per template.
  */
 import { parseLabelList } from '../../../../src/api/controller-flags';
-import { DEFAULT_SYSTEM_NAMESPACE, NETWORK_POLICY_NAME_SUFFIX } from '../../../../src/api/labels';
+import { DEFAULT_SYSTEM_NAMESPACE, SandboxAnnotations } from '../../../../src/api/labels';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
 import { podNamespace } from '../../runtime/kubeconfig';
-import { extensionInformers } from '../extension-informers';
+import { extensionInformers, TEMPLATES_BY_POLICY_NAME_INDEX } from '../extension-informers';
 import type { NetworkPolicyOptions } from './desired';
 import { TemplateReconciler } from './reconcile';
-import { type NetworkPolicy } from '../../model';
+import { type NetworkPolicy, type Sandbox, type SandboxTemplate } from '../../model';
+import { keyOf, type Store } from '../../runtime/types';
 
 /**
- * The template a NetworkPolicy event concerns: the one its name is derived from, whoever owns it.
- * Owned policies map back to their template this way too, and a foreign policy blocking a template
- * wakes it when it goes, so the template can create its own.
+ * The template a NetworkPolicy event concerns: the one its `sandbox-template-ref` annotation
+ * names (the operator's policies, also once the template is gone, so the policy can be removed),
+ * else the one whose policy name it has (a policy someone else made under that name blocks the
+ * template, and wakes it when it goes, so the template can create its own).
  */
-export function templateKeyOfPolicy(policy: NetworkPolicy): string | undefined {
-  const name = policy.metadata.name;
-  if (!name.endsWith(NETWORK_POLICY_NAME_SUFFIX) || name.length === NETWORK_POLICY_NAME_SUFFIX.length) return undefined;
-  return `${policy.metadata.namespace ?? ''}/${name.slice(0, -NETWORK_POLICY_NAME_SUFFIX.length)}`;
+export function templateKeysOfPolicy(policy: NetworkPolicy, templates: Pick<Store<SandboxTemplate>, 'byIndex'>): string[] {
+  const ns = policy.metadata.namespace ?? '';
+  const keys = new Set(templates.byIndex(TEMPLATES_BY_POLICY_NAME_INDEX, `${ns}/${policy.metadata.name}`).map(keyOf));
+  const named = policy.metadata.annotations?.[SandboxAnnotations.SANDBOX_TEMPLATE_REF];
+  if (named) keys.add(`${ns}/${named}`);
+  return [...keys];
+}
+
+/** The template a Sandbox was built from (its `sandbox-template-ref` annotation), whose orphaned policy its deletion may free. */
+export function templateKeyOfSandbox(sandbox: Sandbox): string | undefined {
+  const named = sandbox.metadata.annotations?.[SandboxAnnotations.SANDBOX_TEMPLATE_REF];
+  return named ? `${sandbox.metadata.namespace ?? ''}/${named}` : undefined;
 }
 
 /**
@@ -36,17 +46,20 @@ export function routerLocation(flags: OperatorFlags, ownNamespace: string | unde
 }
 
 export function createTemplateController(ctx: ControllerContext): RunnableController {
-  const { templates, networkPolicies } = extensionInformers(ctx);
+  const { templates, networkPolicies, sandboxes } = extensionInformers(ctx);
   const reconciler = new TemplateReconciler({
     client: ctx.client,
     templates,
     networkPolicies,
+    sandboxes,
     ...routerLocation(ctx.flags, podNamespace()),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxtemplate' }),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-template-concurrent-workers') });
-  controller.watch(templates).watch(networkPolicies, templateKeyOfPolicy);
+  controller.watch(templates).watch(networkPolicies, (p) => templateKeysOfPolicy(p, templates));
+  // Only deletions: the last Sandbox of a deleted template going lets its policy go.
+  controller.watch(sandboxes, templateKeyOfSandbox, { add: () => false, update: () => false });
   reconciler.follow(networkPolicies);
   return controller;
 }

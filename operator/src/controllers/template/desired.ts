@@ -3,8 +3,7 @@
  * label on the template itself. Pure; decide.ts compares these with what exists.
  */
 import { NetworkPolicyManagement } from '../../../../src/api/enums';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import {
   defaultSandboxNetworkPolicySpec,
@@ -14,7 +13,7 @@ import {
   type NetworkPolicyIngressRuleJson,
   type NetworkPolicySpecJson,
 } from '../../../../src/api/network-policy-defaults';
-import { controllerRefTo, type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
+import { type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
 import { usesDefaultNetworkPolicy } from '../../model/secure-defaults';
 
 export interface NetworkPolicyOptions {
@@ -35,9 +34,17 @@ export function isUnmanaged(template: SandboxTemplate): boolean {
 }
 
 /**
- * The NetworkPolicy `<template>-network-policy` a Managed template owns, or undefined when the
- * template is Unmanaged. It selects the Pods of Sandboxes made from this template (by claims and
- * pools) and is owned by the template, so it goes away with it.
+ * The NetworkPolicy `<template>-network-policy` (see networkPolicyNameFor for long names) a
+ * Managed template asks for, or undefined when the template is Unmanaged. It selects the Pods of
+ * Sandboxes made from this template (by claims and pools).
+ *
+ * It has no ownerReference (upstream gives it a controller reference to the template): garbage
+ * collection would delete it with the template while Sandboxes built from the template still run,
+ * and they would run unisolated. The template controller deletes it instead, once neither the
+ * template nor any Sandbox carrying its template-ref-hash label is left (see decide.ts
+ * orphanedPolicyAction). The `sandbox-template-ref` annotation marks it as the operator's and names
+ * the template, which a hashed long name no longer does; the template-ref-hash label lets
+ * `kubectl get -l` find it next to its Sandboxes.
  *
  * - No custom rules: the secure default (router ingress, public-internet egress, see src/api).
  * - Custom rules: the user's ingress and egress verbatim; an absent or empty list denies that
@@ -65,9 +72,17 @@ export function desiredNetworkPolicy(template: SandboxTemplate, options: Network
     metadata: {
       name: networkPolicyNameFor(name),
       namespace: template.metadata.namespace,
-      ownerReferences: [controllerRefTo(template, KINDS.template)],
+      ...policyMarks(name),
     },
     spec,
+  };
+}
+
+/** The label and annotation that mark a NetworkPolicy as the operator's policy for the template `templateName`. */
+export function policyMarks(templateName: string): { labels: { [key: string]: string }; annotations: { [key: string]: string } } {
+  return {
+    labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of(templateName) },
+    annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: templateName },
   };
 }
 

@@ -3,10 +3,12 @@
  * and its `<template>-network-policy`, as decided by desired.ts/decide.ts from the caches, or from
  * our own writes while the caches have not shown them.
  */
-import { networkPolicyAction } from './decide';
+import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './decide';
+import { NameHash } from '../../../../src/api/name-hash';
+import { TEMPLATE_HASH_INDEX } from '../extension-informers';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
-import { type NetworkPolicy, RESOURCES, type SandboxTemplate } from '../../model';
+import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate } from '../../model';
 import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
@@ -19,6 +21,8 @@ export interface TemplateReconcilerOptions extends NetworkPolicyOptions {
   readonly client: KubeClient;
   readonly templates: Store<SandboxTemplate>;
   readonly networkPolicies: Store<NetworkPolicy>;
+  /** Must carry TEMPLATE_HASH_INDEX: the Sandboxes built from a template keep its policy after it is gone. */
+  readonly sandboxes: Store<Sandbox>;
   readonly now?: () => number;
   readonly log?: Logger;
 }
@@ -56,25 +60,36 @@ export class TemplateReconciler implements Reconciler {
     const policyName = networkPolicyNameFor(name);
     const policyKey = `${namespace}/${policyName}`;
     const cached = this.opts.templates.get(namespace, name);
-    if (!cached || cached.metadata.deletionTimestamp) {
-      this.reportedConflicts.delete(key);
-      this.templateWrites.forget(key);
-      this.policyWrites.forget(policyKey);
-      return;
-    }
     const now = this.now();
-    const template = this.templateWrites.current(key, cached, now);
     const write = { fieldManager: TEMPLATE_FIELD_MANAGER };
     const { client } = this.opts;
+    const cachedPolicy = this.opts.networkPolicies.get(namespace, policyName);
+    const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, now), now);
     try {
+      if (!cached) {
+        this.reportedConflicts.delete(key);
+        this.templateWrites.forget(key);
+        // The template is gone: its policy stays while Sandboxes built from it remain (the
+        // Sandbox informer's delete events bring this key back), then goes.
+        const left = this.opts.sandboxes.byIndex(TEMPLATE_HASH_INDEX, `${namespace}/${NameHash.of(name)}`).length;
+        const action = orphanedPolicyAction(name, existing, left);
+        if (action.type === 'delete') {
+          await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
+          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.now());
+          this.log.info({ template: key, policy: action.name }, 'NetworkPolicy of a deleted template removed: no Sandbox built from it is left');
+        } else if (existing === undefined) {
+          this.policyWrites.forget(policyKey);
+        }
+        return;
+      }
+      if (cached.metadata.deletionTimestamp) return;
+      const template = this.templateWrites.current(key, cached, now);
       const labelPatch = templateRefHashLabelPatch(template);
       if (labelPatch) {
         const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
         this.templateWrites.wrote(key, cached, patched, this.now());
       }
 
-      const cachedPolicy = this.opts.networkPolicies.get(namespace, policyName);
-      const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, now), now);
       const action = networkPolicyAction(template, existing, this.opts);
       if (action.type !== 'conflict') this.reportedConflicts.delete(key);
       switch (action.type) {
@@ -102,6 +117,14 @@ export class TemplateReconciler implements Reconciler {
           break;
         case 'none':
           break;
+      }
+      // The conditions follow the cache, not this pass's write: pools and claims wait for the
+      // policy to show in the same cache, and its event brings the template back to say True.
+      const shown = action.type === 'create' ? undefined : cachedPolicy;
+      const conditions = templateConditions(template, shown, action, this.opts.routerPodLabels, this.now());
+      if (JSON.stringify(conditions) !== JSON.stringify(template.status?.conditions ?? [])) {
+        const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', { status: { conditions } }, { ...write, subresource: 'status' });
+        this.templateWrites.wrote(key, cached, patched, this.now());
       }
     } catch (error) {
       if (error instanceof ApiError && (error.notFound || error.conflict || error.alreadyExists)) {

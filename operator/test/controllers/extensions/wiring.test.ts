@@ -6,11 +6,13 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { SandboxAnnotations } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
+import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { readAllowedLabelDomains } from '../../../src/controllers/claim/adopt';
 import { claimRelevantChange, memberBecameUsable, waitingClaimKeys } from '../../../src/controllers/claim/controller';
-import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX } from '../../../src/controllers/extension-informers';
-import { templateKeyOfPolicy } from '../../../src/controllers/template/controller';
+import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';
+import { templateKeyOfSandbox, templateKeysOfPolicy } from '../../../src/controllers/template/controller';
 import { poolKeysOfSandbox, poolRelevantChange } from '../../../src/controllers/warm-pool/controller';
 import { FakeStore } from '../../fake-kube';
 
@@ -22,10 +24,27 @@ const sandbox = (over: { owner?: any; labels?: Record<string, string>; status?: 
 });
 const ready = { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady', message: '', lastTransitionTime: 't' }], podIPs: ['127.64.0.1'] };
 
-test('a NetworkPolicy event wakes the template its name derives from, whoever owns it', () => {
-  expect(templateKeyOfPolicy({ metadata: { name: 'tpl-network-policy', namespace: 'ns' }, spec: {} } as any)).toBe('ns/tpl');
-  expect(templateKeyOfPolicy({ metadata: { name: 'other', namespace: 'ns' }, spec: {} } as any)).toBeUndefined();
-  expect(templateKeyOfPolicy({ metadata: { name: '-network-policy', namespace: 'ns' }, spec: {} } as any)).toBeUndefined();
+describe('templateKeysOfPolicy and templateKeyOfSandbox', () => {
+  const long = 'l'.repeat(250);
+  const templates = new FakeStore<any>({ [TEMPLATES_BY_POLICY_NAME_INDEX]: (t) => [`${t.metadata.namespace}/${networkPolicyNameFor(t.metadata.name)}`] })
+    .put({ metadata: { name: 'tpl', namespace: 'ns' }, spec: {} }, { metadata: { name: long, namespace: 'ns' }, spec: {} });
+  const policy = (name: string, annotations?: Record<string, string>): any => ({ metadata: { name, namespace: 'ns', annotations }, spec: {} });
+
+  test('a policy wakes the template whose policy name it has, whoever made it, long (hashed) names too', () => {
+    expect(templateKeysOfPolicy(policy('tpl-network-policy'), templates)).toEqual(['ns/tpl']);
+    expect(templateKeysOfPolicy(policy(networkPolicyNameFor(long)), templates)).toEqual([`ns/${long}`]);
+    expect(templateKeysOfPolicy(policy('other'), templates)).toEqual([]);
+  });
+
+  test('the operator\'s policy wakes the template its annotation names, also once that template is gone', () => {
+    expect(templateKeysOfPolicy(policy('gone-network-policy', { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'gone' }), templates)).toEqual(['ns/gone']);
+    expect(templateKeysOfPolicy(policy('tpl-network-policy', { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'tpl' }), templates)).toEqual(['ns/tpl']);
+  });
+
+  test('a Sandbox wakes the template it was built from', () => {
+    expect(templateKeyOfSandbox({ metadata: { name: 'sb', namespace: 'ns', annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'tpl' } } } as any)).toBe('ns/tpl');
+    expect(templateKeyOfSandbox(sandbox())).toBeUndefined();
+  });
 });
 
 describe('poolKeysOfSandbox', () => {

@@ -1,14 +1,14 @@
 import * as fc from 'fast-check';
 import { NS, ownerRef, template } from './fixtures';
 import { controllerFlag, parseControllerFlagValue } from '../../../../src/api/controller-flags';
-import { SandboxLabels } from '../../../../src/api/labels';
+import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { defaultSandboxNetworkPolicySpec, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
-import { networkPolicyAction, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
+import { defaultSandboxNetworkPolicySpec, networkPolicyNameFor, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
 import { routerLocation } from '../../../src/controllers/template/controller';
+import { networkPolicyAction, orphanedPolicyAction, templateConditions, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
+import { applyMergePatch, type Condition, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
 import { OperatorFlags } from '../../../src/runtime/flags';
-import { applyMergePatch, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
 
 const CUSTOM = {
   ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 8080 }] }],
@@ -16,12 +16,13 @@ const CUSTOM = {
 };
 
 describe('desiredNetworkPolicy', () => {
-  test('Managed without rules: the secure default, named after and owned by the template', () => {
+  test('Managed without rules: the secure default, named after the template, marked as its policy, with no ownerReference for GC to act on', () => {
     const policy = desiredNetworkPolicy(template())!;
     expect(policy.metadata).toEqual({
       name: 'python-network-policy',
       namespace: NS,
-      ownerReferences: [{ ...ownerRef('SandboxTemplate', 'python', 'tpl-uid'), blockOwnerDeletion: true }],
+      labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('python') },
+      annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'python' },
     });
     expect(policy.spec).toEqual(defaultSandboxNetworkPolicySpec('python'));
     expect(policy.apiVersion).toBe('networking.k8s.io/v1');
@@ -80,7 +81,15 @@ describe('desiredNetworkPolicy', () => {
     expect(desiredNetworkPolicy(template({ networkPolicyManagement: 'Unmanaged', networkPolicy: CUSTOM }))).toBeUndefined();
   });
 
-  test('any Managed template: owned by it, selects its Pods, both directions (fast-check)', () => {
+  test('a template name too long for upstream\'s policy name: the bounded name, the full name in the annotation', () => {
+    const name = 'x'.repeat(250);
+    const policy = desiredNetworkPolicy(template({}, { name }))!;
+    expect(policy.metadata.name).toBe(networkPolicyNameFor(name));
+    expect(policy.metadata.name.length).toBeLessThanOrEqual(253);
+    expect(policy.metadata.annotations).toEqual({ [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: name });
+  });
+
+  test('any Managed template: marked as its policy, selects its Pods, both directions (fast-check)', () => {
     fc.assert(fc.property(
       fc.stringMatching(/^[a-z][a-z0-9-]{0,40}$/),
       fc.constantFrom(undefined, 'Managed', 'Unmanaged'),
@@ -90,7 +99,8 @@ describe('desiredNetworkPolicy', () => {
         const policy = desiredNetworkPolicy(t);
         if (management === 'Unmanaged') return expect(policy).toBeUndefined();
         expect(policy!.metadata.name).toBe(`${name}-network-policy`);
-        expect(policy!.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'SandboxTemplate', name, uid: `${name}-uid`, controller: true })]);
+        expect(policy!.metadata.ownerReferences).toBeUndefined();
+        expect(policy!.metadata.annotations).toEqual({ [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: name });
         expect(policy!.spec.podSelector).toEqual(sandboxTemplateSelector(name));
         expect(policy!.spec.policyTypes).toEqual(['Ingress', 'Egress']);
         if (!networkPolicy) expect(policy!.spec).toEqual(defaultSandboxNetworkPolicySpec(name));
@@ -108,16 +118,16 @@ const owned = (t: SandboxTemplate, extra: Partial<NetworkPolicy['metadata']> = {
   apiVersion: 'networking.k8s.io/v1',
   kind: 'NetworkPolicy',
   metadata: {
-    name: 'python-network-policy',
-    namespace: NS,
+    ...desiredNetworkPolicy(template())!.metadata,
     uid: 'np-uid',
     resourceVersion: '7',
-    ownerReferences: [ownerRef('SandboxTemplate', 'python', 'tpl-uid')],
     ...extra,
   },
   spec,
 });
-const foreign = (t: SandboxTemplate) => owned(t, { ownerReferences: [] }, defaultSandboxNetworkPolicySpec('python'));
+const foreign = (t: SandboxTemplate) => owned(t, { labels: undefined, annotations: undefined }, defaultSandboxNetworkPolicySpec('python'));
+/** What upstream (and this operator before) wrote: a controller reference to the template, no marks. */
+const legacy = (t: SandboxTemplate, uid = 'tpl-uid') => owned(t, { labels: undefined, annotations: undefined, ownerReferences: [ownerRef('SandboxTemplate', 'python', uid)] });
 
 describe('networkPolicyAction', () => {
   const managed = template();
@@ -130,10 +140,13 @@ describe('networkPolicyAction', () => {
     ['Managed, drifted: update', managed, owned(managed, {}, { podSelector: {}, policyTypes: ['Ingress'] }), 'update'],
     ['switched to custom rules: update', custom, owned(managed), 'update'],
     ['Managed, foreign owner: conflict', managed, foreign(managed), 'conflict'],
-    ['Managed, owned by another template UID: conflict', managed, owned(managed, { ownerReferences: [ownerRef('SandboxTemplate', 'python', 'old-uid')] }), 'conflict'],
-    ['Managed, owned but not as controller: conflict', managed, owned(managed, { ownerReferences: [ownerRef('SandboxTemplate', 'python', 'tpl-uid', false)] }), 'conflict'],
+    ['Managed, upstream\'s policy controlled by the template: update (take the ownerReference off)', managed, legacy(managed), 'update'],
+    ['Managed, controlled by an earlier namesake template: update (same name, same selector)', managed, legacy(managed, 'old-uid'), 'update'],
+    ['Managed, marked for another template: conflict', managed, owned(managed, { annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'ruby' } }), 'conflict'],
+    ['Managed, a template reference but not as controller: conflict', managed, owned(managed, { labels: undefined, annotations: undefined, ownerReferences: [ownerRef('SandboxTemplate', 'python', 'tpl-uid', false)] }), 'conflict'],
     ['Managed, being deleted: wait', managed, owned(managed, { deletionTimestamp: '2026-09-01T11:00:00Z' }), 'none'],
     ['Unmanaged, owned: delete', unmanaged, owned(managed), 'delete'],
+    ['Unmanaged, upstream\'s policy: delete', unmanaged, legacy(managed), 'delete'],
     ['Unmanaged, owned and already deleting: nothing', unmanaged, owned(managed, { deletionTimestamp: '2026-09-01T11:00:00Z' }), 'none'],
     ['Unmanaged, foreign: leave it', unmanaged, foreign(managed), 'none'],
     ['Unmanaged, missing: nothing', unmanaged, undefined, 'none'],
@@ -148,7 +161,7 @@ describe('networkPolicyAction', () => {
     expect(action.type).toBe('update');
     const object = (action as { object: NetworkPolicy }).object;
     expect(object.metadata.resourceVersion).toBe('7');
-    expect(object.metadata.labels).toEqual({ audited: 'yes' });
+    expect(object.metadata.labels).toEqual({ audited: 'yes', [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('python') });
     expect(object.metadata.managedFields).toBeUndefined();
     expect(object.spec).toEqual(desiredNetworkPolicy(managed)!.spec);
     expect([object.apiVersion, object.kind]).toEqual([apiVersion, kind]);
@@ -161,7 +174,7 @@ describe('networkPolicyAction', () => {
   test('the conflict message says how to fix it', () => {
     const action = networkPolicyAction(managed, foreign(managed));
     expect(action).toMatchObject({ type: 'conflict' });
-    expect((action as { message: string }).message).toMatch(/not controlled by SandboxTemplate "python".*Unmanaged/);
+    expect((action as { message: string }).message).toMatch(/is not the policy of SandboxTemplate "python".*Unmanaged/);
   });
 
   test('server-defaulted port protocols and dropped empty lists are not drift', () => {
@@ -189,7 +202,7 @@ describe('networkPolicyAction', () => {
     ...(policy ? { networkPolicy: JSON.parse(JSON.stringify(policy)) } : {}),
   }));
   const arbExisting = fc.option(fc.record({
-    owner: fc.constantFrom('template', 'foreign', 'none'),
+    owner: fc.constantFrom('template', 'legacy', 'foreign', 'none'),
     from: arbTemplate,
     deleting: fc.boolean(),
   }), { nil: undefined });
@@ -209,11 +222,12 @@ describe('networkPolicyAction', () => {
       let existing: NetworkPolicy | undefined;
       if (e) {
         const base = desiredNetworkPolicy(e.from) ?? desiredNetworkPolicy(template())!;
-        const refs = e.owner === 'template' ? [ownerRef('SandboxTemplate', 'python', 'tpl-uid')] : e.owner === 'foreign' ? [ownerRef('Other', 'x', 'u')] : [];
-        existing = { ...base, metadata: { ...base.metadata, uid: 'np', resourceVersion: '3', ownerReferences: refs, ...(e.deleting ? { deletionTimestamp: 'x' } : {}) } };
+        const refs = e.owner === 'legacy' ? [ownerRef('SandboxTemplate', 'python', 'tpl-uid')] : e.owner === 'foreign' ? [ownerRef('Other', 'x', 'u')] : [];
+        const marks = e.owner === 'template' ? {} : { labels: undefined, annotations: undefined };
+        existing = { ...base, metadata: { ...base.metadata, ...marks, uid: 'np', resourceVersion: '3', ownerReferences: refs, ...(e.deleting ? { deletionTimestamp: 'x' } : {}) } };
       }
       const action = networkPolicyAction(t, existing);
-      const ours = existing === undefined || (e!.owner === 'template' && !e!.deleting);
+      const ours = existing === undefined || ((e!.owner === 'template' || e!.owner === 'legacy') && !e!.deleting);
       // A policy someone else controls, or one being deleted, is never written.
       if (!ours) expect(['none', 'conflict']).toContain(action.type);
       if (action.type === 'update') expect(action.object.metadata.resourceVersion).toBe('3');
@@ -223,6 +237,8 @@ describe('networkPolicyAction', () => {
       expect(networkPolicyAction(t, after).type).toBe('none');
       const desired = desiredNetworkPolicy(t);
       if (desired) expect(after!.spec).toEqual(desired.spec);
+      // Nothing a garbage collector would delete with the template.
+      if (desired) expect(after!.metadata.ownerReferences ?? []).toEqual([]);
       else expect(after).toBeUndefined();
     }));
   });
@@ -248,5 +264,52 @@ describe('templateRefHashLabelPatch', () => {
         expect(after.metadata.labels).toEqual({ ...labels, [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of(name) });
       },
     ));
+  });
+});
+
+describe('orphanedPolicyAction: the policy of a deleted template', () => {
+  const policy = owned(template());
+  test.each<[string, NetworkPolicy | undefined, number, NetworkPolicyAction['type']]>([
+    ['Sandboxes built from it remain: kept', policy, 2, 'none'],
+    ['none remains: deleted', policy, 0, 'delete'],
+    ['already being deleted: nothing', owned(template(), { deletionTimestamp: '2026-09-01T11:00:00Z' }), 0, 'none'],
+    ['someone else\'s policy under that name: never touched', foreign(template()), 0, 'none'],
+    ['upstream\'s, still controlled by the template: garbage collection\'s business', legacy(template()), 0, 'none'],
+    ['no policy: nothing', undefined, 0, 'none'],
+  ])('%s', (_, existing, left, type) => {
+    expect(orphanedPolicyAction('python', existing, left).type).toBe(type);
+  });
+
+  test('the delete names the UID, so a policy a new namesake template created meanwhile survives', () => {
+    expect(orphanedPolicyAction('python', policy, 0)).toEqual({ type: 'delete', name: 'python-network-policy', uid: 'np-uid' });
+    expect(orphanedPolicyAction('python', policy, 1)).toMatchObject({ reason: expect.stringMatching(/1 Sandbox\(es\) built from the deleted template/) });
+  });
+});
+
+describe('templateConditions', () => {
+  const conditionsOf = (t: SandboxTemplate, existing: NetworkPolicy | undefined, router?: Record<string, string>) =>
+    templateConditions(t, existing, networkPolicyAction(t, existing), router, Date.parse('2026-09-01T12:00:00Z'));
+  const byType = (list: Condition[]) => Object.fromEntries(list.map((c) => [c.type, `${c.status}/${c.reason}`]));
+
+  test.each<[string, SandboxTemplate, NetworkPolicy | undefined, string]>([
+    ['Managed, policy in the cache', template(), owned(template()), 'True/NetworkPolicyReady'],
+    ['Managed, policy about to be created', template(), undefined, 'False/NetworkPolicyPending'],
+    ['Managed, policy being deleted', template(), owned(template(), { deletionTimestamp: '2026-09-01T11:00:00Z' }), 'False/NetworkPolicyPending'],
+    ['Managed, someone else\'s policy under the name', template(), foreign(template()), 'False/NetworkPolicyConflict'],
+    ['Unmanaged', template({ networkPolicyManagement: 'Unmanaged' }), undefined, 'True/Unmanaged'],
+  ])('NetworkPolicyReady: %s', (_, t, existing, expected) => {
+    expect(byType(conditionsOf(t, existing)).NetworkPolicyReady).toBe(expected);
+  });
+
+  test('PodLabelsAllowed is False, naming the label and the fix, when the Pods would carry the router\'s labels', () => {
+    const spoof = template({ podTemplate: { metadata: { labels: { app: 'sandbox-router' } }, spec: { containers: [{ name: 'main', image: 'i' }] } } });
+    const [, labels] = conditionsOf(spoof, owned(spoof));
+    expect(labels).toMatchObject({ type: 'PodLabelsAllowed', status: 'False', reason: 'RouterLabelsRefused', observedGeneration: expect.any(Number) });
+    expect(labels.message).toMatch(/spec.podTemplate.metadata.labels carries app=sandbox-router.*remove it/);
+    expect(byType(conditionsOf(template(), owned(template()))).PodLabelsAllowed).toBe('True/NoRouterLabels');
+    // Configured router labels: all of them make a spoof, some of them do not.
+    const partial = template({ podTemplate: { metadata: { labels: { app: 'r' } }, spec: { containers: [{ name: 'main', image: 'i' }] } } });
+    expect(byType(conditionsOf(partial, owned(partial), { app: 'r', tier: 'edge' })).PodLabelsAllowed).toBe('True/NoRouterLabels');
+    expect(byType(conditionsOf(partial, owned(partial), { app: 'r' })).PodLabelsAllowed).toBe('False/RouterLabelsRefused');
   });
 });

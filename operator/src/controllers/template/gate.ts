@@ -1,0 +1,83 @@
+/**
+ * Whether Sandboxes may be built from a template now: the one check the warm pool (before creating
+ * members) and the claim's cold path (before creating a Sandbox) both make, so neither builds a
+ * Sandbox that would run without its NetworkPolicy, or whose Pod would pass for the router.
+ * Pure: the callers read the template and its policy from their caches.
+ */
+import { isUnmanaged } from './desired';
+import { WarmPoolTemplateReason } from '../../../../src/api/conditions';
+import { KINDS } from '../../../../src/api/groups';
+import { SandboxAnnotations } from '../../../../src/api/labels';
+import { defaultRouterPodLabels, networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { controllerRefOf, isDeleting, refIsKind, type NetworkPolicy, type SandboxTemplate } from '../../model';
+
+type Labels = { readonly [key: string]: string };
+
+/**
+ * The router's labels written `k=v,k2=v2` when `labels` carries every one of them (so a Pod with
+ * `labels` matches the router selector of the default NetworkPolicy), else undefined.
+ */
+export function routerLabelsIn(labels: Labels | undefined, routerPodLabels: Labels = defaultRouterPodLabels()): string | undefined {
+  const entries = Object.entries(routerPodLabels);
+  if (entries.length === 0 || !entries.every(([key, value]) => labels?.[key] === value)) return undefined;
+  return entries.map(([key, value]) => `${key}=${value}`).join(',');
+}
+
+/**
+ * Whether `policy` is the operator's policy for the template named `templateName`: it names the
+ * template in its `sandbox-template-ref` annotation (what this operator writes), or it is still
+ * controlled by a SandboxTemplate of that name (what upstream, and this operator before, wrote).
+ */
+export function isTemplatePolicy(policy: NetworkPolicy, templateName: string): boolean {
+  if (policy.metadata.annotations?.[SandboxAnnotations.SANDBOX_TEMPLATE_REF] === templateName) return true;
+  const ref = controllerRefOf(policy);
+  return refIsKind(ref, KINDS.template) && ref?.name === templateName;
+}
+
+export type TemplateGate =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: string; readonly message: string };
+
+/**
+ * May Sandboxes be built from `template` (named `templateName` in `namespace`) now?
+ *
+ * - No template: TemplateNotFound.
+ * - Its Pods would carry the router's labels: RouterLabelsRefused, Managed or not (any policy
+ *   admitting the router would admit them).
+ * - Managed and its policy is not in the cache, not ours, or being deleted: NetworkPolicyNotReady.
+ *   Fail closed: a Sandbox made now would run with no policy selecting it.
+ */
+export function templateGate(
+  namespace: string,
+  templateName: string,
+  template: SandboxTemplate | undefined,
+  policy: NetworkPolicy | undefined,
+  routerPodLabels?: Labels,
+): TemplateGate {
+  if (!template) {
+    return {
+      ok: false,
+      reason: WarmPoolTemplateReason.TEMPLATE_NOT_FOUND,
+      message: `SandboxTemplate "${templateName}" does not exist in namespace "${namespace}"; create it, or point spec.sandboxTemplateRef.name at an existing template`,
+    };
+  }
+  const router = routerLabelsIn(template.spec.podTemplate.metadata?.labels, routerPodLabels);
+  if (router) {
+    return {
+      ok: false,
+      reason: WarmPoolTemplateReason.ROUTER_LABELS_REFUSED,
+      message: `SandboxTemplate "${templateName}" gives its Pods the label ${router}, which the sandbox NetworkPolicy admits as the sandbox router; `
+        + 'remove it from spec.podTemplate.metadata.labels. No Sandboxes are built from the template until then',
+    };
+  }
+  if (isUnmanaged(template)) return { ok: true };
+  if (!policy || !isTemplatePolicy(policy, templateName) || isDeleting(policy)) {
+    return {
+      ok: false,
+      reason: WarmPoolTemplateReason.NETWORK_POLICY_NOT_READY,
+      message: `NetworkPolicy "${networkPolicyNameFor(templateName)}" of the Managed SandboxTemplate "${templateName}" does not exist yet; `
+        + 'no Sandboxes are built from the template until it does, so none runs unisolated (the template\'s NetworkPolicyReady condition says why)',
+    };
+  }
+  return { ok: true };
+}
