@@ -21,17 +21,21 @@ import { afterStatus, ClaimEvents, type ClaimEvent, type StatusDecision } from '
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { NameHash } from '../../../../src/api/name-hash';
+import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import {
-  CONTROLLER_UID_INDEX, controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, RESOURCES, type Sandbox,
+  CONTROLLER_UID_INDEX, controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, type NetworkPolicy, RESOURCES, type Sandbox,
   type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
 } from '../../model';
+import { templateGate } from '../../model/template-gate';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';
 import { Expectations, OwnWrites } from '../../runtime/expectations';
 import { FirstSeen } from '../../runtime/first-seen';
+import { podNamespace } from '../../runtime/kubeconfig';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
+import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
 /** How long an expectation waits for the cache: far above watch latency; a lost event only delays a claim this long. */
@@ -71,7 +75,7 @@ const claimKeyOf = (sb: Sandbox): string | undefined => {
 };
 
 export function createClaimController(ctx: ControllerContext): RunnableController {
-  const { sandboxes, templates, pools, claims } = extensionInformers(ctx);
+  const { sandboxes, templates, pools, claims, networkPolicies } = extensionInformers(ctx);
   const log = ctx.log.child({ controller: 'sandboxclaim' });
   const allowedLabelDomains = readAllowedLabelDomains();
   if (allowedLabelDomains) log.info({ allowedLabelDomains }, 'label domains allowed in additionalPodMetadata');
@@ -80,6 +84,8 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
     claims,
     pools,
     templates,
+    networkPolicies,
+    routerPodLabels: routerLocation(ctx.flags, podNamespace()).routerPodLabels,
     sandboxes,
     metrics: new ClaimMetrics(ctx.metrics.registry),
     allowedLabelDomains,
@@ -106,7 +112,10 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
     .watch(pools, (p) => waitingOf(p.metadata.namespace, p.metadata.name),
       { update: (oldP, p) => oldP.metadata.generation !== p.metadata.generation })
     .watch(templates, (t) => pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t)).flatMap((p) => waitingOf(p.metadata.namespace, p.metadata.name)),
-      { update: () => false, delete: () => false });
+      { update: () => false, delete: () => false })
+    // A template's NetworkPolicy showing lets the claims waiting to start cold from it proceed.
+    .watch(networkPolicies, (p) => poolKeysOfPolicy(p, templates, pools).flatMap((key) => waitingOf(splitKey(key).namespace, splitKey(key).name)),
+      { delete: () => false });
 }
 
 export interface ClaimReconcilerOptions {
@@ -114,6 +123,10 @@ export interface ClaimReconcilerOptions {
   readonly claims: Store<SandboxClaim>;
   readonly pools: Store<SandboxWarmPool>;
   readonly templates: Store<SandboxTemplate>;
+  /** The templates' NetworkPolicies: the cold path builds no Sandbox from a Managed template before its policy shows. */
+  readonly networkPolicies: Store<NetworkPolicy>;
+  /** Labels of the router Pods (`--router-pod-labels`). @default app=sandbox-router */
+  readonly routerPodLabels?: { readonly [key: string]: string };
   /** Must carry CONTROLLER_UID_INDEX, POOL_LABEL_INDEX and UID_INDEX. */
   readonly sandboxes: Store<Sandbox>;
   readonly metrics?: ClaimMetrics;
@@ -215,10 +228,15 @@ export class ClaimReconciler implements Reconciler {
     const pool = this.opts.pools.get(ns, claim.spec.warmPoolRef.name);
     const claimed = this.stillClaimed(now);
     const pendingSandbox = claimed.find(([, c]) => c.claimUid === claim.metadata.uid)?.[1].sandboxName;
+    const templateName = pool?.spec.sandboxTemplateRef.name;
+    const template = templateName === undefined ? undefined : this.opts.templates.get(ns, templateName);
     return {
       claim,
       pool,
-      template: pool ? this.opts.templates.get(ns, pool.spec.sandboxTemplateRef.name) : undefined,
+      template,
+      ...(template && templateName !== undefined ? {
+        templateGate: templateGate(ns ?? '', templateName, template, this.opts.networkPolicies.get(ns, networkPolicyNameFor(templateName)), this.opts.routerPodLabels),
+      } : {}),
       sandboxes: this.related(claim, pendingSandbox),
       pendingSandbox,
       members: () => this.opts.sandboxes.byIndex(POOL_LABEL_INDEX, `${ns}/${NameHash.of(claim.spec.warmPoolRef.name)}`),

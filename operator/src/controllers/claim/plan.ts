@@ -19,7 +19,7 @@ import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
 import { ADOPTION_CONFLICT_RETRY_MS, CandidateRanking, claimPath, fingerprintOf, needsColdStart } from './select';
 import { ClaimEvents, claimStatus, type ClaimEvent, type ClaimProblem, type StatusDecision } from './status';
-import { ClaimReadyReason, ConditionType } from '../../../../src/api/conditions';
+import { ClaimReadyReason, ConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
 import { ClaimShutdownPolicy } from '../../../../src/api/enums';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -27,6 +27,7 @@ import {
   controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type MergePatch, refIsKind,
   type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs,
 } from '../../model';
+import { type TemplateGate } from '../../model/template-gate';
 
 /** Our adoption or create is not in the cache yet: its watch event normally wakes the claim first. */
 const PENDING_SANDBOX_RECHECK_MS = 1_000;
@@ -204,6 +205,8 @@ export interface ClaimState {
   readonly pool?: SandboxWarmPool;
   /** The pool's template. */
   readonly template?: SandboxTemplate;
+  /** Whether a Sandbox may be built from the template now (template/gate.ts); the cold path waits while not. */
+  readonly templateGate?: TemplateGate;
   /** The cached Sandboxes that may be the claim's (see recoverBinding), including `pendingSandbox`'s. */
   readonly sandboxes: readonly Sandbox[];
   /** The name of our adoption or cold create for this claim that the cache does not show yet. */
@@ -377,6 +380,18 @@ function coldStart(state: ClaimState, pool: SandboxWarmPool, binding: Unbound): 
   }
   if (!template) {
     const problem = { reason: ClaimReadyReason.TEMPLATE_NOT_FOUND, message: `SandboxTemplate "${pool.spec.sandboxTemplateRef.name}" not found` };
+    return { kind: 'problem', problem, requeueAfterMs: MISSING_DEPENDENCY_RECHECK_MS };
+  }
+  // Fail closed, as the pool does: no Sandbox from a Managed template before its NetworkPolicy
+  // shows (its event wakes the claim), and none whose Pod would pass for the router.
+  if (state.templateGate && !state.templateGate.ok) {
+    const { reason, message } = state.templateGate;
+    const problem = {
+      reason: reason === WarmPoolTemplateReason.ROUTER_LABELS_REFUSED
+        ? ClaimReadyReason.ROUTER_LABELS_REFUSED
+        : ClaimReadyReason.NETWORK_POLICY_NOT_READY,
+      message,
+    };
     return { kind: 'problem', problem, requeueAfterMs: MISSING_DEPENDENCY_RECHECK_MS };
   }
   const desired = coldSandbox(claim, pool, template, { allowedLabelDomains: state.allowedLabelDomains });

@@ -3,13 +3,13 @@
  * template and the policy in the cache (upstream's extensions/controllers/sandboxtemplate_controller.go).
  */
 import { desiredNetworkPolicy, isUnmanaged, type NetworkPolicyOptions } from './desired';
-import { isTemplatePolicy, routerLabelsIn } from './gate';
 import { TemplateConditionReason, TemplateConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import { type Condition, type ConditionInput, isDeleting, refIsKind, setCondition, type NetworkPolicy, type SandboxTemplate } from '../../model';
 import { canonicalJson } from '../../model/blueprint';
+import { isTemplatePolicy, routerLabelsIn } from '../../model/template-gate';
 
 export type NetworkPolicyAction =
   /** Create `object`. */

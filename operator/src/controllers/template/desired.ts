@@ -2,7 +2,6 @@
  * What a SandboxTemplate asks for, as objects: its shared NetworkPolicy and the template-ref-hash
  * label on the template itself. Pure; decide.ts compares these with what exists.
  */
-import { NetworkPolicyManagement } from '../../../../src/api/enums';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import {
@@ -15,6 +14,7 @@ import {
 } from '../../../../src/api/network-policy-defaults';
 import { type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
 import { usesDefaultNetworkPolicy } from '../../model/secure-defaults';
+import { isUnmanaged } from '../../model/template-gate';
 
 export interface NetworkPolicyOptions {
   /**
@@ -28,10 +28,7 @@ export interface NetworkPolicyOptions {
   readonly routerPodLabels?: { readonly [key: string]: string };
 }
 
-/** Whether the template's NetworkPolicy is left to someone else. */
-export function isUnmanaged(template: SandboxTemplate): boolean {
-  return template.spec.networkPolicyManagement === NetworkPolicyManagement.UNMANAGED;
-}
+export { isUnmanaged };
 
 /**
  * The NetworkPolicy `<template>-network-policy` (see networkPolicyNameFor for long names) a

@@ -11,8 +11,10 @@ import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxWa
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
+import { podNamespace } from '../../runtime/kubeconfig';
 import { keyOf, type Store } from '../../runtime/types';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
+import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {
@@ -51,11 +53,13 @@ export function poolRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
 }
 
 export function createWarmPoolController(ctx: ControllerContext): RunnableController {
-  const { sandboxes, templates, pools } = extensionInformers(ctx);
+  const { sandboxes, templates, pools, networkPolicies } = extensionInformers(ctx);
   const reconciler = new WarmPoolReconciler({
     client: ctx.client,
     pools,
     templates,
+    networkPolicies,
+    routerPodLabels: routerLocation(ctx.flags, podNamespace()).routerPodLabels,
     sandboxes,
     flags: poolFlagsOf(ctx.flags),
     now: () => ctx.clock.now(),
@@ -67,6 +71,8 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
   controller.watch(pools);
   // Every template event: a spec change may make members stale, a new template lets a pool create.
   controller.watch(templates, (t) => pools.byIndex(POOLS_BY_TEMPLATE_INDEX, keyOf(t)).map(keyOf));
+  // A template's policy appearing lets its pools create; one going stops them.
+  controller.watch(networkPolicies, (p) => poolKeysOfPolicy(p, templates, pools));
   // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
   controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
   reconciler.follow(sandboxes);

@@ -11,8 +11,13 @@ import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
 import { PoolEventReason, desiredReplicas, type PoolFlags } from './types';
+import { WarmPoolConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
 import { formatGoDuration } from '../../../../src/api/controller-flags';
-import { isReady, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus, timeMs } from '../../model';
+import {
+  type ConditionInput, findCondition, isReady, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus,
+  setCondition, timeMs,
+} from '../../model';
+import { type TemplateGate } from '../../model/template-gate';
 
 /** What a pool remembers between passes (in memory; losing it on restart only resets pacing). */
 export interface PoolState {
@@ -50,6 +55,11 @@ export interface PoolPlanInput {
   readonly pool: SandboxWarmPool;
   /** The pool's template; undefined when it does not exist (no creates then). */
   readonly template: SandboxTemplate | undefined;
+  /**
+   * Whether members may be built from the template now (template/gate.ts): no creates unless ok.
+   * Deletes, adoption and status go on either way.
+   */
+  readonly gate: TemplateGate;
   readonly members: PoolMembers;
   /** Creates issued and not yet in the cache (pendingMemberWrites). */
   readonly pendingCreates: number;
@@ -98,6 +108,19 @@ function toDelete(sandbox: Sandbox, cause: DeleteCause): MemberDelete {
   return { sandbox, cause, uid: sandbox.metadata.uid ?? '', resourceVersion: sandbox.metadata.resourceVersion ?? '' };
 }
 
+/** The pool's TemplateReady condition for `gate`: True when members may be built, else the gate's reason and message. */
+export function templateReadyCondition(gate: TemplateGate, observedGeneration: number): ConditionInput {
+  return gate.ok
+    ? {
+      type: WarmPoolConditionType.TEMPLATE_READY,
+      status: 'True',
+      reason: WarmPoolTemplateReason.TEMPLATE_READY,
+      observedGeneration,
+      message: 'Members can be built from the template',
+    }
+    : { type: WarmPoolConditionType.TEMPLATE_READY, status: 'False', reason: gate.reason, observedGeneration, message: gate.message };
+}
+
 /**
  * Decide one pass.
  *
@@ -130,8 +153,9 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   const deletes = wanted.slice(0, flags.maxBatchSize);
   if (deletes.length < wanted.length) requeues.push(0);
 
-  // Creates.
-  const deficit = input.template ? Math.max(0, desired - active - goingAway - input.pendingCreates) : 0;
+  // Creates: none while the template is missing, its NetworkPolicy is not in the cache, or its
+  // Pods would pass for the router (fail closed: a member made now would run unisolated).
+  const deficit = input.template && input.gate.ok ? Math.max(0, desired - active - goingAway - input.pendingCreates) : 0;
   const hold = replenishHold(input.state.hold, active, desired, flags.replenishDelayMs, now);
   let creates = hold.holding ? 0 : Math.min(deficit, flags.maxBatchSize);
   if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - now);
@@ -141,18 +165,31 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   if (!hold.holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
 
   // Status.
+  const old = pool.status ?? {};
+  const templateReady = templateReadyCondition(input.gate, pool.metadata.generation ?? 0);
+  const conditions = setCondition(old.conditions ?? [], templateReady, now);
   const status: SandboxWarmPoolStatus = {
     replicas: active,
     readyReplicas: members.ready.length,
     selector: poolSelector(pool),
     observedGeneration: pool.metadata.generation ?? 0,
+    conditions,
   };
-  const old = pool.status ?? {};
   const statusChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas
-    || old.selector !== status.selector || old.observedGeneration !== status.observedGeneration;
+    || old.selector !== status.selector || old.observedGeneration !== status.observedGeneration
+    || JSON.stringify(old.conditions ?? []) !== JSON.stringify(conditions);
+
+  const events: PoolEvent[] = [];
+  // Why the pool stopped creating, once per cause: the condition in the status is the memory, so a
+  // restarted operator does not say it again.
+  const previous = findCondition(old.conditions, WarmPoolConditionType.TEMPLATE_READY);
+  if (!input.gate.ok && previous?.reason !== input.gate.reason) {
+    events.push({ type: 'Warning', reason: input.gate.reason, action: 'Replenish', message: input.gate.message });
+  } else if (input.gate.ok && previous !== undefined && previous.status !== 'True') {
+    events.push({ type: 'Normal', reason: WarmPoolTemplateReason.TEMPLATE_READY, action: 'Replenish', message: templateReady.message });
+  }
 
   // Not-progressing signal, on transitions only.
-  const events: PoolEvent[] = [];
   const held = members.unschedulableHeld.length;
   if (held > 0) {
     requeues.push(flags.unschedulableRecheckMs);

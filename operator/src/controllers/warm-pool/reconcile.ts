@@ -12,7 +12,9 @@ import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch
 import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { type PoolFlags } from './types';
-import { RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
+import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
+import { templateGate } from '../../model/template-gate';
 import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 
@@ -31,6 +33,10 @@ export interface PoolReconcilerOptions {
   readonly client: KubeClient;
   readonly pools: Store<SandboxWarmPool>;
   readonly templates: Store<SandboxTemplate>;
+  /** The templates' NetworkPolicies: no member is built from a Managed template until its policy is here. */
+  readonly networkPolicies: Store<NetworkPolicy>;
+  /** Labels of the router Pods (`--router-pod-labels`); a template giving its Pods all of them is refused. @default app=sandbox-router */
+  readonly routerPodLabels?: { readonly [key: string]: string };
   /** Must carry POOL_LABEL_INDEX. */
   readonly sandboxes: Store<Sandbox>;
   readonly flags: PoolFlags;
@@ -78,13 +84,17 @@ export class WarmPoolReconciler implements Reconciler {
     const { sandboxes, flags } = this.opts;
     const now = this.now();
     const pool = this.statusWrites.current(key, cached, now);
-    const template = this.opts.templates.get(namespace, pool.spec.sandboxTemplateRef.name);
+    const templateName = pool.spec.sandboxTemplateRef.name;
+    const template = this.opts.templates.get(namespace, templateName);
+    const policy = this.opts.networkPolicies.get(namespace, networkPolicyNameFor(templateName));
+    const gate = templateGate(namespace, templateName, template, policy, this.opts.routerPodLabels);
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
     const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
     const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes);
     const plan = planPool({
       pool,
       template,
+      gate,
       members,
       pendingCreates: pending.creates,
       state: memory.state,
@@ -123,7 +133,10 @@ export class WarmPoolReconciler implements Reconciler {
       }
     }
 
-    for (const event of plan.events) client.event(pool, event.type, event.reason, event.action, event.message);
+    for (const event of plan.events) {
+      client.event(pool, event.type, event.reason, event.action, event.message);
+      if (event.type === 'Warning' && !gate.ok && event.reason === gate.reason) this.log.warn({ pool: key, reason: gate.reason }, gate.message);
+    }
     if (plan.statusChanged) {
       try {
         // No resourceVersion: the status is this controller's alone, and recomputed every pass.

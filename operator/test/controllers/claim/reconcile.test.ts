@@ -9,10 +9,11 @@ import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { ClaimReconciler, CLAIM_FIELD_MANAGER } from '../../../src/controllers/claim/controller';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
 import { extensionInformers } from '../../../src/controllers/extension-informers';
-import { rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
+import { type NetworkPolicy, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
 import type { ControllerContext } from '../../../src/runtime/context';
 import type { Informer, InformerHandlers, KubeObject } from '../../../src/runtime/types';
 import { FakeClient, FakeStore, apiError } from '../../fake-kube';
+import { policyOf } from '../warm-pool/harness';
 
 const KEY = 'team-a/my-claim';
 const RESOURCE_OF_KIND: Record<string, string> = { Sandbox: 'sandboxes', SandboxClaim: 'sandboxclaims', SandboxWarmPool: 'sandboxwarmpools', SandboxTemplate: 'sandboxtemplates' };
@@ -40,9 +41,13 @@ function setup(objects: KubeObject[], options: { disableAnnotations?: boolean; d
     }
   };
   sync();
-  const fresh = () => new ClaimReconciler({ client, ...stores, metrics: new ClaimMetrics(new Registry()), now: () => clock.now, ...options });
-  const reconciler = new ClaimReconciler({ client, ...stores, metrics: new ClaimMetrics(new Registry()), now: () => clock.now, ...options });
-  return { clock, client, stores, sync, reconciler, fresh };
+  // The template controller's policy for TEMPLATE is in its cache: cold starts may proceed.
+  const networkPolicies = new FakeStore<NetworkPolicy>().put(policyOf(TEMPLATE));
+  const fresh = () => new ClaimReconciler({
+    client, ...stores, networkPolicies, metrics: new ClaimMetrics(new Registry()), now: () => clock.now, ...options,
+  });
+  const reconciler = fresh();
+  return { clock, client, stores, networkPolicies, sync, reconciler, fresh };
 }
 
 const writeCalls = (client: FakeClient) => client.calls.filter((c) => c.verb !== 'event');
@@ -148,6 +153,30 @@ describe('ClaimReconciler', () => {
     expect(client.calls[0].options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     expect(events(client)).toEqual(['SandboxProvisioned Created Sandbox "my-claim"']);
     expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'False', reason: 'SandboxNotReady' });
+  });
+
+  test('a cold start from a Managed template whose NetworkPolicy the cache does not show: no Sandbox, NetworkPolicyNotReady; created once it shows', async () => {
+    const { client, reconciler, networkPolicies } = setup([claim(), pool(), TEMPLATE]);
+    networkPolicies.remove(TEMPLATE.metadata.namespace, 'python-network-policy');
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 60_000 });
+    expect(client.writes).toEqual(['patch sandboxclaims my-claim/status']);
+    expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({
+      status: 'False', reason: 'NetworkPolicyNotReady', message: expect.stringMatching(/NetworkPolicy "python-network-policy".*does not exist yet/),
+    });
+    networkPolicies.put(policyOf(TEMPLATE));
+    client.calls.length = 0;
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toContain('create sandboxes my-claim');
+  });
+
+  test('a cold start from a template whose Pods would carry the router\'s labels: refused, naming the label', async () => {
+    const spoof = { ...TEMPLATE, spec: { ...TEMPLATE.spec, podTemplate: { ...TEMPLATE.spec.podTemplate, metadata: { labels: { app: 'sandbox-router' } } } } };
+    const { client, reconciler } = setup([claim(), pool(), spoof]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxclaims my-claim/status']);
+    expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({
+      status: 'False', reason: 'RouterLabelsRefused', message: expect.stringMatching(/app=sandbox-router/),
+    });
   });
 
   test('a cold start the cache does not show yet: the next pass waits instead of creating again', async () => {

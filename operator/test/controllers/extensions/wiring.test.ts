@@ -11,8 +11,9 @@ import { NameHash } from '../../../../src/api/name-hash';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { readAllowedLabelDomains } from '../../../src/controllers/claim/adopt';
 import { claimRelevantChange, memberBecameUsable, waitingClaimKeys } from '../../../src/controllers/claim/controller';
-import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';
-import { templateKeyOfSandbox, templateKeysOfPolicy } from '../../../src/controllers/template/controller';
+import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';
+import { templateKeyOfSandbox } from '../../../src/controllers/template/controller';
+import { poolKeysOfPolicy, templateKeysOfPolicy } from '../../../src/controllers/template-policy';
 import { poolKeysOfSandbox, poolRelevantChange } from '../../../src/controllers/warm-pool/controller';
 import { FakeStore } from '../../fake-kube';
 
@@ -91,4 +92,13 @@ test('allowed label domains: comma or newline separated, absent or empty file me
   expect(readAllowedLabelDomains(file)).toEqual(['a.example.com', 'b.example.com', 'c.example.com']);
   fs.writeFileSync(file, ' \n');
   expect(readAllowedLabelDomains(file)).toBeUndefined();
+});
+
+test('poolKeysOfPolicy: a policy wakes the pools of the template it belongs to, also under a hashed name', () => {
+  const long = 'l'.repeat(250);
+  const templates = new FakeStore<any>({ [TEMPLATES_BY_POLICY_NAME_INDEX]: (t) => [`${t.metadata.namespace}/${networkPolicyNameFor(t.metadata.name)}`] })
+    .put({ metadata: { name: long, namespace: 'ns' }, spec: {} });
+  const pools = new FakeStore<any>({ [POOLS_BY_TEMPLATE_INDEX]: (p) => [`${p.metadata.namespace}/${p.spec.sandboxTemplateRef.name}`] })
+    .put({ metadata: { name: 'p1', namespace: 'ns' }, spec: { sandboxTemplateRef: { name: long } } }, { metadata: { name: 'p2', namespace: 'ns' }, spec: { sandboxTemplateRef: { name: 'other' } } });
+  expect(poolKeysOfPolicy({ metadata: { name: networkPolicyNameFor(long), namespace: 'ns' }, spec: {} } as any, templates, pools)).toEqual(['ns/p1']);
 });

@@ -4,6 +4,7 @@ import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolPlanInput, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { poolFlags, type PoolFlags } from '../../../src/controllers/warm-pool/types';
 import { type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
+import { type TemplateGate } from '../../../src/model/template-gate';
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 
@@ -15,6 +16,7 @@ interface Setup {
   readonly state?: PoolState;
   readonly flags?: PoolFlags;
   readonly now?: number;
+  readonly gate?: TemplateGate;
 }
 
 function plan(s: Setup): PoolPlan {
@@ -25,6 +27,7 @@ function plan(s: Setup): PoolPlan {
   const input: PoolPlanInput = {
     pool: p,
     template: t,
+    gate: s.gate ?? { ok: true },
     members: classifyMembers(p, t, s.sandboxes ?? [], now, flags),
     pendingCreates: s.pendingCreates ?? 0,
     state: s.state ?? INITIAL_POOL_STATE,
@@ -37,11 +40,45 @@ function plan(s: Setup): PoolPlan {
 const readyMembers = (n: number, extra: Parameters<typeof member>[0] = {}) => Array.from({ length: n }, () => member(extra));
 const names = (p: PoolPlan) => p.deletes.map((d) => `${d.cause}:${d.sandbox.metadata.name}`);
 
+describe('planPool: the template gate', () => {
+  const closed: TemplateGate = { ok: false, reason: 'NetworkPolicyNotReady', message: 'NetworkPolicy "python-network-policy" ... does not exist yet' };
+  const withCondition = (reason: string, status: 'True' | 'False' = 'False'): SandboxWarmPool =>
+    ({ ...pool(), status: { conditions: [{ type: 'TemplateReady', status, reason, message: '', lastTransitionTime: iso(NOW - 1000), observedGeneration: 2 }] } });
+
+  test('closed: no creates, the condition says why, one Warning naming the reason; deletes and status go on', () => {
+    const p = plan({ gate: closed, sandboxes: readyMembers(5) });
+    expect(p.creates).toBe(0);
+    expect(p.deletes).toHaveLength(2);
+    expect(p.status.conditions).toEqual([expect.objectContaining({ type: 'TemplateReady', status: 'False', reason: 'NetworkPolicyNotReady', message: closed.message })]);
+    expect(p.events).toEqual([expect.objectContaining({ type: 'Warning', reason: 'NetworkPolicyNotReady', message: closed.message })]);
+  });
+
+  test('the Warning is given once per cause: the condition already saying so (also after a restart) gives none', () => {
+    expect(plan({ gate: closed, pool: withCondition('NetworkPolicyNotReady') }).events).toEqual([]);
+    expect(plan({ gate: { ...closed, reason: 'TemplateNotFound' }, pool: withCondition('NetworkPolicyNotReady') }).events)
+      .toEqual([expect.objectContaining({ type: 'Warning', reason: 'TemplateNotFound' })]);
+  });
+
+  test('open again: creates resume, the condition turns True, one Normal event', () => {
+    const p = plan({ gate: { ok: true }, pool: withCondition('TemplateNotFound') });
+    expect(p.creates).toBe(3);
+    expect(p.status.conditions).toEqual([expect.objectContaining({ status: 'True', reason: 'TemplateReady' })]);
+    expect(p.events).toEqual([expect.objectContaining({ type: 'Normal', reason: 'TemplateReady' })]);
+    expect(plan({ gate: { ok: true }, pool: withCondition('TemplateReady', 'True') }).events).toEqual([]);
+  });
+});
+
 describe('planPool', () => {
   test('an empty pool creates every member, in slow-start waves', () => {
     const p = plan({});
     expect([p.creates, p.createWaves, p.deletes]).toEqual([3, [1, 2], []]);
-    expect(p.status).toEqual({ replicas: 0, readyReplicas: 0, selector: expect.stringMatching(/^agents\.x-k8s\.io\/warm-pool-sandbox=/), observedGeneration: 2 });
+    expect(p.status).toEqual({
+      replicas: 0,
+      readyReplicas: 0,
+      selector: expect.stringMatching(/^agents\.x-k8s\.io\/warm-pool-sandbox=/),
+      observedGeneration: 2,
+      conditions: [expect.objectContaining({ type: 'TemplateReady', status: 'True', reason: 'TemplateReady', message: 'Members can be built from the template' })],
+    });
   });
 
   test('a full pool does nothing, and an unchanged status is not written', () => {
@@ -170,7 +207,9 @@ describe('planPool', () => {
         conditions: m.state === 'ready' ? [ready()] : m.state === 'unschedulable' ? unschedulable() : [notReady(iso(NOW - (m.state === 'stuck' ? GRACE + m.age : Math.min(m.age, GRACE - 1))))],
       }));
       const members = classifyMembers(p, t, sandboxes, NOW, flags);
-      const result = planPool({ pool: p, template: t, members, pendingCreates: s.pending, state: INITIAL_POOL_STATE, flags, now: NOW });
+      const result = planPool({
+        pool: p, template: t, gate: { ok: true }, members, pendingCreates: s.pending, state: INITIAL_POOL_STATE, flags, now: NOW,
+      });
       const desired = s.replicas ?? 1;
       const active = members.active.length;
       const goingAway = members.terminating.length + members.stale.length + members.stuck.length + members.orphansToDelete.length;

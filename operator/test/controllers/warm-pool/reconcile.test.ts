@@ -2,8 +2,8 @@
  * The WarmPoolReconciler over the fake API server and its caches: which writes a pass makes, and
  * what a lagging cache, a lost event, a 409, an unknown outcome or a crash between writes does.
  */
-import { FLAGS, NOW, NS, TEMPLATE, member, pool } from './fixtures';
-import { RESOURCE_OF, poolStores } from './harness';
+import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
+import { RESOURCE_OF, policyOf, poolStores } from './harness';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { isControlledBy, type Sandbox, type SandboxWarmPool } from '../../../src/model';
@@ -61,6 +61,65 @@ function claimed(sandbox: Sandbox): Sandbox {
 
 const withVersion = (sandbox: Sandbox, resourceVersion: string): Sandbox => ({ ...sandbox, metadata: { ...sandbox.metadata, resourceVersion } });
 
+describe('WarmPoolReconciler: members only from a template that is safe to build from', () => {
+  const templateReady = (body: any) => body.status.conditions.find((c: any) => c.type === 'TemplateReady');
+  const warnings = (client: FakeClient) => client.calls.filter((c) => c.verb === 'event').map((c) => `${c.body.type}/${c.body.reason}`);
+
+  test('a Managed template whose NetworkPolicy the cache does not show: no member, NetworkPolicyNotReady; creates once it shows', async () => {
+    const { client, stores, pass, catchUp } = setup();
+    stores.networkPolicies.remove(NS, 'python-network-policy');
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(templateReady(client.calls.find((c) => c.verb === 'patch')!.body)).toMatchObject({ status: 'False', reason: 'NetworkPolicyNotReady' });
+    expect(warnings(client)).toEqual(['Warning/NetworkPolicyNotReady']);
+    catchUp();
+    expect((await pass()).writes).toEqual([]);
+    stores.networkPolicies.put(policyOf(TEMPLATE));
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
+    expect(warnings(client)).toEqual(['Normal/TemplateReady']);
+  });
+
+  test('a policy someone else made under the template\'s policy name does not count', async () => {
+    const { stores, pass } = setup();
+    const foreign = policyOf(TEMPLATE);
+    stores.networkPolicies.put({ ...foreign, metadata: { ...foreign.metadata, labels: {}, annotations: {} } });
+    expect((await pass()).writes).toEqual([STATUS]);
+  });
+
+  test('an Unmanaged template needs no policy of ours', async () => {
+    const unmanaged = template({ networkPolicyManagement: 'Unmanaged' });
+    const { stores, pass } = setup();
+    stores.templates.put(unmanaged);
+    stores.networkPolicies.remove(NS, 'python-network-policy');
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
+  });
+
+  test('a missing template: TemplateNotFound in the condition, one Warning, cleared when the template appears', async () => {
+    const { client, stores, pass, catchUp } = setup();
+    stores.templates.remove(NS, 'python');
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(templateReady(client.calls.find((c) => c.verb === 'patch')!.body)).toMatchObject({
+      status: 'False', reason: 'TemplateNotFound', message: expect.stringMatching(/SandboxTemplate "python" does not exist.*spec.sandboxTemplateRef.name/),
+    });
+    expect(warnings(client)).toEqual(['Warning/TemplateNotFound']);
+    catchUp();
+    await pass();
+    expect(warnings(client)).toEqual([]);
+    stores.templates.put(TEMPLATE);
+    expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
+  });
+
+  test('a template whose Pods would carry the router\'s labels: no member, RouterLabelsRefused naming the label and the fix', async () => {
+    const spoof = template({ podTemplate: { metadata: { labels: { app: 'sandbox-router' } }, spec: { containers: [{ name: 'main', image: 'python:3.12' }] } } });
+    const { client, stores, pass } = setup();
+    stores.templates.put(spoof);
+    stores.networkPolicies.put(policyOf(spoof));
+    expect((await pass()).writes).toEqual([STATUS]);
+    expect(templateReady(client.calls.find((c) => c.verb === 'patch')!.body)).toMatchObject({
+      status: 'False', reason: 'RouterLabelsRefused', message: expect.stringMatching(/app=sandbox-router.*remove it from spec.podTemplate.metadata.labels/),
+    });
+  });
+});
+
 describe('WarmPoolReconciler', () => {
   test('an empty pool: every member created from the template, named as its pod-name annotation says, then the status', async () => {
     const { client, pass } = setup();
@@ -71,7 +130,15 @@ describe('WarmPoolReconciler', () => {
       expect(c.options).toEqual({ fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
     }
     expect(new Set(creates.map((c) => c.name)).size).toBe(3);
-    expect(client.calls.at(-1)!.body).toEqual({ status: { replicas: 0, readyReplicas: 0, selector: expect.any(String), observedGeneration: 2 } });
+    expect(client.calls.at(-1)!.body).toEqual({
+      status: {
+        replicas: 0,
+        readyReplicas: 0,
+        selector: expect.any(String),
+        observedGeneration: 2,
+        conditions: [expect.objectContaining({ type: 'TemplateReady', status: 'True', reason: 'TemplateReady' })],
+      },
+    });
   });
 
   test('a pass on caches that have shown nothing yet writes nothing: no second create, no second status', async () => {

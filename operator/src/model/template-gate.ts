@@ -4,14 +4,21 @@
  * Sandbox that would run without its NetworkPolicy, or whose Pod would pass for the router.
  * Pure: the callers read the template and its policy from their caches.
  */
-import { isUnmanaged } from './desired';
-import { WarmPoolTemplateReason } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxAnnotations } from '../../../../src/api/labels';
-import { defaultRouterPodLabels, networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
-import { controllerRefOf, isDeleting, refIsKind, type NetworkPolicy, type SandboxTemplate } from '../../model';
+import type { SandboxTemplate } from './generated';
+import { controllerRefOf, isDeleting, refIsKind } from './meta';
+import type { NetworkPolicy } from './objects';
+import { WarmPoolTemplateReason } from '../../../src/api/conditions';
+import { NetworkPolicyManagement } from '../../../src/api/enums';
+import { KINDS } from '../../../src/api/groups';
+import { SandboxAnnotations } from '../../../src/api/labels';
+import { defaultRouterPodLabels, networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 
 type Labels = { readonly [key: string]: string };
+
+/** Whether the template's NetworkPolicy is left to someone else. */
+export function isUnmanaged(template: SandboxTemplate): boolean {
+  return template.spec.networkPolicyManagement === NetworkPolicyManagement.UNMANAGED;
+}
 
 /**
  * The router's labels written `k=v,k2=v2` when `labels` carries every one of them (so a Pod with
