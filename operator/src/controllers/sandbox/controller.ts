@@ -12,7 +12,9 @@ import {
 } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
+import { podNamespace } from '../../runtime/kubeconfig';
 import type { KubeObject } from '../../runtime/types';
+import { routerLocation } from '../template-policy';
 
 /** Index of Sandboxes by `<namespace>/<NameHash(name)>`: maps an unowned labeled child back to its Sandbox. */
 export const NAME_HASH_INDEX = 'namespace-name-hash';
@@ -65,6 +67,7 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
     services,
     pvcs,
     clusterDomain: ctx.flags.string('cluster-domain'),
+    routerPodLabels: routerLocation(ctx.flags, podNamespace()).routerPodLabels,
     progressStatusWindowMs: ctx.flags.number('sandbox-progress-status-window'),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandbox' }),

@@ -11,6 +11,7 @@ import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums'
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '../../../../src/api/validation';
 import { controllerRefOf, findCondition, isControlledBy, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxStatus, type Service } from '../../model';
+import { routerLabelsIn } from '../../model/template-gate';
 import type { KubeObject } from '../../runtime/types';
 
 /** What the caches hold for one Sandbox. */
@@ -24,6 +25,8 @@ export interface Observed {
   readonly pvcs: ReadonlyMap<string, PersistentVolumeClaim>;
   readonly nowMs: number;
   readonly clusterDomain: string;
+  /** Labels of the sandbox router's Pods (`--router-pod-labels`); no sandbox Pod may carry them all. @default app=sandbox-router */
+  readonly routerPodLabels?: { readonly [key: string]: string };
 }
 
 export type Action =
@@ -55,14 +58,15 @@ export function decide(obs: Observed): Plan {
   if (shutdownMs !== undefined && !Number.isNaN(shutdownMs) && nowMs >= shutdownMs) return decideExpired(obs);
   const requeueAfterMs = shutdownMs === undefined || Number.isNaN(shutdownMs) ? undefined : Math.max(1, shutdownMs - nowMs);
 
-  const invalid = invalidConfiguration(sandbox) ?? stickyInvalidConfiguration(sandbox);
+  const router = routerLabelsProblem(sandbox, obs.routerPodLabels);
+  const invalid = router ?? invalidConfiguration(sandbox) ?? stickyInvalidConfiguration(sandbox);
   const actions: Action[] = [];
   let problem: Problem | undefined = invalid === undefined ? undefined : { reason: SandboxReadyReason.INVALID_CONFIGURATION, message: invalid };
   // An invalid spec gets no new children: creating them could only fail, or run a Pod that can
   // never be Ready. The status still describes whatever exists.
   const pvcProblem = invalid ? undefined : planPvcs(obs, actions);
   problem ??= pvcProblem;
-  const pods = planPod(obs, invalid !== undefined || pvcProblem !== undefined, actions);
+  const pods = planPod(obs, invalid !== undefined || pvcProblem !== undefined, actions, router !== undefined);
   problem ??= pods.problem;
   const service = pods.problem?.reason === SandboxReadyReason.MULTIPLE_PODS
     ? { exists: false, required: false } // ambiguous: leave the Service alone, as upstream
@@ -135,6 +139,17 @@ export function invalidConfiguration(sandbox: Sandbox): string | undefined {
 }
 
 /**
+ * A Sandbox whose Pod would carry every label of the sandbox router's Pods, which the template
+ * NetworkPolicies admit as the router: refused, whoever made the Sandbox (pools and claims refuse
+ * such templates before building; this catches bare Sandboxes and hand edits).
+ */
+export function routerLabelsProblem(sandbox: Sandbox, routerPodLabels?: { readonly [key: string]: string }): string | undefined {
+  const router = routerLabelsIn(sandbox.spec.podTemplate.metadata?.labels, routerPodLabels);
+  return router === undefined ? undefined
+    : `spec.podTemplate.metadata.labels carries ${router}, the label of the sandbox router, which sandbox NetworkPolicies admit; remove it (no Pod is made until then)`;
+}
+
+/**
  * An InvalidConfiguration the API server reported for this very generation stays until the spec
  * changes (a spec edit bumps the generation): retrying the same rejected create would loop.
  */
@@ -186,7 +201,11 @@ interface PodOutcome {
   problem?: Problem;
 }
 
-function planPod(obs: Observed, blocked: boolean, actions: Action[]): PodOutcome {
+/**
+ * `freezeMetadata`: leave an existing Pod's labels as they are (the Sandbox asks for the router's,
+ * which must not reach a Pod that has them not).
+ */
+function planPod(obs: Observed, blocked: boolean, actions: Action[], freezeMetadata = false): PodOutcome {
   const { sandbox } = obs;
   const owned = obs.pods.filter((p) => ownedBy(p, sandbox));
   const annotated = sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME];
@@ -222,7 +241,7 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[]): PodOutcome
   }
   if (owned.length === 1) {
     const pod = owned[0];
-    const metadata = podMetadataPatch(sandbox, pod);
+    const metadata = freezeMetadata ? undefined : podMetadataPatch(sandbox, pod);
     if (metadata) actions.push({ op: 'patch', kind: 'pod', name: pod.metadata.name, patch: { metadata } });
     setPodName(pod.metadata.name);
     return { pod, ownedCount: 1, notOwned: false };

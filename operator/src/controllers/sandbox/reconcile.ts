@@ -31,6 +31,8 @@ export interface SandboxReconcilerOptions {
   readonly pvcs: Store<PersistentVolumeClaim>;
   /** For `status.serviceFQDN` (`--cluster-domain`). */
   readonly clusterDomain: string;
+  /** Labels of the router Pods (`--router-pod-labels`); a Sandbox asking for all of them is refused. @default app=sandbox-router */
+  readonly routerPodLabels?: { readonly [key: string]: string };
   /**
    * `--sandbox-progress-status-window`: how long a not-yet-Ready progress status may wait before
    * it is written (see isProgressOnly); 0 writes every change at once.
@@ -199,6 +201,7 @@ export class SandboxReconciler implements Reconciler {
       pvcs,
       nowMs,
       clusterDomain: this.opts.clusterDomain,
+      ...(this.opts.routerPodLabels ? { routerPodLabels: this.opts.routerPodLabels } : {}),
     };
   }
 

@@ -478,6 +478,24 @@ describe('decide: InvalidConfiguration', () => {
     expect(plan.status.podIPs).toEqual(['127.64.0.7']);
   });
 
+  test('a Sandbox whose Pod would carry the router\'s labels: InvalidConfiguration naming the label and the fix, no Pod; an existing Pod keeps its labels', () => {
+    const spoof = (extra: Parameters<typeof sandbox>[0] = {}): Sandbox => {
+      const sb = sandbox(extra);
+      return { ...sb, spec: { ...sb.spec, podTemplate: { ...sb.spec.podTemplate, metadata: { labels: { app: 'sandbox-router', team: 'a' } } } } };
+    };
+    const plan = decide(observed(spoof()));
+    expect(plan.actions).toEqual([]);
+    expect(condition(plan.status.conditions, 'Ready')).toMatchObject({
+      status: 'False', reason: 'InvalidConfiguration', message: expect.stringMatching(/spec.podTemplate.metadata.labels carries app=sandbox-router.*remove it/),
+    });
+    const existing = spoof({ annotations: POD_NAME });
+    expect(decide(observed(existing, { pods: [pod({ owner: existing })] })).actions).toEqual([]);
+    // Configured router labels: only all of them are refused.
+    const custom = { ...observed(spoof()), routerPodLabels: { app: 'sandbox-router', tier: 'edge' } };
+    expect(summary(decide(custom).actions)).toContain('create pod my-sandbox');
+    expect(decide({ ...observed(spoof()), routerPodLabels: { team: 'a' } }).actions).toEqual([]);
+  });
+
   test('a rejection the API server reported sticks for that generation, and is retried after a spec edit', () => {
     const rejected: Condition = { type: 'Ready', status: 'False', reason: 'InvalidConfiguration', message: 'the API server rejected Pod', lastTransitionTime: 'x', observedGeneration: 3 };
     const notSuspended: Condition = { type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'Sandbox is not suspended', lastTransitionTime: 'x', observedGeneration: 3 };
