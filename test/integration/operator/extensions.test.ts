@@ -67,13 +67,14 @@ async function networkPolicyBarrier(): Promise<void> {
 }
 
 describe('SandboxTemplate', () => {
-  test('NetworkPolicy: secure default created and owned, replaced on a template change, removed when Unmanaged', async () => {
-    const tpl = await ext.create('sandboxtemplates', templateManifest('np'));
+  test('NetworkPolicy: secure default created and marked as the template\'s, replaced on a template change, removed when Unmanaged', async () => {
+    await ext.create('sandboxtemplates', templateManifest('np'));
     const hash = NameHash.of('np');
     const np = await waitFor(() => ext.networkPolicy('np-network-policy'), 30_000, 'the NetworkPolicy');
-    expect(controllerOf(np)).toEqual({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', name: 'np', uid: tpl.metadata.uid, controller: true, blockOwnerDeletion: true,
-    });
+    // No ownerReference, so garbage collection cannot remove it from under running Sandboxes.
+    expect(np.metadata.ownerReferences).toBeUndefined();
+    expect(np.metadata.annotations).toEqual({ 'agents.x-k8s.io/sandbox-template-ref': 'np' });
+    expect(np.metadata.labels).toEqual({ 'agents.x-k8s.io/sandbox-template-ref-hash': hash });
     expect(np.spec.podSelector).toEqual({ matchLabels: { 'agents.x-k8s.io/sandbox-template-ref-hash': hash } });
     expect(np.spec.policyTypes).toEqual(['Ingress', 'Egress']);
     // Outside a pod the operator's namespace is the install default, which the router lives in.
