@@ -3,11 +3,13 @@
  * install bundle's RBAC) against the real local control plane, whose kube-controller-manager runs
  * the garbage collector. Pools build members only once their template's policy exists; the policy
  * outlives its template while Sandboxes built from it remain; a missing template and a template
- * giving its Pods the router's label are said in the pool's conditions, and nothing is built.
+ * giving its Pods the router's label are said in the pool's conditions, and nothing is built; a
+ * bare Sandbox cannot take the router's label either; a restarted operator cleans up from its caches.
  */
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, controllerOf, poolManifest, templateManifest } from './extensions-api';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
+import { SandboxApi, condition, sandboxManifest } from './sandbox-api';
 import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
@@ -107,12 +109,15 @@ test('a pool whose template is missing: TemplateNotFound and one Warning; cleare
   const missing = await poolCondition('early', 'TemplateNotFound');
   expect(missing.message).toMatch(/SandboxTemplate "later" does not exist.*spec.sandboxTemplateRef.name/);
   await waitFor(async () => (await ext.events('SandboxWarmPool', 'early')).some((e) => e.reason === 'TemplateNotFound'), 30_000, 'a TemplateNotFound event');
-  expect(op.lines.filter((l) => l.reason === 'TemplateNotFound' && l.pool === `${ns}/early`)).toHaveLength(1);
+  const logged = (l: any) => l.reason === 'TemplateNotFound' && l.pool === `${ns}/early`;
+  await op.waitForLog(logged, 30_000, 'the TemplateNotFound log line');
 
   await ext.create('sandboxtemplates', templateManifest('later'));
   await ext.waitPoolReady('early', 1);
   await poolCondition('early', 'TemplateReady');
+  // Said once, though the pool was reconciled again meanwhile.
   expect((await ext.events('SandboxWarmPool', 'early')).filter((e) => e.reason === 'TemplateNotFound')).toHaveLength(1);
+  expect(op.lines.filter(logged)).toHaveLength(1);
 });
 
 test('a template giving its Pods the router\'s label: refused on the template and the pool, naming the label and the fix; nothing built', async () => {
@@ -130,4 +135,31 @@ test('a template giving its Pods the router\'s label: refused on the template an
   // The label removed: members are built.
   await ext.patch('sandboxtemplates', 'spoof', { spec: { podTemplate: { metadata: { labels: { app: 'tenant' } } } } });
   await ext.waitPoolReady('spoof', 1);
+});
+
+test('a bare Sandbox asking for the router\'s label: InvalidConfiguration naming the label, no Pod', async () => {
+  const sandboxes = new SandboxApi(api, ns);
+  await sandboxes.create(sandboxManifest('impostor', {}, { labels: { app: 'sandbox-router' } }));
+  const refused = await sandboxes.waitFor('impostor', (sb) => condition(sb, 'Ready')?.reason === 'InvalidConfiguration', 'InvalidConfiguration');
+  expect(condition(refused, 'Ready').message).toMatch(/app=sandbox-router.*remove it/);
+  await op.waitIdle(CONTROLLERS);
+  expect(await sandboxes.podsOf('impostor')).toEqual([]);
+});
+
+test('an operator restarted after its template and Sandboxes went while it was down removes the policy they left (state from the caches)', async () => {
+  await ext.create('sandboxtemplates', templateManifest('restart'));
+  await ext.create('sandboxwarmpools', poolManifest('restart', 'restart', 1));
+  await ext.waitPoolReady('restart', 1);
+  expect(await ext.networkPolicy('restart-network-policy')).toBeDefined();
+
+  await op.stop();
+  await api.call('DELETE', `${ext.path('sandboxtemplates')}/restart`);
+  await api.call('DELETE', `${ext.path('sandboxwarmpools')}/restart`);
+  // Garbage collection (kube-controller-manager) removes the members; the policy has nothing it follows.
+  await waitFor(async () => (await ext.sandboxes()).every((s) => s.metadata.annotations?.['agents.x-k8s.io/sandbox-template-ref'] !== 'restart'),
+    60_000, 'the pool\'s members to be garbage-collected');
+  expect(await ext.networkPolicy('restart-network-policy')).toBeDefined();
+
+  op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });
+  await waitFor(async () => (await ext.networkPolicy('restart-network-policy')) === undefined, 30_000, 'the restarted operator to remove the policy');
 });
