@@ -32,6 +32,8 @@ export const POOLS_BY_TEMPLATE_INDEX = 'namespace-template-ref';
 export const POOLS_BY_HASH_INDEX = 'namespace-name-hash';
 /** Templates by `<namespace>/<networkPolicyNameFor(name)>`: the template a policy of that name blocks or belongs to. */
 export const TEMPLATES_BY_POLICY_NAME_INDEX = 'namespace-policy-name';
+/** NetworkPolicies by `<namespace>/<sandbox-template-ref-hash label>`: the operator's policy for a template hash. */
+export const POLICIES_BY_TEMPLATE_HASH_INDEX = 'namespace-template-ref-hash';
 /** Claims by `<namespace>/<warmPoolRef.name>`: the claims waiting on a pool. */
 export const CLAIMS_BY_POOL_INDEX = 'namespace-warm-pool-ref';
 
@@ -74,6 +76,13 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
     claims: informers.forResource<SandboxClaim>(RESOURCES.claims, {
       indexes: { [CLAIMS_BY_POOL_INDEX]: (c) => [nsKey(c, c.spec.warmPoolRef?.name ?? '')] },
     }),
-    networkPolicies: informers.forResource<NetworkPolicy>(RESOURCES.networkPolicies),
+    networkPolicies: informers.forResource<NetworkPolicy>(RESOURCES.networkPolicies, {
+      indexes: {
+        [POLICIES_BY_TEMPLATE_HASH_INDEX]: (p) => {
+          const label = p.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH];
+          return label ? [nsKey(p, label)] : [];
+        },
+      },
+    }),
   };
 }

@@ -11,8 +11,8 @@ import { NameHash } from '../../../../src/api/name-hash';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { readAllowedLabelDomains } from '../../../src/controllers/claim/adopt';
 import { claimRelevantChange, memberBecameUsable, waitingClaimKeys } from '../../../src/controllers/claim/controller';
-import { CLAIMS_BY_POOL_INDEX, POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';
-import { templateKeyOfSandbox } from '../../../src/controllers/template/controller';
+import { CLAIMS_BY_POOL_INDEX, POLICIES_BY_TEMPLATE_HASH_INDEX, POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';
+import { templateKeysOfSandbox } from '../../../src/controllers/template/controller';
 import { poolKeysOfPolicy, templateKeysOfPolicy } from '../../../src/controllers/template-policy';
 import { poolKeysOfSandbox, poolRelevantChange } from '../../../src/controllers/warm-pool/controller';
 import { FakeStore } from '../../fake-kube';
@@ -42,9 +42,12 @@ describe('templateKeysOfPolicy and templateKeyOfSandbox', () => {
     expect(templateKeysOfPolicy(policy('tpl-network-policy', { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'tpl' }), templates)).toEqual(['ns/tpl']);
   });
 
-  test('a Sandbox wakes the template it was built from', () => {
-    expect(templateKeyOfSandbox({ metadata: { name: 'sb', namespace: 'ns', annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'tpl' } } } as any)).toBe('ns/tpl');
-    expect(templateKeyOfSandbox(sandbox())).toBeUndefined();
+  test('a Sandbox wakes the template it was built from: by its annotation, or by the policy its template-ref-hash label is selected by', () => {
+    const policies = new FakeStore<any>({ [POLICIES_BY_TEMPLATE_HASH_INDEX]: (p) => [`${p.metadata.namespace}/${p.metadata.labels['agents.x-k8s.io/sandbox-template-ref-hash']}`] })
+      .put({ metadata: { name: 'gone-network-policy', namespace: 'ns', labels: { 'agents.x-k8s.io/sandbox-template-ref-hash': NameHash.of('gone') }, annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'gone' } }, spec: {} });
+    expect(templateKeysOfSandbox({ metadata: { name: 'sb', namespace: 'ns', annotations: { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: 'tpl' } } } as any, policies)).toEqual(['ns/tpl']);
+    expect(templateKeysOfSandbox(sandbox({ labels: { 'agents.x-k8s.io/sandbox-template-ref-hash': NameHash.of('gone') } }), policies)).toEqual(['ns/gone']);
+    expect(templateKeysOfSandbox(sandbox(), policies)).toEqual([]);
   });
 });
 
