@@ -7,7 +7,7 @@
  * bare Sandbox cannot take the router's label either; a restarted operator cleans up from its caches.
  */
 import { BundleRbac } from './bundle-rbac';
-import { ExtensionsApi, controllerOf, poolManifest, templateManifest } from './extensions-api';
+import { ExtensionsApi, claimManifest, controllerOf, poolManifest, templateManifest } from './extensions-api';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { SandboxApi, condition, sandboxManifest } from './sandbox-api';
 import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
@@ -162,4 +162,20 @@ test('an operator restarted after its template and Sandboxes went while it was d
 
   op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });
   await waitFor(async () => (await ext.networkPolicy('restart-network-policy')) === undefined, 30_000, 'the restarted operator to remove the policy');
+});
+
+test('a claim\'s cold start waits, NetworkPolicyNotReady, while its template\'s policy is not the operator\'s; then gets its Sandbox', async () => {
+  await api.call('POST', policiesPath(), {
+    apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'cold-network-policy' }, spec: { podSelector: { matchLabels: { other: 'x' } } },
+  });
+  await ext.create('sandboxtemplates', templateManifest('cold'));
+  await ext.create('sandboxwarmpools', poolManifest('cold', 'cold', 0));
+  await ext.create('sandboxclaims', claimManifest('cold-claim', 'cold'));
+  const waiting = await ext.waitClaim('cold-claim', (c) => conditionOf(c, 'Ready')?.reason === 'NetworkPolicyNotReady', 'NetworkPolicyNotReady');
+  expect(conditionOf(waiting, 'Ready').message).toMatch(/NetworkPolicy "cold-network-policy".*does not exist yet/);
+  await op.waitIdle(CONTROLLERS);
+  expect((await ext.sandboxes()).filter((s) => s.metadata.name === 'cold-claim')).toEqual([]);
+
+  await api.call('DELETE', `${policiesPath()}/cold-network-policy`);
+  await ext.waitClaim('cold-claim', (c) => c.status?.sandbox?.name === 'cold-claim', 'its cold Sandbox');
 });
