@@ -1,6 +1,6 @@
 import { ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
-import { isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
+import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
 import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Label, checkQuantity } from './api/validation';
 import { SandboxContainerProps, _containerToKube, _validateContainer, dropUndefined } from './container';
 import { IRuntimeClass } from './runtime-class';
@@ -151,6 +151,10 @@ export abstract class SandboxBlueprint extends Construct {
           errors.check(`${field}["${key}"]`, 'the agents.x-k8s.io/ and extensions.agents.x-k8s.io/ prefixes are reserved for the system and would be dropped; use your own domain');
         }
         if (field === 'podLabels') errors.check(`${field}["${key}"]`, checkLabelValue(value));
+        if (field === 'podLabels' && key === ROUTER_APP_LABEL.key && value === ROUTER_APP_LABEL.value) {
+          errors.check(`${field}["${key}"]`, `${key}=${value} is the sandbox router's label, which sandbox NetworkPolicies admit as the router, `
+            + 'so the operator refuses to build a Pod carrying it; use another value');
+        }
       }
     }
   }

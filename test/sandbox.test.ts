@@ -96,6 +96,11 @@ describe('Sandbox', () => {
       expect(synthWith({ containers: [python], podLabels: { 'agents.x-k8s.io/sandbox-name-hash': 'deadbeef' } }))
         .toThrow(/podLabels\["agents.x-k8s.io\/sandbox-name-hash"\]: the agents.x-k8s.io\/ and extensions.agents.x-k8s.io\/ prefixes are reserved/);
     });
+    test('the router\'s pod label, which sandbox NetworkPolicies admit as the router', () => {
+      expect(synthWith({ containers: [python], podLabels: { app: 'sandbox-router' } }))
+        .toThrow(/podLabels\["app"\]: app=sandbox-router is the sandbox router's label.*the operator refuses to build a Pod carrying it; use another value/);
+      expect(() => synthWith({ containers: [python], podLabels: { app: 'agent' } })()).not.toThrow();
+    });
     test('bad volume claim template', () => {
       expect(synthWith({ containers: [python], volumeClaimTemplates: [{ name: 'Work', storage: 'ten gigs' }] }))
         .toThrow(/volumeClaimTemplates\[0\]\.storage: "ten gigs" is not a Kubernetes quantity/);
