@@ -483,12 +483,13 @@ describe('the admission policy', () => {
 
   test('every container rule covers containers, init containers and ephemeral containers, and names the field in its message', () => {
     const all = validations(synth());
-    for (const field of ['securityContext.privileged', 'securityContext.allowPrivilegeEscalation', 'securityContext.capabilities.add', 'ports[*].hostPort']) {
+    for (const field of ['securityContext.privileged', 'securityContext.allowPrivilegeEscalation', 'securityContext.capabilities.add', 'ports[*].hostPort',
+      'securityContext.windowsOptions.hostProcess']) {
       const lists = all.filter((v) => messageOf(v).includes(`].${field} (container`))
         .map((v) => /spec\.podTemplate\.spec\.(\w+)\[/.exec(messageOf(v))?.[1]);
       expect(lists).toEqual(['containers', 'initContainers', 'ephemeralContainers']);
     }
-    for (const field of ['hostNetwork', 'hostPID', 'hostIPC']) {
+    for (const field of ['hostNetwork', 'hostPID', 'hostIPC', 'securityContext.windowsOptions.hostProcess']) {
       expect(all.filter((v) => messageOf(v).includes(`spec.podTemplate.spec.${field}`))).toHaveLength(1);
     }
     expect(all.filter((v) => messageOf(v).includes('].hostPath (volume'))).toHaveLength(1);

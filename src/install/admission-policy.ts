@@ -33,6 +33,7 @@ export const DEFAULT_ALLOWED_CAPABILITIES = [
 ];
 
 const POD = 'spec.podTemplate.spec';
+const HOST_PROCESS_WHY = 'is true, which runs a Windows container as a process on the node; remove it or set it to false.';
 const CONTAINER_LISTS = ['containers', 'initContainers', 'ephemeralContainers'];
 const q = (s: string) => JSON.stringify(s);
 
@@ -58,7 +59,12 @@ function podRules(): Validation[] {
     `'${POD}.volumes[' + string(variables.pod.volumes.map(v, v.name).indexOf(variables.pod.volumes.filter(v, has(v.hostPath))[0].name)) + '].hostPath (volume "' + variables.pod.volumes.filter(v, has(v.hostPath))[0].name + '")'`,
     'mounts a directory of the node; use an emptyDir, a PersistentVolumeClaim (volumeClaimTemplates) or a ConfigMap instead.',
   );
-  return [...hostNamespaces, hostPath];
+  const hostProcess = optOutable(
+    'variables.pod.?securityContext.?windowsOptions.?hostProcess.orValue(false)',
+    q(`${POD}.securityContext.windowsOptions.hostProcess`),
+    HOST_PROCESS_WHY,
+  );
+  return [...hostNamespaces, hostPath, hostProcess];
 }
 
 function containerRules(allowedCapabilities: string[]): Validation[] {
@@ -86,6 +92,7 @@ function containerRules(allowedCapabilities: string[]): Validation[] {
           + ` + ${q(`: only ${allowedCapabilities.join(', ') || '(none)'} may be added; remove the others.`)} + variables.optOutHint`,
       },
       rule(hostPort, 'ports[*].hostPort', 'opens a port on the node; remove hostPort and reach the sandbox through its Service or the router.'),
+      rule('c.?securityContext.?windowsOptions.?hostProcess.orValue(false)', 'securityContext.windowsOptions.hostProcess', HOST_PROCESS_WHY),
     ];
   });
 }

@@ -36,7 +36,7 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   /**
    * Ship a ValidatingAdmissionPolicy (with a Deny binding) that refuses Sandboxes and
    * SandboxTemplates whose pod template uses hostNetwork, hostPID, hostIPC, hostPath volumes,
-   * privileged containers, allowPrivilegeEscalation, hostPort, capabilities beyond
+   * Windows hostProcess, privileged containers, allowPrivilegeEscalation, hostPort, capabilities beyond
    * `admissionPolicyAllowedCapabilities`, or the router's Pod labels; and the unbound ClusterRole
    * {@link AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE} whose holders may waive the host-access
    * rules for one object with the annotation {@link AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION}.

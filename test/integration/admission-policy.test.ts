@@ -61,6 +61,8 @@ const REFUSED: Array<[string, Record<string, unknown>, string]> = [
   ['a privileged ephemeral container', { ephemeralContainers: [container({ name: 'debug', securityContext: { privileged: true } })] }, 'spec.podTemplate.spec.ephemeralContainers[0].securityContext.privileged (container "debug")'],
   ['SYS_ADMIN', { containers: [container({ securityContext: { capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE', 'SYS_ADMIN'] } } })] }, 'spec.podTemplate.spec.containers[0].securityContext.capabilities.add (container "main") adds SYS_ADMIN: only AUDIT_WRITE'],
   ['CAP_NET_ADMIN spelled with its prefix', { containers: [container({ securityContext: { capabilities: { add: ['CAP_NET_ADMIN'] } } })] }, 'adds CAP_NET_ADMIN'],
+  ['a Windows host process (Pod)', { securityContext: { windowsOptions: { hostProcess: true } } }, 'spec.podTemplate.spec.securityContext.windowsOptions.hostProcess: is true'],
+  ['a Windows host process (container)', { containers: [container({ securityContext: { windowsOptions: { hostProcess: true } } })] }, 'spec.podTemplate.spec.containers[0].securityContext.windowsOptions.hostProcess (container "main")'],
   ['a hostPort', { containers: [container({ ports: [{ containerPort: 8888, hostPort: 80 }] })] }, 'spec.podTemplate.spec.containers[0].ports[*].hostPort (container "main")'],
 ];
 
