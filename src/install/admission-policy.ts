@@ -39,6 +39,15 @@ const q = (s: string) => JSON.stringify(s);
 
 interface Validation { readonly expression: string; readonly message?: string; readonly messageExpression?: string; readonly reason: string }
 
+/**
+ * A CEL string naming the first element of the pod's `list` (iterated as `v`) that is `bad`: its
+ * path with index, then the element's name, e.g. `spec.podTemplate.spec.volumes[1].hostPath (volume "root")`.
+ */
+function firstBad(list: string, v: string, bad: string, suffix: string, noun: string): string {
+  const first = `variables.pod.${list}.filter(${v}, ${bad})[0]`;
+  return `'${POD}.${list}[' + string(variables.pod.${list}.map(${v}, ${v}.name).indexOf(${first}.name)) + '].${suffix} (${noun} "' + ${first}.name + '")'`;
+}
+
 /** A rule refused unless the object is opted out: `bad` is a CEL condition, `field` the CEL string naming the field. */
 function optOutable(bad: string, field: string, why: string): Validation {
   return {
@@ -56,7 +65,7 @@ function podRules(): Validation[] {
   ));
   const hostPath = optOutable(
     'variables.pod.?volumes.orValue([]).exists(v, has(v.hostPath))',
-    `'${POD}.volumes[' + string(variables.pod.volumes.map(v, v.name).indexOf(variables.pod.volumes.filter(v, has(v.hostPath))[0].name)) + '].hostPath (volume "' + variables.pod.volumes.filter(v, has(v.hostPath))[0].name + '")'`,
+    firstBad('volumes', 'v', 'has(v.hostPath)', 'hostPath', 'volume'),
     'mounts a directory of the node; use an emptyDir, a PersistentVolumeClaim (volumeClaimTemplates) or a ConfigMap instead.',
   );
   const hostProcess = optOutable(
@@ -73,10 +82,7 @@ function containerRules(allowedCapabilities: string[]): Validation[] {
   const extra = `c.?securityContext.?capabilities.?add.orValue([]).filter(a, !(${normalized} in ${allowed}))`;
   return CONTAINER_LISTS.flatMap((list) => {
     const all = `variables.pod.?${list}.orValue([])`;
-    const at = (bad: string, suffix: string) => {
-      const first = `variables.pod.${list}.filter(c, ${bad})[0]`;
-      return `'${POD}.${list}[' + string(variables.pod.${list}.map(c, c.name).indexOf(${first}.name)) + '].${suffix} (container "' + ${first}.name + '")'`;
-    };
+    const at = (bad: string, suffix: string) => firstBad(list, 'c', bad, suffix, 'container');
     const rule = (bad: string, suffix: string, why: string) => optOutable(`${all}.exists(c, ${bad})`, at(bad, suffix), why);
     const privileged = 'c.?securityContext.?privileged.orValue(false)';
     const escalation = 'c.?securityContext.?allowPrivilegeEscalation.orValue(false)';
