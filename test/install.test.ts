@@ -433,6 +433,118 @@ describe('AgentSandboxSystem', () => {
   });
 });
 
+describe('the admission policy', () => {
+  const POLICY = 'agent-sandbox-pod-hardening';
+  const CLAIM_POLICY = 'agent-sandbox-claim-pod-labels';
+  const validations = (objects: any[], name = POLICY): any[] => find(objects, 'ValidatingAdmissionPolicy', name).spec.validations;
+  const messageOf = (v: any): string => v.message ?? v.messageExpression;
+
+  test('shipped by default: two policies with Deny bindings, and the opt-out ClusterRole, unbound', () => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system');
+    const objects = Testing.synth(chart);
+    expect(system.admissionPolicy?.name).toBe(POLICY);
+    for (const name of [POLICY, CLAIM_POLICY]) {
+      expect(find(objects, 'ValidatingAdmissionPolicy', name).spec.failurePolicy).toBe('Fail');
+      expect(find(objects, 'ValidatingAdmissionPolicyBinding', name).spec).toEqual({ policyName: name, validationActions: ['Deny'] });
+    }
+    const role = find(objects, 'ClusterRole', AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE);
+    expect(role.rules).toEqual([
+      { apiGroups: [SANDBOXES], resources: ['sandboxes'], verbs: [AgentSandboxSystem.ALLOW_PRIVILEGED_VERB] },
+      { apiGroups: [EXTENSIONS], resources: ['sandboxtemplates'], verbs: [AgentSandboxSystem.ALLOW_PRIVILEGED_VERB] },
+    ]);
+    expect(ofKind(objects, 'ClusterRoleBinding', 'RoleBinding').filter((b) => b.roleRef.name === role.metadata.name)).toEqual([]);
+    expect([AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION, AgentSandboxSystem.ALLOW_PRIVILEGED_VERB]).toEqual(['agents.x-k8s.io/allow-privileged', 'allow-privileged']);
+  });
+
+  test('admissionPolicy: false ships none of it', () => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system', { admissionPolicy: false });
+    const objects = Testing.synth(chart);
+    expect(system.admissionPolicy).toBeUndefined();
+    expect(ofKind(objects, 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding')).toEqual([]);
+    expect(objects.filter((o) => o.metadata.name === AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE)).toEqual([]);
+  });
+
+  test('Sandboxes and SandboxTemplates are checked on create and update; claims by their own policy; the operator is exempt', () => {
+    const objects = synth({ namespace: 'ops' });
+    const policy = find(objects, 'ValidatingAdmissionPolicy', POLICY).spec;
+    expect(policy.matchConstraints.resourceRules).toEqual([
+      { apiGroups: [SANDBOXES], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['sandboxes'] },
+      { apiGroups: [EXTENSIONS], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['sandboxtemplates'] },
+    ]);
+    const claims = find(objects, 'ValidatingAdmissionPolicy', CLAIM_POLICY).spec;
+    expect(claims.matchConstraints.resourceRules.map((r: any) => r.resources)).toEqual([['sandboxclaims']]);
+    for (const spec of [policy, claims]) {
+      expect(spec.matchConditions[0]).toEqual({
+        name: 'not-the-operator', expression: 'request.userInfo.username != "system:serviceaccount:ops:agent-sandbox-controller"',
+      });
+    }
+  });
+
+  test('every container rule covers containers, init containers and ephemeral containers, and names the field in its message', () => {
+    const all = validations(synth());
+    for (const field of ['securityContext.privileged', 'securityContext.allowPrivilegeEscalation', 'securityContext.capabilities.add', 'ports[*].hostPort',
+      'securityContext.windowsOptions.hostProcess']) {
+      const lists = all.filter((v) => messageOf(v).includes(`].${field} (container`))
+        .map((v) => /spec\.podTemplate\.spec\.(\w+)\[/.exec(messageOf(v))?.[1]);
+      expect(lists).toEqual(['containers', 'initContainers', 'ephemeralContainers']);
+    }
+    for (const field of ['hostNetwork', 'hostPID', 'hostIPC', 'securityContext.windowsOptions.hostProcess']) {
+      expect(all.filter((v) => messageOf(v).includes(`spec.podTemplate.spec.${field}`))).toHaveLength(1);
+    }
+    expect(all.filter((v) => messageOf(v).includes('].hostPath (volume'))).toHaveLength(1);
+    for (const v of all) expect(messageOf(v)).toMatch(/remove|list any of|instead/);
+  });
+
+  test('the annotation waives the host-access rules only when the authorizer allows the verb; never the router labels or the opt-out list', () => {
+    const spec = find(synth(), 'ValidatingAdmissionPolicy', POLICY).spec;
+    const variable = (name: string) => spec.variables.find((v: any) => v.name === name).expression;
+    expect(variable('askedOptOut')).toBe('object.metadata.?annotations[?"agents.x-k8s.io/allow-privileged"].orValue(\'\') == \'true\'');
+    const optedOut = variable('optedOut');
+    expect(optedOut).toMatch(/^variables\.askedOptOut && /);
+    expect(optedOut).toContain('authorizer.group(request.resource.group).resource(request.resource.resource).namespace(request.namespace).check("allow-privileged").allowed()');
+    const waivable = spec.validations.filter((v: any) => v.expression.startsWith('variables.optedOut || '));
+    expect(waivable).toHaveLength(spec.validations.length - 2);
+    expect(spec.validations.filter((v: any) => !waivable.includes(v)).map(messageOf)).toEqual([
+      expect.stringContaining('spec.podTemplate.metadata.labels carry the sandbox router\'s Pod labels'),
+      expect.stringContaining('agents.x-k8s.io/secure-defaults-opt-out'),
+    ]);
+  });
+
+  test.each<[string, AgentSandboxSystemProps, string]>([
+    ['the default router labels', {}, '"app" in variables.podLabels && variables.podLabels["app"] == "sandbox-router"'],
+    ['the bundle router\'s labels', { router: { podLabels: { tier: 'edge', name: 'r' } } },
+      '"name" in variables.podLabels && variables.podLabels["name"] == "r" && "tier" in variables.podLabels && variables.podLabels["tier"] == "edge"'],
+    ['controller.routerPodLabels for a router deployed elsewhere', { controller: { routerPodLabels: { role: 'router' } } }, '"role" in variables.podLabels && variables.podLabels["role"] == "router"'],
+  ])('the refused router labels follow %s, in both policies', (_, props, expression) => {
+    const objects = synth(props);
+    for (const name of [POLICY, CLAIM_POLICY]) {
+      expect(validations(objects, name).filter((v) => v.expression === `!(${expression})`)).toHaveLength(1);
+    }
+  });
+
+  test('allowed capabilities: the runtime default set unless given', () => {
+    const capsRule = (objects: any[]) => validations(objects).find((v) => messageOf(v).includes('containers[')
+      && messageOf(v).includes('capabilities.add')).expression;
+    expect(capsRule(synth())).toContain('["AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"]');
+    expect(capsRule(synth({ admissionPolicyAllowedCapabilities: ['NET_BIND_SERVICE'] }))).toContain('in ["NET_BIND_SERVICE"]');
+    expect(capsRule(synth({ admissionPolicyAllowedCapabilities: [] }))).toContain('in []');
+  });
+
+  test.each<[AgentSandboxSystemProps, string]>([
+    [{ admissionPolicyAllowedCapabilities: ['net_admin'] }, 'admissionPolicyAllowedCapabilities[0]: "net_admin" is not a capability name; write it in upper case without the CAP_ prefix, e.g. "NET_BIND_SERVICE"'],
+    [{ admissionPolicyAllowedCapabilities: ['CHOWN', 'CAP_SETUID'] }, 'admissionPolicyAllowedCapabilities[1]: "CAP_SETUID" is not a capability name'],
+    [{ admissionPolicyAllowedCapabilities: ['ALL'] }, '("ALL" is not allowed)'],
+    [{ admissionPolicy: false, admissionPolicyAllowedCapabilities: ['CHOWN'] }, 'admissionPolicyAllowedCapabilities: is set but admissionPolicy is false; drop one of them'],
+    [{ admissionPolicy: 'yes' as unknown as boolean }, 'admissionPolicy: "yes" must be true or false'],
+  ])('bad props: %j', (props, expected) => {
+    const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', props));
+    expect(message).toContain('AgentSandboxSystem test/system: invalid props');
+    expect(message).toContain(expected);
+  });
+});
+
 describe('AgentSandboxExtensions', () => {
   test('only the extension layer', () => {
     expect(forSnapshot(layer())).toMatchSnapshot();
@@ -464,7 +576,8 @@ describe('AgentSandboxExtensions', () => {
 });
 
 describe('operator RBAC against the requests the operator makes', () => {
-  const clusterRoles = (objects: any[]) => ofKind(objects, 'ClusterRole');
+  // The unbound opt-out role is for people, not the operator; its own tests are below.
+  const clusterRoles = (objects: any[]) => ofKind(objects, 'ClusterRole').filter((r) => r.metadata.name !== AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE);
 
   test('core only: the Sandbox controller is refused nothing, and gets nothing only the extension controllers use', () => {
     const roles = clusterRoles(synth({ extensions: false }));
@@ -585,7 +698,8 @@ describe('how the install\'s objects fit together', () => {
 
   test('cluster-scoped objects carry no namespace; everything else is in the install namespace', () => {
     const objects = synth({ namespace: 'ops', router: {}, flowControl: {} });
-    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PriorityLevelConfiguration', 'FlowSchema'];
+    const clusterScoped = ['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'PriorityLevelConfiguration', 'FlowSchema',
+      'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
     expect(new Set(objects.map((o) => o.kind))).toEqual(new Set([...clusterScoped, 'ServiceAccount', 'Role', 'RoleBinding', 'Deployment', 'PodDisruptionBudget', 'Service']));
     const namespaceOf = (expected: (o: any) => string | undefined) =>
       Object.fromEntries(objects.map((o) => [`${o.kind}/${o.metadata.name}`, expected(o)]));

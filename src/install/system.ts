@@ -1,9 +1,11 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { PART_OF_LABEL } from '../api/crd-manifests';
+import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
+import { ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB, DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, checkAllowedCapabilities } from './admission-policy';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
 import { DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, metricsService, operatorDeployment, resolveOperator } from './operator-deployment';
@@ -31,6 +33,22 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   readonly router?: SandboxRouterOptions;
   /** API Priority and Fairness for the controller's ServiceAccount. Pass `{}` for upstream's settings. @default - none */
   readonly flowControl?: SandboxFlowControlOptions;
+  /**
+   * Ship a ValidatingAdmissionPolicy (with a Deny binding) that refuses Sandboxes and
+   * SandboxTemplates whose pod template uses hostNetwork, hostPID, hostIPC, hostPath volumes,
+   * Windows hostProcess, privileged containers, allowPrivilegeEscalation, hostPort, capabilities beyond
+   * `admissionPolicyAllowedCapabilities`, or the router's Pod labels; and the unbound ClusterRole
+   * {@link AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE} whose holders may waive the host-access
+   * rules for one object with the annotation {@link AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION}.
+   * Needs Kubernetes 1.30 or later.
+   * @default true
+   */
+  readonly admissionPolicy?: boolean;
+  /**
+   * Capabilities the admission policy lets a container add, upper case without `CAP_`.
+   * @default - the container runtime's default set: AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT
+   */
+  readonly admissionPolicyAllowedCapabilities?: string[];
 }
 
 /**
@@ -44,6 +62,12 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
 export class AgentSandboxSystem extends Construct {
   /** The operator image used when `image` is not given; matches this library's release. */
   public static readonly DEFAULT_IMAGE = DEFAULT_OPERATOR_IMAGE;
+  /** The annotation (value `"true"`) that asks the admission policy to waive its host-access rules for one object. */
+  public static readonly ALLOW_PRIVILEGED_ANNOTATION = ALLOW_PRIVILEGED_ANNOTATION;
+  /** The RBAC verb on `sandboxes` or `sandboxtemplates` a user needs for that annotation to count. */
+  public static readonly ALLOW_PRIVILEGED_VERB = ALLOW_PRIVILEGED_VERB;
+  /** The ClusterRole granting that verb; shipped unbound: bind it per namespace to whom you trust. */
+  public static readonly ALLOW_PRIVILEGED_CLUSTER_ROLE = ALLOW_PRIVILEGED_CLUSTER_ROLE;
 
   /** The namespace everything namespaced is installed into. */
   public readonly namespace: string;
@@ -59,6 +83,8 @@ export class AgentSandboxSystem extends Construct {
   public readonly routerPodLabels?: { [key: string]: string };
   /** API Priority and Fairness objects, when `flowControl` is set. */
   public readonly flowControl?: SandboxFlowControl;
+  /** The ValidatingAdmissionPolicy, unless `admissionPolicy` is false (escape hatch). */
+  public readonly admissionPolicy?: ApiObject;
 
   public constructor(scope: Construct, id: string, props: AgentSandboxSystemProps = {}) {
     super(scope, id);
@@ -67,6 +93,9 @@ export class AgentSandboxSystem extends Construct {
     if (props.router) checkRouter(errors, props.router);
     this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
     const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);
+    const admissionPolicy = props.admissionPolicy ?? true;
+    if (typeof admissionPolicy !== 'boolean') errors.check('admissionPolicy', `${JSON.stringify(admissionPolicy)} must be true or false`);
+    checkAllowedCapabilities(errors, admissionPolicy !== false, props.admissionPolicyAllowedCapabilities);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
     this.namespace = operator.namespace;
 
@@ -93,6 +122,13 @@ export class AgentSandboxSystem extends Construct {
     if (props.flowControl) {
       this.flowControl = new SandboxFlowControl(this, 'FlowControl', {
         ...props.flowControl, serviceAccountName: CONTROLLER, serviceAccountNamespace: this.namespace,
+      });
+    }
+    if (admissionPolicy === true) {
+      this.admissionPolicy = addAdmissionPolicy(this, {
+        namespace: this.namespace,
+        routerPodLabels: this.routerPodLabels ?? props.controller?.routerPodLabels ?? defaultRouterPodLabels(),
+        allowedCapabilities: props.admissionPolicyAllowedCapabilities ?? DEFAULT_ALLOWED_CAPABILITIES,
       });
     }
     orderFirst(this, first);

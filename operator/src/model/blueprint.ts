@@ -16,7 +16,7 @@
  *   blueprint and misses it.
  */
 import type { Sandbox, SandboxSpec, SandboxTemplate } from './generated';
-import { applySecureDefaults } from './secure-defaults';
+import { applySecureDefaults, applyUpstreamDefaults } from './secure-defaults';
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
 
@@ -64,21 +64,28 @@ export interface BlueprintFingerprint {
   readonly canonical: string;
   /** NameHash of `canonical`: the `sandbox-template-hash` label value. */
   readonly hash: string;
+  /**
+   * Canonical JSON with only upstream's defaults (no hardening): how members built by upstream, or by
+   * this operator before it hardened template Pods, look. They still match, so an upgrade does not
+   * replace every warm member; the hardening reaches the members built after it.
+   */
+  readonly upstreamCanonical: string;
 }
 
 /** The fingerprint of the blueprint a Sandbox built from `template` gets (secure defaults applied). */
 export function templateFingerprint(template: SandboxTemplate): BlueprintFingerprint {
-  const blueprint: SandboxBlueprint = {
+  const withDefaults = (defaults: typeof applySecureDefaults): string => canonicalJson(comparable({
     ...template.spec,
-    podTemplate: { ...template.spec.podTemplate, spec: applySecureDefaults(template.spec.podTemplate.spec, template) },
-  };
-  const canonical = canonicalJson(comparable(blueprint));
-  return { canonical, hash: NameHash.of(canonical) };
+    podTemplate: { ...template.spec.podTemplate, spec: defaults(template.spec.podTemplate.spec, template) },
+  }));
+  const canonical = withDefaults(applySecureDefaults);
+  return { canonical, hash: NameHash.of(canonical), upstreamCanonical: withDefaults(applyUpstreamDefaults) };
 }
 
-/** Whether `sandbox`'s blueprint is semantically the template's (metadata ignored). */
+/** Whether `sandbox`'s blueprint is semantically the template's (metadata ignored), with or without the hardening defaults. */
 export function sandboxMatches(sandbox: Sandbox, fingerprint: BlueprintFingerprint): boolean {
-  return canonicalJson(comparable(sandbox.spec)) === fingerprint.canonical;
+  const actual = canonicalJson(comparable(sandbox.spec));
+  return actual === fingerprint.canonical || actual === fingerprint.upstreamCanonical;
 }
 
 /**

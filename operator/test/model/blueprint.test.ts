@@ -1,7 +1,9 @@
 import * as fc from 'fast-check';
+import { SandboxLabels } from '../../../src/api/labels';
+import { NameHash } from '../../../src/api/name-hash';
 import { applyMergePatch, mapPatch } from '../../src/model';
-import { canonicalJson, podTemplateHash, sandboxMatches, templateFingerprint } from '../../src/model/blueprint';
-import { applySecureDefaults } from '../../src/model/secure-defaults';
+import { canonicalJson, isStale, podTemplateHash, sandboxMatches, templateFingerprint } from '../../src/model/blueprint';
+import { applySecureDefaults, applyUpstreamDefaults } from '../../src/model/secure-defaults';
 import { sandbox, template } from '../controllers/template/fixtures';
 
 const json = fc.jsonValue({ maxDepth: 3 });
@@ -74,6 +76,32 @@ describe('templateFingerprint', () => {
     const built = sandbox({ spec: { podTemplate: { spec: applySecureDefaults(t.spec.podTemplate.spec, t) } } });
     expect(sandboxMatches(built, fp)).toBe(true);
     expect(sandboxMatches(sandbox({ spec: { podTemplate: t.spec.podTemplate } }), fp)).toBe(false);
+  });
+
+  test('a member built before the hardening defaults (or by upstream) is not stale: an upgrade replaces no warm member', () => {
+    const legacy = sandbox({
+      labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of(t.metadata.name), [SandboxLabels.SANDBOX_TEMPLATE_HASH]: 'oldhash0' },
+      spec: { podTemplate: { spec: applyUpstreamDefaults(t.spec.podTemplate.spec, t) } },
+    });
+    expect(legacy.spec.podTemplate.spec.securityContext).toBeUndefined();
+    expect(isStale(legacy, t.metadata.name, fp, false)).toBe(false);
+    expect(isStale(legacy, t.metadata.name, fp, true)).toBe(false);
+    // A real edit still makes it stale.
+    const edited = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
+    expect(isStale(legacy, t.metadata.name, templateFingerprint(edited), false)).toBe(true);
+  });
+
+  test('a template that writes the hardening itself has one blueprint: hardened and legacy members are the same', () => {
+    const written = template({
+      podTemplate: {
+        spec: {
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [{ name: 'main', image: 'python:3.12', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
+        },
+      },
+    });
+    const f = templateFingerprint(written);
+    expect(f.upstreamCanonical).toBe(f.canonical);
   });
 
   test('sandboxMatches agrees with the hash (fast-check)', () => {

@@ -14,6 +14,7 @@ import {
 } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, controllerRefTo, groupOf, mapPatch, type MapPatch, type PersistentVolumeClaim, type Pod, type Sandbox, type Service, type ServicePort, type VolumeClaimTemplate } from '../../model';
+import { defaultBareSandboxPod } from '../../model/secure-defaults';
 import type { KubeObject, OwnerReference } from '../../runtime/types';
 
 /** The child kinds a Sandbox owns. */
@@ -123,9 +124,12 @@ function splitKeys(value: string | undefined): string[] {
   return (value ?? '').split(',').filter(Boolean);
 }
 
-/** The Pod to create: the podTemplate, the filtered metadata, one volume per claim template. */
+/**
+ * The Pod to create: the podTemplate (no service-account token unless it asks for one), the
+ * filtered metadata, one volume per claim template.
+ */
 export function buildPod(sandbox: Sandbox): Pod {
-  const spec = structuredClone(sandbox.spec.podTemplate.spec);
+  const spec = defaultBareSandboxPod(structuredClone(sandbox.spec.podTemplate.spec));
   const claimVolumes = (sandbox.spec.volumeClaimTemplates ?? []).map((vct) => ({
     name: vct.metadata?.name ?? '',
     persistentVolumeClaim: { claimName: pvcNameOf(vct, sandbox) },

@@ -53,6 +53,14 @@ describe('buildPod', () => {
     ]);
   });
 
+  test('a bare Sandbox gets no service-account token unless it sets the field', () => {
+    expect(buildPod(sandbox()).spec!.automountServiceAccountToken).toBe(false);
+    for (const value of [true, false]) {
+      const p = buildPod(sandbox({ spec: { podTemplate: { spec: { containers: [{ name: 'main' }], automountServiceAccountToken: value } } } }));
+      expect(p.spec!.automountServiceAccountToken).toBe(value);
+    }
+  });
+
   test('does not share structure with the Sandbox spec', () => {
     const sb = sandbox();
     const p = buildPod(sb);
