@@ -261,6 +261,21 @@ project.release?.addJobs({
     ],
   },
 });
+// Pull requests build the image too (amd64 only, not pushed): the Dockerfile is checked where Docker runs.
+project.github!.tryFindWorkflow('build')!.addJobs({
+  'operator-image': {
+    name: 'Build the operator image',
+    needs: ['build'],
+    runsOn: ['ubuntu-latest'],
+    permissions: { contents: github.workflows.JobPermission.READ },
+    if: '${{ !needs.build.outputs.self_mutation_happened }}',
+    steps: [
+      { name: 'Checkout', uses: 'actions/checkout@v5', with: { ref: '${{ github.event.pull_request.head.ref }}', repository: '${{ github.event.pull_request.head.repo.full_name }}' } },
+      { name: 'Set up Docker Buildx', uses: 'docker/setup-buildx-action@v3' },
+      { name: 'Build', uses: 'docker/build-push-action@v6', with: { context: '.', file: 'operator/Dockerfile', platforms: 'linux/amd64', push: false } },
+    ],
+  },
+});
 const releaseWorkflow = project.github!.tryFindWorkflow('release')!;
 releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_operator_image');
 // projen's publish jobs download the build artifact (dist/packages' contents) to dist/ but read it from

@@ -27,6 +27,14 @@ test('actionlint reports nothing in .github/workflows', () => {
   expect(run.status).toBe(0);
 });
 
+test('pull requests build the operator image (not pushed) after the build job', () => {
+  const build = parse(fs.readFileSync(path.join(workflowsDir, 'build.yml'), 'utf8'));
+  expect(Object.keys(build.on)).toEqual(['pull_request', 'workflow_dispatch']);
+  const job = build.jobs['operator-image'];
+  expect(job.needs).toBe('build');
+  expect(job.steps.find((s: any) => s.uses?.startsWith('docker/build-push-action@')).with).toMatchObject({ file: 'operator/Dockerfile', push: false });
+});
+
 describe('release workflow', () => {
   test('runs by hand only: its release job creates the tag', () => {
     expect(Object.keys(release.on)).toEqual(['workflow_dispatch']);
