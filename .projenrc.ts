@@ -1,4 +1,4 @@
-import { cdk8s, javascript } from 'projen';
+import { Component, cdk8s, github, javascript, release } from 'projen';
 import { TypescriptConfig } from 'projen/lib/javascript';
 
 const project = new cdk8s.ConstructLibraryCdk8s({
@@ -36,11 +36,25 @@ const project = new cdk8s.ConstructLibraryCdk8s({
     updateSnapshot: javascript.UpdateSnapshot.NEVER,
     jestConfig: {
       testPathIgnorePatterns: ['/node_modules/', '<rootDir>/operator/', '<rootDir>/test/integration/'],
+      // The operator image's tag is the package version: 0.0.0 here, the release's in the release build.
+      snapshotSerializers: ['<rootDir>/test/release/version-serializer.ts'],
     },
   },
-  github: false,
-  release: false,
+  // Releases: the release workflow, run by hand (Actions > release > Run workflow), bumps the version
+  // from the conventional commits since the last tag, creates the tag vX.Y.Z and the GitHub release,
+  // then publishes every package and the operator image from it. The first release is 0.1.0 (see
+  // nextVersionCommand); 0.x until the API is declared stable. projen's `tagged` trigger does not fit:
+  // it also runs on every push to main, and a pushed tag is found already released and skipped.
+  release: true,
+  releaseTrigger: release.ReleaseTrigger.workflowDispatch(),
+  majorVersion: 0,
+  nextVersionCommand: 'node -e "process.stdout.write(process.env.VERSION === \'0.0.0\' ? \'minor\' : \'\')"',
+  // 12.x runs on Node 20 (13.x needs Node 22).
+  bumpPackage: 'commit-and-tag-version@^12',
+  workflowNodeVersion: '20.x',
   depsUpgrade: false,
+  pullRequestTemplate: false,
+  githubOptions: { mergify: false },
   artifactsDirectory: 'dist/packages',
   gitignore: ['/dist/', '.env', '/test-results/'],
 });
@@ -105,6 +119,10 @@ for (const dir of devDirs) {
   project.eslint?.allowDevDeps(`${dir}/**`);
 }
 project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/sdk/', '/test-results/', '/.ci/');
+// The npm tarball (which every jsii package embeds, the wheel included) holds only the library: an
+// allowlist, so a new folder (bench/ results, docs/) stays out without an ignore entry.
+// npm adds package.json, README.md and LICENSE itself. test/package/packed-files.test.ts checks it.
+project.package.addField('files', ['lib/**/*.js', 'lib/**/*.d.ts', '.jsii', 'API.md']);
 
 const tsNode = 'ts-node --transpile-only';
 
@@ -206,6 +224,74 @@ const bindings = project.addTask('test:bindings', {
 // `npx projen build` should not try .NET (no SDK on these machines): JS plus the checked bindings.
 project.packageTask.reset();
 project.packageTask.spawn(project.tasks.tryFind('package:js')!);
+
+// The operator image, multi-arch, pushed with the packages by the release workflow and tagged with the
+// release (v0.1.0 and 0.1.0): the install bundle's default image is v<package version>
+// (src/install/operator-deployment.ts). The GitHub release, which creates the tag, waits for it.
+const operatorImage = 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator';
+project.release?.addJobs({
+  release_operator_image: {
+    name: 'Publish the operator image to ghcr.io',
+    needs: ['release'],
+    runsOn: ['ubuntu-latest'],
+    permissions: { contents: github.workflows.JobPermission.READ, packages: github.workflows.JobPermission.WRITE },
+    if: "needs.release.outputs.tag_exists != 'true' && needs.release.outputs.latest_commit == github.sha",
+    steps: [
+      { name: 'Checkout', uses: 'actions/checkout@v5' },
+      { name: 'Download build artifacts', uses: 'actions/download-artifact@v5', with: { 'artifact-ids': '${{ needs.release.outputs.artifact_id }}', 'path': 'dist/packages' } },
+      { name: 'Read the released version', id: 'version', run: 'echo "version=$(cat dist/packages/version.txt)" >> "$GITHUB_OUTPUT"' },
+      { name: 'Set up QEMU (arm64 on amd64)', uses: 'docker/setup-qemu-action@v3' },
+      { name: 'Set up Docker Buildx', uses: 'docker/setup-buildx-action@v3' },
+      { name: 'Log in to ghcr.io', uses: 'docker/login-action@v3', with: { registry: 'ghcr.io', username: '${{ github.actor }}', password: '${{ secrets.GITHUB_TOKEN }}' } },
+      {
+        name: 'Build and push',
+        uses: 'docker/build-push-action@v6',
+        with: {
+          'context': '.',
+          'file': 'operator/Dockerfile',
+          'platforms': 'linux/amd64,linux/arm64',
+          'push': '${{ !inputs.dry_run }}',
+          'provenance': true,
+          'sbom': true,
+          'build-args': 'VERSION=v${{ steps.version.outputs.version }}\nGIT_COMMIT=${{ github.sha }}',
+          'labels': 'org.opencontainers.image.source=${{ github.server_url }}/${{ github.repository }}',
+          'tags': `${operatorImage}:v\${{ steps.version.outputs.version }}\n${operatorImage}:\${{ steps.version.outputs.version }}`,
+        },
+      },
+    ],
+  },
+});
+// Pull requests build the image too (amd64 only, not pushed): the Dockerfile is checked where Docker runs.
+project.github!.tryFindWorkflow('build')!.addJobs({
+  'operator-image': {
+    name: 'Build the operator image',
+    needs: ['build'],
+    runsOn: ['ubuntu-latest'],
+    permissions: { contents: github.workflows.JobPermission.READ },
+    if: '${{ !needs.build.outputs.self_mutation_happened }}',
+    steps: [
+      { name: 'Checkout', uses: 'actions/checkout@v5', with: { ref: '${{ github.event.pull_request.head.ref }}', repository: '${{ github.event.pull_request.head.repo.full_name }}' } },
+      { name: 'Set up Docker Buildx', uses: 'docker/setup-buildx-action@v3' },
+      { name: 'Build', uses: 'docker/build-push-action@v6', with: { context: '.', file: 'operator/Dockerfile', platforms: 'linux/amd64', push: false } },
+    ],
+  },
+});
+const releaseWorkflow = project.github!.tryFindWorkflow('release')!;
+releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_operator_image');
+// projen's publish jobs download the build artifact (dist/packages' contents) to dist/ but read it from
+// dist/packages/ (artifactsDirectory): download it where they read it. They exist from Release's preSynthesize.
+new (class extends Component {
+  public preSynthesize() {
+    for (const [id, job] of Object.entries(releaseWorkflow.jobs)) {
+      if (!('steps' in job) || !job.steps.some((step) => step.uses?.startsWith('actions/download-artifact@') && step.with?.path === 'dist')) continue;
+      releaseWorkflow.updateJob(id, {
+        ...job,
+        steps: job.steps.map((step) => step.uses?.startsWith('actions/download-artifact@') ? { ...step, with: { ...step.with, path: 'dist/packages' } }
+          : step.run === 'cd dist && setfacl --restore=permissions-backup.acl' ? { ...step, run: 'cd dist/packages && setfacl --restore=permissions-backup.acl' } : step),
+      });
+    }
+  }
+})(project);
 
 // The benchmark: ours vs the upstream Go controller vs a two-write floor (see README, Benchmarks).
 project.addTask('bench', {

@@ -1,5 +1,5 @@
 import { Duration, Testing } from 'cdk8s';
-import { SandboxVolume } from '../src';
+import { AgentSandboxSystem, SandboxVolume } from '../src';
 import { ImagePullPolicy, SandboxContainerProps } from '../src/container';
 import { SandboxRuntimeOptions } from '../src/sandbox-runtime';
 import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
@@ -38,7 +38,7 @@ describe('SandboxTemplate runtime', () => {
     const [init] = spec.initContainers;
     expect(init).toMatchObject({
       name: 'install-agent-sandbox-runtime',
-      image: 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator:v0.1.0',
+      image: AgentSandboxSystem.DEFAULT_IMAGE,
       args: ['install-runtime', '/opt/agent-sandbox/bin'],
       volumeMounts: [{ name: 'agent-sandbox-runtime', mountPath: '/opt/agent-sandbox/bin' }],
     });

@@ -8,14 +8,21 @@ import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1123Label } from '../api/validation';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
+import { LIBRARY_VERSION } from '../version';
 import { ControllerOptions } from './controller-options';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
 import type { AgentSandboxSystem } from './system';
 import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
 
-/** The operator image of this library's release (`AgentSandboxSystem.DEFAULT_IMAGE`). */
-export const DEFAULT_OPERATOR_IMAGE = 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator:v0.1.0';
+/** Where the release workflow (.github/workflows/release.yml) pushes the operator image. */
+export const OPERATOR_IMAGE_REPOSITORY = 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator';
+
+/**
+ * The operator image of this library's release (`AgentSandboxSystem.DEFAULT_IMAGE`): tagged with the
+ * release's git tag, `v` and the package version, which the release workflow pushes with the packages.
+ */
+export const DEFAULT_OPERATOR_IMAGE = `${OPERATOR_IMAGE_REPOSITORY}:v${LIBRARY_VERSION}`;
 
 /** How the operator Deployment runs; shared by {@link AgentSandboxSystem} and {@link AgentSandboxExtensions}. */
 export interface OperatorDeploymentOptions {

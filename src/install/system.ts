@@ -60,7 +60,7 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
  * `extensions.yaml` = {@link AgentSandboxExtensions}; `sandbox-with-extensions.yaml` = the defaults.
  */
 export class AgentSandboxSystem extends Construct {
-  /** The operator image used when `image` is not given; matches this library's release. */
+  /** The operator image used when `image` is not given: ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator:v<this library's version>. */
   public static readonly DEFAULT_IMAGE = DEFAULT_OPERATOR_IMAGE;
   /** The annotation (value `"true"`) that asks the admission policy to waive its host-access rules for one object. */
   public static readonly ALLOW_PRIVILEGED_ANNOTATION = ALLOW_PRIVILEGED_ANNOTATION;

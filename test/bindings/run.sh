@@ -23,6 +23,8 @@ step pacmak-python npx jsii-pacmak --target python -o "$out"
 step pacmak-java npx jsii-pacmak --target java -o "$out"
 step pacmak-go npx jsii-pacmak --target go -o "$out"
 
+step wheel-files python3 test/bindings/wheel_files.py "$(ls "$out"/python/*.whl)"
+
 venv=$(mktemp -d)/venv
 python_smoke() {
   python3 -m venv "$venv" &&

@@ -5,9 +5,11 @@ dependencies from PyPI installed. Exits non-zero on the first failed check.
 """
 import json
 import sys
+from importlib.metadata import version
 
 import cdk8s
 from cdk8s_agent_sandbox import (
+    AgentSandboxSystem,
     EnvVarsInjectionPolicy,
     NameHash,
     SandboxClaim,
@@ -85,6 +87,10 @@ crds = cdk8s.Chart(app, "crds")
 SandboxCrds(crds, "crds")
 names = [c["metadata"]["name"] for c in crds.to_json()]
 check(names[0] == "sandboxes.agents.x-k8s.io" and len(names) == 4, "the four CRDs synthesize from Python")
+
+# The default operator image follows the package version, read by the library's JavaScript at load time.
+expected_image = f"ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator:v{version('cdk8s-agent-sandbox')}"
+check(AgentSandboxSystem.DEFAULT_IMAGE == expected_image, f"default operator image {AgentSandboxSystem.DEFAULT_IMAGE} is {expected_image}")
 
 app.synth()
 print(json.dumps({"passed": checks, "failed": 0}))
