@@ -4,6 +4,7 @@ import { PART_OF_LABEL } from './api/crd-manifests';
 import { CORE_GROUP, EXTENSIONS_GROUP, KINDS } from './api/groups';
 import { DEFAULT_SYSTEM_NAMESPACE } from './api/labels';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from './api/validation';
+import { _dropClusterScopedNamespaces } from './object-ref';
 
 /** Shuffle-sharded queuing of a priority level (`spec.limited.limitResponse.queuing`). */
 export interface PriorityLevelQueuing {
@@ -146,6 +147,7 @@ export class SandboxFlowControl extends Construct {
         nonResourceRules: [{ nonResourceURLs: ['*'], verbs: ['*'] }],
       }]),
     ];
+    _dropClusterScopedNamespaces(this);
   }
 
   private priorityLevel(name: string, settings: { shares: number; lendable: number; queuing: Required<PriorityLevelQueuing> }): ApiObject {

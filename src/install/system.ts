@@ -3,10 +3,18 @@ import { Construct } from 'constructs';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
+import { _dropClusterScopedNamespaces } from '../object-ref';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
-import { DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, metricsService, operatorDeployment, resolveOperator } from './operator-deployment';
+import {
+  OperatorGrafanaDashboardOptions, OperatorPrometheusRuleOptions, OperatorServiceMonitorOptions,
+  addGrafanaDashboard, addPrometheusRule, addServiceMonitor, checkMonitoring,
+} from './monitoring';
+import {
+  DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, OperatorDisruptionBudgetOptions, checkDisruptionBudget, metricsService,
+  operatorDeployment, operatorDisruptionBudget, resolveOperator,
+} from './operator-deployment';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
 import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf } from './router';
 
@@ -31,6 +39,20 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   readonly router?: SandboxRouterOptions;
   /** API Priority and Fairness for the controller's ServiceAccount. Pass `{}` for upstream's settings. @default - none */
   readonly flowControl?: SandboxFlowControlOptions;
+  /**
+   * Include the CRDs. Turn off when they are applied separately (a CRD-only release, or a GitOps
+   * stage that runs first); {@link SandboxCrds} on its own gives them.
+   * @default true
+   */
+  readonly crds?: boolean;
+  /** A PodDisruptionBudget for the operator. Pass `{}` for maxUnavailable 1. @default - none */
+  readonly podDisruptionBudget?: OperatorDisruptionBudgetOptions;
+  /** A Prometheus Operator ServiceMonitor for the operator's metrics. Pass `{}` for the defaults. @default - none */
+  readonly serviceMonitor?: OperatorServiceMonitorOptions;
+  /** Prometheus Operator alerts on claims, warm pools and reconcile errors. Pass `{}` for the defaults. @default - none */
+  readonly prometheusRule?: OperatorPrometheusRuleOptions;
+  /** A Grafana dashboard as a ConfigMap labelled for the Grafana sidecar. Pass `{}` for the defaults. @default - none */
+  readonly grafanaDashboard?: OperatorGrafanaDashboardOptions;
 }
 
 /**
@@ -49,8 +71,8 @@ export class AgentSandboxSystem extends Construct {
   public readonly namespace: string;
   /** The operator's ServiceAccount name. */
   public readonly serviceAccountName: string = CONTROLLER;
-  /** The CRDs. */
-  public readonly crds: SandboxCrds;
+  /** The CRDs, unless `crds` is false. */
+  public readonly crds?: SandboxCrds;
   /** The operator Deployment (escape hatch). */
   public readonly deployment: ApiObject;
   /** The router Deployment, when `router` is set. */
@@ -67,6 +89,8 @@ export class AgentSandboxSystem extends Construct {
     if (props.router) checkRouter(errors, props.router);
     this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
     const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);
+    if (props.podDisruptionBudget) checkDisruptionBudget(errors, props.podDisruptionBudget, operator.replicas);
+    checkMonitoring(errors, props.serviceMonitor, props.prometheusRule, props.grafanaDashboard);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
     this.namespace = operator.namespace;
 
@@ -79,8 +103,10 @@ export class AgentSandboxSystem extends Construct {
         metadata: { name: this.namespace, labels: { ...PART_OF_LABEL, 'pod-security.kubernetes.io/enforce': 'restricted' } },
       }));
     }
-    this.crds = new SandboxCrds(this, 'Crds', { extensions });
-    first.push(...this.crds.apiObjects);
+    if (props.crds ?? true) {
+      this.crds = new SandboxCrds(this, 'Crds', { extensions });
+      first.push(...this.crds.apiObjects);
+    }
 
     operatorServiceAccount(this, this.namespace);
     coreClusterRole(this, this.namespace);
@@ -88,6 +114,10 @@ export class AgentSandboxSystem extends Construct {
     leaderElectionRole(this, operator.leaderElectionNamespace ?? this.namespace, this.namespace);
     this.deployment = operatorDeployment(this, operator);
     metricsService(this, operator);
+    if (props.podDisruptionBudget) operatorDisruptionBudget(this, operator, props.podDisruptionBudget);
+    if (props.serviceMonitor) addServiceMonitor(this, this.namespace, props.serviceMonitor);
+    if (props.prometheusRule) addPrometheusRule(this, this.namespace, props.prometheusRule);
+    if (props.grafanaDashboard) addGrafanaDashboard(this, this.namespace, props.grafanaDashboard);
 
     if (props.router) this.routerDeployment = addRouter(this, this.namespace, props.router, operator.image);
     if (props.flowControl) {
@@ -96,5 +126,6 @@ export class AgentSandboxSystem extends Construct {
       });
     }
     orderFirst(this, first);
+    _dropClusterScopedNamespaces(this);
   }
 }

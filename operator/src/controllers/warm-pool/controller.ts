@@ -13,6 +13,7 @@ import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
 import { keyOf, type Store } from '../../runtime/types';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
+import { poolCreationsCounter, registerPoolGauges } from '../pool-metrics';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {
@@ -60,7 +61,9 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     flags: poolFlagsOf(ctx.flags),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
+    creations: poolCreationsCounter(ctx.metrics.registry),
   });
+  registerPoolGauges(ctx.metrics.registry, pools);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
 
   // A pool's delete too: the pass that finds it gone forgets its member writes and pacing.
