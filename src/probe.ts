@@ -114,7 +114,9 @@ export class Probe {
     switch (this.handler) {
       case 'httpGet':
         handler = dropUndefined({
-          path: this.fields.path, port, scheme: this.fields.scheme,
+          path: this.fields.path,
+          port,
+          scheme: this.fields.scheme,
           httpHeaders: this.fields.headers
             ? Object.entries(this.fields.headers as { [k: string]: string }).map(([name, value]) => ({ name, value })) : undefined,
         });

@@ -1,8 +1,8 @@
 import { ApiObject } from 'cdk8s';
 import { Construct, IConstruct } from 'constructs';
 import { PART_OF_LABEL } from './api/crd-manifests';
-import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { REFERENCED_KINDS } from './api/object-kinds';
+import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 

@@ -86,9 +86,11 @@ export interface TopologySpreadConstraint {
 /** Taint effects a toleration can name. */
 const EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
+/** A toleration as the Pod and install props give it. */
+type TolerationLike = { key: string; value?: string; effect?: string; tolerationSeconds?: number };
+
 /** @internal Check tolerations given as `{ key, value?, effect?, tolerationSeconds? }`. */
-export function _checkTolerations(errors: ErrorList, field: string,
-  tolerations: ReadonlyArray<{ key: string; value?: string; effect?: string; tolerationSeconds?: number }> | undefined): void {
+export function _checkTolerations(errors: ErrorList, field: string, tolerations: ReadonlyArray<TolerationLike> | undefined): void {
   (tolerations ?? []).forEach((t, i) => {
     errors.check(`${field}[${i}].key`, checkQualifiedName(t.key));
     if (t.effect !== undefined && !EFFECTS.includes(t.effect)) {
@@ -104,7 +106,7 @@ export function _checkTolerations(errors: ErrorList, field: string,
 }
 
 /** @internal Tolerations as core/v1 JSON: no value means operator Exists. */
-export function _tolerationsToKube(tolerations: ReadonlyArray<{ key: string; value?: string; effect?: string; tolerationSeconds?: number }> | undefined) {
+export function _tolerationsToKube(tolerations: ReadonlyArray<TolerationLike> | undefined) {
   return tolerations?.map((t) => dropUndefined({
     key: t.key, operator: t.value === undefined ? 'Exists' : 'Equal', value: t.value, effect: t.effect, tolerationSeconds: t.tolerationSeconds,
   }));
@@ -171,7 +173,9 @@ function nodeTermToKube(t: NodeSelectorTerm) {
 
 function podTermsToKube(terms: PodAffinityTerm[] | undefined) {
   if (!terms?.length) return undefined;
-  const term = (t: PodAffinityTerm) => dropUndefined({ labelSelector: { matchLabels: { ...t.matchLabels } }, topologyKey: t.topologyKey, namespaces: t.namespaces });
+  const term = (t: PodAffinityTerm) => dropUndefined({
+    labelSelector: { matchLabels: { ...t.matchLabels } }, topologyKey: t.topologyKey, namespaces: t.namespaces,
+  });
   const required = terms.filter((t) => t.weight === undefined).map(term);
   const preferred = terms.filter((t) => t.weight !== undefined).map((t) => ({ weight: t.weight, podAffinityTerm: term(t) }));
   return dropUndefined({

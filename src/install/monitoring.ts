@@ -1,8 +1,8 @@
 import { Duration } from 'cdk8s';
 import { Construct } from 'constructs';
+import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
 import { ErrorList, checkDns1123Label } from '../api/validation';
 import { checkLabels } from '../network-policy/checks';
-import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
 
 /** A Prometheus Operator `ServiceMonitor` for the operator's metrics Service. */
 export interface OperatorServiceMonitorOptions {
@@ -124,7 +124,10 @@ export function addPrometheusRule(scope: Construct, namespace: string, options: 
 /** The dashboard JSON: claim latency, pool depth, refill rate, reconcile errors. */
 export function dashboardJson(): string {
   const panel = (id: number, title: string, unit: string, x: number, y: number, targets: Array<[string, string]>) => ({
-    id, title, type: 'timeseries', datasource: { type: 'prometheus', uid: '${datasource}' },
+    id,
+    title,
+    type: 'timeseries',
+    datasource: { type: 'prometheus', uid: '${datasource}' },
     gridPos: { h: 8, w: 12, x, y },
     fieldConfig: { defaults: { unit }, overrides: [] },
     targets: targets.map(([expr, legendFormat], i) => ({ refId: String.fromCharCode(65 + i), expr, legendFormat })),

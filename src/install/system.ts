@@ -3,8 +3,8 @@ import { Construct } from 'constructs';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
-import { _dropClusterScopedNamespaces } from '../object-ref';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
+import { _dropClusterScopedNamespaces } from '../object-ref';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
 import {

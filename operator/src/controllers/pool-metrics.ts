@@ -18,7 +18,10 @@ export function registerPoolGauges(registry: Registry, pools: Pick<Store<Sandbox
   if (registry.getSingleMetric('agent_sandbox_warmpool_replicas')) return;
   const labelNames = ['namespace', 'warmpool'] as const;
   const perPool = (name: string, help: string, value: (pool: SandboxWarmPool) => number) => new Gauge({
-    name, help, labelNames, registers: [registry],
+    name,
+    help,
+    labelNames,
+    registers: [registry],
     collect() {
       this.reset();
       for (const pool of pools.list()) this.set({ namespace: pool.metadata.namespace ?? '', warmpool: pool.metadata.name }, value(pool));
