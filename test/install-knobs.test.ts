@@ -134,3 +134,23 @@ describe('AgentSandboxSystem install knobs', () => {
     for (const o of objs.filter((x) => !CLUSTER_SCOPED.includes(x.kind))) expect(o.metadata.namespace).toBe('platform');
   });
 });
+
+describe('SandboxFlowControl serviceAccount', () => {
+  test('takes the name and namespace of a ServiceAccount construct', () => {
+    const chart = new Chart(Testing.app(), 'test', { namespace: 'ops', disableResourceNameHashes: true });
+    const sa = new ApiObject(chart, 'sa', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'controller' } });
+    new SandboxFlowControl(chart, 'apf', { serviceAccount: sa });
+    const schemas = Testing.synth(chart).filter((o) => o.kind === 'FlowSchema');
+    for (const fs of schemas) {
+      expect(fs.spec.rules[0].subjects).toEqual([{ kind: 'ServiceAccount', serviceAccount: { name: 'controller', namespace: 'ops' } }]);
+    }
+  });
+
+  test('a construct of another kind, or names given too, fail naming serviceAccount', () => {
+    const chart = Testing.chart();
+    const cm = new ApiObject(chart, 'cm', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });
+    expect(() => new SandboxFlowControl(chart, 'a', { serviceAccount: cm })).toThrow(/serviceAccount: construct test\/cm is a ConfigMap \(v1\) but a ServiceAccount is expected/);
+    const sa = new ApiObject(chart, 'sa', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'x', namespace: 'n' } });
+    expect(() => new SandboxFlowControl(chart, 'b', { serviceAccount: sa, serviceAccountName: 'y' })).toThrow(/serviceAccount: is given with serviceAccountName/);
+  });
+});

@@ -1,7 +1,7 @@
 import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
 import { Construct } from 'constructs';
 import {
-  EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, Probe, Sandbox, SandboxRuntimeClass, SandboxTemplate, SandboxVolume,
+  EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, Probe, Sandbox, SandboxPeer, SandboxRuntimeClass, SandboxTemplate, SandboxVolume,
   WhenUnsatisfiable,
 } from '../src';
 
@@ -235,5 +235,15 @@ describe('scheduling', () => {
     expect(run).toThrow(/topologySpreadConstraints\[0\]\.maxSkew: 0 must be a whole number of at least 1/);
     expect(run).toThrow(/topologySpreadConstraints\[0\]\.minDomains: only applies with DoNotSchedule/);
     expect(run).toThrow(/topologySpreadConstraints\[0\]\.matchLabels: is required when the Pod has no podLabels/);
+  });
+});
+
+describe('SandboxPeer.namespaceOf', () => {
+  test('takes a Namespace construct; other kinds fail naming the argument', () => {
+    const chart = Testing.chart();
+    const ns = new ApiObject(chart, 'ns', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'agents' } });
+    expect(SandboxPeer.namespaceOf(ns)._toKube()).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'agents' } } }]);
+    const sa = new ApiObject(chart, 'sa', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'x' } });
+    expect(() => SandboxPeer.namespaceOf(sa)).toThrow(/SandboxPeer.namespaceOf\(\): invalid arguments:\n {2}- namespace: construct test\/sa is a ServiceAccount \(v1\) but a Namespace is expected/);
   });
 });
