@@ -22,7 +22,7 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // The operator's runtime dependencies are dev deps too: esbuild bundles them into one file.
   // @kubernetes/client-node is the SDK's (sdk/package.json) runtime dependency, installed here for its
   // build and tests; ~1.4: 2.x needs Node >= 22.19.
-  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0'],
+  devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0', 'cdk8s-plus-30@^2.4.10'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {

@@ -7,18 +7,22 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { App, Chart, YamlOutputType } from 'cdk8s';
 import { EXAMPLES } from '../examples';
-import { AgentSandboxExtensions, AgentSandboxSystem } from '../src';
+import { AgentSandboxExtensions, AgentSandboxSystem, SandboxCrds } from '../src';
 
-/** The release files, split like upstream's release. */
-export const RELEASE_FILES = ['sandbox.yaml', 'extensions.yaml', 'sandbox-with-extensions.yaml'];
+/** The release files: split like upstream's release, plus the CRDs alone (`crds.yaml`). */
+export const RELEASE_FILES = ['sandbox.yaml', 'extensions.yaml', 'sandbox-with-extensions.yaml', 'crds.yaml'];
 
-/** Writes the three release files, split like upstream's release. */
+/**
+ * Writes the release files: the three split like upstream's release, and `crds.yaml` with only the
+ * four CRDs, for installs that apply CRDs in their own stage and the rest with `crds: false`.
+ */
 export function synthRelease(outdir: string): void {
   const app = new App({ outdir, outputFileExtension: '.yaml', yamlOutputType: YamlOutputType.FILE_PER_CHART });
   const chart = (id: string) => new Chart(app, id, { disableResourceNameHashes: true });
   new AgentSandboxSystem(chart('sandbox'), 'system', { extensions: false });
   new AgentSandboxExtensions(chart('extensions'), 'extensions');
   new AgentSandboxSystem(chart('sandbox-with-extensions'), 'system');
+  new SandboxCrds(chart('crds'), 'crds');
   app.synth();
 }
 

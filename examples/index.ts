@@ -1,4 +1,5 @@
 import { App } from 'cdk8s';
+import { build as cdk8sPlus } from './cdk8s-plus/main';
 import { build as gitops } from './gitops/main';
 import { build as hardenedGvisor } from './hardened-gvisor/main';
 import { build as hpaPool } from './hpa-pool/main';
@@ -14,4 +15,5 @@ export const EXAMPLES: { [name: string]: (app: App) => void } = {
   'hpa-pool': hpaPool,
   'router-namespace': routerNamespace,
   'local-agent': localAgent,
+  'cdk8s-plus': cdk8sPlus,
 };

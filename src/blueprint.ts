@@ -1,9 +1,15 @@
-import { ApiObjectMetadata, Duration } from 'cdk8s';
+import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
+import { REFERENCED_KINDS } from './api/object-kinds';
 import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Label, checkQuantity } from './api/validation';
 import { SandboxContainerProps, _containerToKube, _validateContainer, dropUndefined } from './container';
-import { IRuntimeClass } from './runtime-class';
+import { ObjectRef } from './object-ref';
+import { IRuntimeClass, _runtimeClassRefOf } from './runtime-class';
+import {
+  SchedulingAffinity, TopologySpreadConstraint, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkSpread,
+  _checkTolerations, _spreadToKube, _tolerationsToKube,
+} from './scheduling';
 import { SandboxVolume, VolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
 
 /** Pod-level security settings. Each hardening default can be switched off on its own. */
@@ -26,8 +32,10 @@ export interface SandboxToleration {
   readonly key: string;
   /** @default - any value (operator Exists) */
   readonly value?: string;
-  /** @default - all effects */
+  /** `NoSchedule`, `PreferNoSchedule` or `NoExecute`. @default - all effects */
   readonly effect?: string;
+  /** How long the Pod stays on a node after a NoExecute taint appears. @default - forever */
+  readonly tolerationSeconds?: number;
 }
 
 /** What a sandbox Pod is made of: shared by {@link Sandbox} and {@link SandboxTemplate}. */
@@ -50,12 +58,30 @@ export interface SandboxBlueprintProps {
   readonly podAnnotations?: { [key: string]: string };
   /** Keep a headless Service named after the Sandbox. @default - unset: no Service is created */
   readonly service?: boolean;
-  /** Service account of the Pod. @default - the namespace's `default` */
+  /** Service account of the Pod, by name (or give `serviceAccount`). @default - the namespace's `default` */
   readonly serviceAccountName?: string;
+  /**
+   * Service account of the Pod: a cdk8s-plus `ServiceAccount`, a `KubeServiceAccount`, or a name
+   * (`ObjectRef.fromName`). Give this or `serviceAccountName`, not both.
+   * @default - `serviceAccountName`
+   */
+  readonly serviceAccount?: ObjectRef;
+  /** Secrets with registry credentials for pulling the images (`imagePullSecrets`). @default - none */
+  readonly imagePullSecrets?: ObjectRef[];
   /** Node labels the Pod must land on. @default - none */
   readonly nodeSelector?: { [key: string]: string };
   /** Tolerations. @default - none */
   readonly tolerations?: SandboxToleration[];
+  /** Node and Pod affinity. @default - none */
+  readonly affinity?: SchedulingAffinity;
+  /** Spread the Pods over zones or nodes. @default - none */
+  readonly topologySpreadConstraints?: TopologySpreadConstraint[];
+  /**
+   * PriorityClass of the Pod (`priorityClassName`): a `KubePriorityClass` or a name. Warm pools of
+   * a low class are preempted before claimed Sandboxes of a higher one.
+   * @default - the cluster's default priority
+   */
+  readonly priorityClass?: ObjectRef;
   /** Grace period for the Pod to stop on suspend or shutdown. @default - Kubernetes' 30 seconds */
   readonly terminationGracePeriod?: Duration;
   /** Security settings. @default - no token, non-root, seccomp RuntimeDefault, ALL capabilities dropped */
@@ -117,13 +143,37 @@ export abstract class SandboxBlueprint extends Construct {
     return this.blueprint.service;
   }
 
+  /** The namespace of the object, when known (from its metadata or its Chart). */
+  private get podNamespace(): string | undefined {
+    try {
+      return ApiObject.of(this).metadata.namespace;
+    } catch {
+      return undefined;
+    }
+  }
+
   /** @internal Problems with the blueprint, as `field: message` lines. */
   protected _validateBlueprint(errors: ErrorList): void {
+    const p = this.blueprint;
+    const ns = this.podNamespace;
     if (this.containers.length === 0) {
       errors.check('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
     }
-    this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c));
-    this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c));
+    this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c, ns));
+    this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c, ns));
+    this.volumes.forEach((v, i) => v._validate(errors, `volumes[${i}]`, ns));
+    if (p.serviceAccount && p.serviceAccountName !== undefined) {
+      errors.check('serviceAccount', 'and serviceAccountName are both set; give one');
+    }
+    p.serviceAccount?._check(errors, 'serviceAccount', REFERENCED_KINDS.serviceAccount, ns);
+    (p.imagePullSecrets ?? []).forEach((r, i) => r._check(errors, `imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, ns));
+    p.priorityClass?._check(errors, 'priorityClass', REFERENCED_KINDS.priorityClass, undefined);
+    const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
+    runtimeClassRef?._check(errors, 'runtimeClass', REFERENCED_KINDS.runtimeClass, undefined);
+    _checkNodeSelector(errors, 'nodeSelector', p.nodeSelector);
+    _checkTolerations(errors, 'tolerations', p.tolerations);
+    _checkAffinity(errors, 'affinity', p.affinity);
+    _checkSpread(errors, 'topologySpreadConstraints', p.topologySpreadConstraints, p.podLabels);
     checkUnique(errors, 'containers[].name', [...this.containerNames, ...this.initContainerNames]);
 
     const claimNames = this.claimTemplates.map((t) => t.name);
@@ -162,6 +212,8 @@ export abstract class SandboxBlueprint extends Construct {
   /** @internal The blueprint fields of the spec: podTemplate, volumeClaimTemplates, service. */
   protected _blueprintToKube(): { [key: string]: unknown } {
     const p = this.blueprint;
+    const ns = this.podNamespace;
+    const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
     const sec = p.security ?? {};
     const hardened = sec.hardenContainers ?? true;
     const podSecurityContext = dropUndefined({
@@ -171,19 +223,23 @@ export abstract class SandboxBlueprint extends Construct {
     });
     const spec = dropUndefined({
       automountServiceAccountToken: sec.automountServiceAccountToken ?? false,
-      runtimeClassName: p.runtimeClass?.runtimeClassName,
-      serviceAccountName: p.serviceAccountName,
+      runtimeClassName: runtimeClassRef
+        ? runtimeClassRef._resolve('runtimeClass', REFERENCED_KINDS.runtimeClass, undefined) : p.runtimeClass?.runtimeClassName,
+      serviceAccountName: p.serviceAccount?._resolve('serviceAccount', REFERENCED_KINDS.serviceAccount, ns) ?? p.serviceAccountName,
+      imagePullSecrets: p.imagePullSecrets?.length
+        ? p.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, ns) })) : undefined,
+      priorityClassName: p.priorityClass?._resolve('priorityClass', REFERENCED_KINDS.priorityClass, undefined),
       nodeSelector: p.nodeSelector,
-      tolerations: p.tolerations?.map((t) => dropUndefined({
-        key: t.key, operator: t.value === undefined ? 'Exists' : 'Equal', value: t.value, effect: t.effect,
-      })),
+      tolerations: _tolerationsToKube(p.tolerations),
+      affinity: _affinityToKube(p.affinity),
+      topologySpreadConstraints: _spreadToKube(p.topologySpreadConstraints, p.podLabels),
       terminationGracePeriodSeconds: p.terminationGracePeriod?.toSeconds(),
       securityContext: Object.keys(podSecurityContext).length > 0 ? podSecurityContext : undefined,
       initContainers: this.initContainers.length > 0
-        ? this.initContainers.map((c, i) => _containerToKube(c, c.name ?? `init-${i}`, { hardened }))
+        ? this.initContainers.map((c, i) => _containerToKube(c, c.name ?? `init-${i}`, { hardened }, `initContainers[${i}]`, ns))
         : undefined,
-      containers: this.containers.map((c, i) => _containerToKube(c, containerName(c, i), { hardened })),
-      volumes: this.volumes.length > 0 ? this.volumes.map((v) => v._toKube()) : undefined,
+      containers: this.containers.map((c, i) => _containerToKube(c, containerName(c, i), { hardened }, `containers[${i}]`, ns)),
+      volumes: this.volumes.length > 0 ? this.volumes.map((v, i) => v._toKube(`volumes[${i}]`, ns)) : undefined,
     });
     return dropUndefined({
       podTemplate: {

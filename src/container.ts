@@ -1,4 +1,6 @@
 import { ErrorList, checkDns1123Label, checkQuantity } from './api/validation';
+import type { EnvFrom, EnvValue } from './env';
+import type { Probe } from './probe';
 
 /** Protocol of a container port. */
 export enum Protocol {
@@ -74,6 +76,21 @@ export interface SandboxContainerProps {
   readonly args?: string[];
   /** Environment variables by name. @default - none */
   readonly env?: { [name: string]: string };
+  /**
+   * Environment variables whose values come from Secret or ConfigMap keys or Pod fields
+   * (`valueFrom`), such as `{ API_KEY: EnvValue.fromSecretKey(ObjectRef.fromConstruct(secret), 'key') }`.
+   * Names must not repeat those of `env`.
+   * @default - none
+   */
+  readonly envValues?: { [name: string]: EnvValue };
+  /** Every key of these Secrets and ConfigMaps as variables (`envFrom`). @default - none */
+  readonly envFrom?: EnvFrom[];
+  /** Restart the container when this fails. @default - none */
+  readonly livenessProbe?: Probe;
+  /** Take the Pod out of its Service (and the Sandbox out of Ready) while this fails. @default - none */
+  readonly readinessProbe?: Probe;
+  /** Hold liveness and readiness probes until this passes once, for slow starts. @default - none */
+  readonly startupProbe?: Probe;
   /** Ports the container listens on. @default - none */
   readonly ports?: ContainerPort[];
   /** Resource requests and limits. @default - none (set them: sandboxes run untrusted code) */
@@ -93,8 +110,8 @@ export interface _ContainerSecurityDefaults {
   readonly hardened: boolean;
 }
 
-/** @internal Validate one container; `field` names it, e.g. `containers[0]`. */
-export function _validateContainer(errors: ErrorList, field: string, c: SandboxContainerProps): void {
+/** @internal Validate one container; `field` names it, e.g. `containers[0]`; `namespace` is the Pod's, when known. */
+export function _validateContainer(errors: ErrorList, field: string, c: SandboxContainerProps, namespace?: string): void {
   if (!c.image || c.image.trim() !== c.image) {
     errors.check(`${field}.image`, 'must be a non-empty image reference without surrounding spaces, e.g. "python:3.12-slim"');
   }
@@ -115,11 +132,24 @@ export function _validateContainer(errors: ErrorList, field: string, c: SandboxC
   (c.volumeMounts ?? []).forEach((m, i) => {
     if (!m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `"${m.path}" must be an absolute path`);
   });
+  for (const [name, value] of Object.entries(c.envValues ?? {})) {
+    if (c.env?.[name] !== undefined) errors.check(`${field}.envValues.${name}`, 'is also set in env; give each variable once, in env or in envValues');
+    value._validate(errors, `${field}.envValues.${name}`, namespace);
+  }
+  (c.envFrom ?? []).forEach((e, i) => e._validate(errors, `${field}.envFrom[${i}]`, namespace));
+  const portNames = (c.ports ?? []).flatMap((p) => (p.name ? [p.name] : []));
+  for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+    c[kind]?._validate(errors, `${field}.${kind}`, portNames, kind !== 'readinessProbe');
+  }
 }
 
 /** @internal The container as core/v1 Container JSON. */
-export function _containerToKube(c: SandboxContainerProps, name: string, defaults: _ContainerSecurityDefaults): { [key: string]: unknown } {
-  const env = Object.entries(c.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
+export function _containerToKube(c: SandboxContainerProps, name: string, defaults: _ContainerSecurityDefaults,
+  field = 'container', namespace?: string): { [key: string]: unknown } {
+  const env: object[] = Object.entries(c.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
+  for (const [envName, value] of Object.entries(c.envValues ?? {})) {
+    env.push({ name: envName, valueFrom: value._toKube(`${field}.envValues.${envName}`, namespace) });
+  }
   const security = c.security ?? {};
   const add = security.addCapabilities;
   const capabilities = defaults.hardened ? { drop: ['ALL'], ...(add ? { add } : {}) } : add ? { add } : undefined;
@@ -138,10 +168,14 @@ export function _containerToKube(c: SandboxContainerProps, name: string, default
     workingDir: c.workingDir,
     imagePullPolicy: c.imagePullPolicy,
     env: env.length > 0 ? env : undefined,
+    envFrom: c.envFrom?.length ? c.envFrom.map((e, i) => e._toKube(`${field}.envFrom[${i}]`, namespace)) : undefined,
     ports: c.ports?.map((p) => dropUndefined({ name: p.name, containerPort: p.number, protocol: p.protocol ?? Protocol.TCP })),
     resources: c.resources ? dropUndefined({ requests: c.resources.requests, limits: c.resources.limits }) : undefined,
     volumeMounts: c.volumeMounts?.map((m) =>
       dropUndefined({ name: m.volume, mountPath: m.path, readOnly: m.readOnly, subPath: m.subPath })),
+    livenessProbe: c.livenessProbe?._toKube(),
+    readinessProbe: c.readinessProbe?._toKube(),
+    startupProbe: c.startupProbe?._toKube(),
     securityContext,
   });
 }

@@ -1,6 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { coreCrdManifests, extensionCrdManifests } from './api/crd-manifests';
+import { _dropClusterScopedNamespaces } from './object-ref';
 
 /** Props of {@link SandboxCrds}. */
 export interface SandboxCrdsProps {
@@ -29,5 +30,6 @@ export class SandboxCrds extends Construct {
       const name = (rest as { metadata: { name: string } }).metadata.name;
       return new ApiObject(this, name, { apiVersion, kind, ...rest });
     });
+    _dropClusterScopedNamespaces(this);
   }
 }

@@ -1,9 +1,11 @@
 import { ApiObject } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { PART_OF_LABEL } from './api/crd-manifests';
 import { CORE_GROUP, EXTENSIONS_GROUP, KINDS } from './api/groups';
 import { DEFAULT_SYSTEM_NAMESPACE } from './api/labels';
+import { REFERENCED_KINDS } from './api/object-kinds';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from './api/validation';
+import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 
 /** Shuffle-sharded queuing of a priority level (`spec.limited.limitResponse.queuing`). */
 export interface PriorityLevelQueuing {
@@ -60,6 +62,13 @@ export interface SandboxFlowControlProps extends SandboxFlowControlOptions {
   readonly serviceAccountName?: string;
   /** Namespace of that ServiceAccount. @default "agent-sandbox-system" */
   readonly serviceAccountNamespace?: string;
+  /**
+   * The controller's ServiceAccount as a construct (a cdk8s-plus `ServiceAccount`, a
+   * `KubeServiceAccount`): its name and namespace, instead of `serviceAccountName` and
+   * `serviceAccountNamespace`.
+   * @default - `serviceAccountName` in `serviceAccountNamespace`
+   */
+  readonly serviceAccount?: IConstruct;
 }
 
 const API_VERSION = 'flowcontrol.apiserver.k8s.io/v1';
@@ -88,14 +97,15 @@ export class SandboxFlowControl extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxFlowControlProps = {}) {
     super(scope, id);
-    const saName = props.serviceAccountName ?? 'agent-sandbox-controller';
-    const saNamespace = props.serviceAccountNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
+    const errors = new ErrorList();
+    const sa = props.serviceAccount && serviceAccountOf(errors, props);
+    const saName = sa?.name ?? props.serviceAccountName ?? 'agent-sandbox-controller';
+    const saNamespace = sa?.namespace ?? props.serviceAccountNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
     const critical = { shares: props.criticalShares ?? 40, lendable: props.criticalLendablePercent ?? 0, queuing: queuingOf(props.criticalQueuing) };
     const bulk = { shares: props.bulkShares ?? 25, lendable: props.bulkLendablePercent ?? 75, queuing: queuingOf(props.bulkQueuing) };
     const precedence = { critical: props.criticalPrecedence ?? 900, events: props.eventsPrecedence ?? 950, bulk: props.bulkPrecedence ?? 1000 };
     const eventsLevel = props.eventsPriorityLevel ?? 'workload-low';
 
-    const errors = new ErrorList();
     errors.check('serviceAccountName', checkDns1123Subdomain(saName));
     errors.check('serviceAccountNamespace', checkDns1123Label(saNamespace));
     errors.check('eventsPriorityLevel', checkDns1123Subdomain(eventsLevel));
@@ -146,6 +156,7 @@ export class SandboxFlowControl extends Construct {
         nonResourceRules: [{ nonResourceURLs: ['*'], verbs: ['*'] }],
       }]),
     ];
+    _dropClusterScopedNamespaces(this);
   }
 
   private priorityLevel(name: string, settings: { shares: number; lendable: number; queuing: Required<PriorityLevelQueuing> }): ApiObject {
@@ -200,4 +211,22 @@ function checkQueuing(errors: ErrorList, field: string, q: Required<PriorityLeve
   } else if (q.queues > 1 && Math.ceil(Math.log2(q.queues) * q.handSize) > MAX_HASH_BITS) {
     errors.check(`${field}.handSize`, `${q.handSize} with ${q.queues} queues needs more than ${MAX_HASH_BITS} bits of hash, which the API server rejects; lower handSize or queues`);
   }
+}
+
+/** Name and namespace of the `serviceAccount` construct; problems go to `errors`. */
+function serviceAccountOf(errors: ErrorList, props: SandboxFlowControlProps): { name: string; namespace?: string } | undefined {
+  if (props.serviceAccountName !== undefined || props.serviceAccountNamespace !== undefined) {
+    errors.check('serviceAccount', 'is given with serviceAccountName or serviceAccountNamespace; give the construct or the names');
+  }
+  const ref = ObjectRef.fromConstruct(props.serviceAccount!);
+  const problem = ref._problem(REFERENCED_KINDS.serviceAccount, undefined);
+  if (problem !== undefined) {
+    errors.check('serviceAccount', problem);
+    return undefined;
+  }
+  const obj = ApiObject.of(props.serviceAccount!);
+  if (obj.metadata.namespace === undefined) {
+    errors.check('serviceAccount', `ServiceAccount "${obj.name}" has no namespace; give it one (or its Chart), since the FlowSchemas match a namespace and a name`);
+  }
+  return { name: obj.name, namespace: obj.metadata.namespace };
 }

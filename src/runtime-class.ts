@@ -1,8 +1,10 @@
 import { ApiObject } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { PART_OF_LABEL } from './api/crd-manifests';
+import { REFERENCED_KINDS } from './api/object-kinds';
 import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
+import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 
 /** A RuntimeClass a sandbox template can run under. */
 export interface IRuntimeClass {
@@ -69,6 +71,14 @@ export class SandboxRuntimeClass extends Construct implements IRuntimeClass {
     return { runtimeClassName };
   }
 
+  /**
+   * The RuntimeClass defined by any construct that wraps one, such as a `KubeRuntimeClass`; checked
+   * at synth to be a node.k8s.io RuntimeClass.
+   */
+  public static fromConstruct(construct: IConstruct): IRuntimeClass {
+    return new RuntimeClassReference(ObjectRef.fromConstruct(construct));
+  }
+
   public readonly runtimeClassName: string;
   /** The CRI handler. */
   public readonly handler: string;
@@ -106,5 +116,20 @@ export class SandboxRuntimeClass extends Construct implements IRuntimeClass {
       ...(props.overhead ? { overhead: { podFixed: props.overhead } } : {}),
       ...(Object.keys(scheduling).length > 0 ? { scheduling } : {}),
     });
+    _dropClusterScopedNamespaces(this);
   }
+}
+
+/** A RuntimeClass known through a construct; the kind is checked where it is used. */
+class RuntimeClassReference implements IRuntimeClass {
+  public constructor(public readonly _ref: ObjectRef) {}
+
+  public get runtimeClassName(): string {
+    return this._ref._resolve('runtimeClass', REFERENCED_KINDS.runtimeClass, undefined);
+  }
+}
+
+/** @internal The construct reference behind a runtime class from {@link SandboxRuntimeClass.fromConstruct}, if it is one. */
+export function _runtimeClassRefOf(runtimeClass: IRuntimeClass): ObjectRef | undefined {
+  return runtimeClass instanceof RuntimeClassReference ? runtimeClass._ref : undefined;
 }

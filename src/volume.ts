@@ -1,4 +1,7 @@
+import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
+import { ErrorList } from './api/validation';
 import { dropUndefined } from './container';
+import { ObjectRef } from './object-ref';
 
 /** Options of an emptyDir volume. */
 export interface EmptyDirOptions {
@@ -12,36 +15,63 @@ export interface EmptyDirOptions {
 export class SandboxVolume {
   /** Scratch space that lives as long as the Pod (lost on suspend). */
   public static emptyDir(name: string, options: EmptyDirOptions = {}): SandboxVolume {
-    return new SandboxVolume(name, { emptyDir: dropUndefined({ medium: options.medium, sizeLimit: options.sizeLimit }) });
+    return new SandboxVolume(name, undefined, undefined, undefined,
+      { emptyDir: dropUndefined({ medium: options.medium, sizeLimit: options.sizeLimit }) });
   }
 
-  /** The keys of a ConfigMap as files. */
+  /** The keys of a ConfigMap as files (by name; {@link SandboxVolume.fromConfigMap} also takes a construct). */
   public static configMap(name: string, configMapName: string): SandboxVolume {
-    return new SandboxVolume(name, { configMap: { name: configMapName } });
+    return SandboxVolume.fromConfigMap(name, ObjectRef.fromName(configMapName));
   }
 
-  /** The keys of a Secret as files. */
+  /** The keys of a Secret as files (by name; {@link SandboxVolume.fromSecret} also takes a construct). */
   public static secret(name: string, secretName: string): SandboxVolume {
-    return new SandboxVolume(name, { secret: { secretName } });
+    return SandboxVolume.fromSecret(name, ObjectRef.fromName(secretName));
   }
 
-  /** An existing PersistentVolumeClaim. */
+  /** An existing PersistentVolumeClaim (by name; {@link SandboxVolume.fromPersistentVolumeClaim} also takes a construct). */
   public static persistentVolumeClaim(name: string, claimName: string, readOnly?: boolean): SandboxVolume {
-    return new SandboxVolume(name, { persistentVolumeClaim: dropUndefined({ claimName, readOnly }) });
+    return SandboxVolume.fromPersistentVolumeClaim(name, ObjectRef.fromName(claimName), readOnly);
+  }
+
+  /** The keys of a ConfigMap as files: a cdk8s-plus `ConfigMap`, a `KubeConfigMap`, or a name. */
+  public static fromConfigMap(name: string, configMap: ObjectRef): SandboxVolume {
+    return new SandboxVolume(name, REFERENCED_KINDS.configMap, configMap, (n) => ({ configMap: { name: n } }));
+  }
+
+  /** The keys of a Secret as files: a cdk8s-plus `Secret`, a `KubeSecret`, or a name. */
+  public static fromSecret(name: string, secret: ObjectRef): SandboxVolume {
+    return new SandboxVolume(name, REFERENCED_KINDS.secret, secret, (n) => ({ secret: { secretName: n } }));
+  }
+
+  /** A PersistentVolumeClaim: a cdk8s-plus `PersistentVolumeClaim`, a `KubePersistentVolumeClaim`, or a name. */
+  public static fromPersistentVolumeClaim(name: string, claim: ObjectRef, readOnly?: boolean): SandboxVolume {
+    return new SandboxVolume(name, REFERENCED_KINDS.persistentVolumeClaim, claim,
+      (n) => ({ persistentVolumeClaim: dropUndefined({ claimName: n, readOnly }) }));
   }
 
   /** The volume name that mounts refer to. */
   public readonly name: string;
-  private readonly source: { [key: string]: unknown };
 
-  private constructor(name: string, source: { [key: string]: unknown }) {
+  private constructor(
+    name: string,
+    private readonly kind?: ReferencedKind,
+    private readonly ref?: ObjectRef,
+    private readonly source?: (refName: string) => { [key: string]: unknown },
+    private readonly fixedSource?: { [key: string]: unknown },
+  ) {
     this.name = name;
-    this.source = source;
+  }
+
+  /** @internal Check the referenced object, if any. */
+  public _validate(errors: ErrorList, field: string, namespace: string | undefined): void {
+    if (this.ref) this.ref._check(errors, field, this.kind!, namespace);
   }
 
   /** @internal */
-  public _toKube(): { [key: string]: unknown } {
-    return { name: this.name, ...this.source };
+  public _toKube(field = 'volume', namespace?: string): { [key: string]: unknown } {
+    const source = this.ref ? this.source!(this.ref._resolve(field, this.kind!, namespace)) : this.fixedSource!;
+    return { name: this.name, ...source };
   }
 }
 

@@ -22,10 +22,11 @@ describe('the synth main job', () => {
     synthExamples(path.join(out, 'examples'));
     const first = listFiles(out).map((f) => [f, fs.readFileSync(path.join(out, f), 'utf8')]);
     expect(first.map(([f]) => f)).toEqual(expect.arrayContaining([
-      'sandbox.yaml', 'extensions.yaml', 'sandbox-with-extensions.yaml',
+      'sandbox.yaml', 'extensions.yaml', 'sandbox-with-extensions.yaml', 'crds.yaml',
       'examples/quickstart/quickstart.yaml', 'examples/gitops/platform.yaml',
       'examples/gitops/team-search.yaml', 'examples/hardened-gvisor/hardened-gvisor.yaml',
       'examples/hpa-pool/hpa-pool.yaml', 'examples/router-namespace/router-namespace.yaml',
+      'examples/cdk8s-plus/cdk8s-plus.yaml',
     ]));
     synthRelease(out);
     synthExamples(path.join(out, 'examples'));
@@ -39,6 +40,8 @@ describe('the synth main job', () => {
     const crdNames = (file: string) => [...fs.readFileSync(path.join(out, file), 'utf8').matchAll(/^ {2}name: (\S+\.agents\.x-k8s\.io)$/gm)].map((m) => m[1]);
     expect(crdNames('sandbox.yaml')).toEqual(['sandboxes.agents.x-k8s.io']);
     expect(crdNames('sandbox-with-extensions.yaml')).toHaveLength(4);
+    expect(crdNames('crds.yaml')).toEqual(crdNames('sandbox-with-extensions.yaml'));
+    expect(kinds('crds.yaml')).toEqual(Array(4).fill('CustomResourceDefinition'));
     const all = kinds('sandbox-with-extensions.yaml');
     expect(all.slice(0, 5)).toEqual(['Namespace', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition', 'CustomResourceDefinition']);
   });

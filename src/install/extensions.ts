@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
+import { _dropClusterScopedNamespaces } from '../object-ref';
 import { orderFirst } from './manifest';
 import { OperatorDeploymentOptions, operatorDeployment, resolveOperator } from './operator-deployment';
 import { extensionsClusterRole } from './rbac';
@@ -26,5 +27,6 @@ export class AgentSandboxExtensions extends Construct {
     extensionsClusterRole(this, operator.namespace);
     this.deployment = operatorDeployment(this, operator);
     orderFirst(this, this.crds.apiObjects);
+    _dropClusterScopedNamespaces(this);
   }
 }

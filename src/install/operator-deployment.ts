@@ -6,9 +6,14 @@ import {
 } from '../api/controller-flags';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
-import { ErrorList, checkDns1123Label } from '../api/validation';
+import { REFERENCED_KINDS } from '../api/object-kinds';
+import { ErrorList, checkDns1123Label, checkQualifiedName } from '../api/validation';
+import { SandboxToleration } from '../blueprint';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
 import { LIBRARY_VERSION } from '../version';
+import { checkLabels } from '../network-policy/checks';
+import { ObjectRef } from '../object-ref';
+import { SchedulingAffinity, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkTolerations, _tolerationsToKube } from '../scheduling';
 import { ControllerOptions } from './controller-options';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
@@ -46,6 +51,24 @@ export interface OperatorDeploymentOptions {
   readonly resources?: ContainerResources;
   /** Command-line flags of the operator. @default - the operator's defaults */
   readonly controller?: ControllerOptions;
+  /**
+   * Arguments appended after the typed flags, for flags of a newer operator than this library
+   * knows. Flags that {@link ControllerOptions} covers must be set there.
+   * @default - none
+   */
+  readonly extraArgs?: string[];
+  /** Secrets with registry credentials for the operator image (a cdk8s-plus `Secret`, a `KubeSecret` or a name). @default - none */
+  readonly imagePullSecrets?: ObjectRef[];
+  /** Node labels the operator Pods must land on. @default - none */
+  readonly nodeSelector?: { [key: string]: string };
+  /** Tolerations of the operator Pods. @default - none */
+  readonly tolerations?: SandboxToleration[];
+  /** Affinity of the operator Pods, such as anti-affinity to spread replicas over nodes. @default - none */
+  readonly affinity?: SchedulingAffinity;
+  /** Extra annotations of the operator Pods. @default - none */
+  readonly podAnnotations?: { [key: string]: string };
+  /** Extra labels of the operator Pods; `app` is the Deployment's selector and cannot be changed. @default - none */
+  readonly podLabels?: { [key: string]: string };
 }
 
 /** The operator Deployment as rendered: validated options with defaults filled in. */
@@ -96,6 +119,23 @@ export function resolveOperator(
   if (replicas > 1 && !leaderElect) {
     errors.check('replicas', `${replicas} replicas would all reconcile at once without leader election; set replicas to 1 or controller.leaderElect to true`);
   }
+  for (const [i, arg] of (props.extraArgs ?? []).entries()) {
+    const flag = /^--?([a-z0-9-]+)/.exec(arg)?.[1];
+    if (flag && controllerFlag(flag)) {
+      errors.check(`extraArgs[${i}]`, flag === 'extensions'
+        ? `"${arg}" is set by the install; use the extensions prop`
+        : `"${arg}" is a flag ControllerOptions covers; set controller.${flagPropertyName(flag)} instead, so it is validated and not given twice`);
+    }
+  }
+  (props.imagePullSecrets ?? []).forEach((r, i) => r._check(errors, `imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, namespace));
+  _checkNodeSelector(errors, 'nodeSelector', props.nodeSelector);
+  _checkTolerations(errors, 'tolerations', props.tolerations);
+  _checkAffinity(errors, 'affinity', props.affinity);
+  if (props.podLabels) {
+    checkLabels(errors, 'podLabels', props.podLabels);
+    if ('app' in props.podLabels) errors.check('podLabels.app', 'is the Deployment\'s selector (app: agent-sandbox-controller); drop it');
+  }
+  for (const key of Object.keys(props.podAnnotations ?? {})) errors.check(`podAnnotations["${key}"]`, checkQualifiedName(key));
   const valid = problems.length === 0;
   return {
     namespace,
@@ -108,6 +148,13 @@ export function resolveOperator(
     metricsPort: portOfBindAddress(String(values['metrics-bind-address'] ?? ':8080')) ?? 8080,
     healthPort: portOfBindAddress(String(values['health-probe-bind-address'] ?? ':8081')) ?? 8081,
     resources: resourcesOf(props.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '1Gi' } }),
+    extraArgs: props.extraArgs ?? [],
+    imagePullSecrets: props.imagePullSecrets ?? [],
+    nodeSelector: props.nodeSelector,
+    tolerations: _tolerationsToKube(props.tolerations),
+    affinity: _affinityToKube(props.affinity),
+    podAnnotations: props.podAnnotations,
+    podLabels: props.podLabels,
   };
 }
 
@@ -123,17 +170,22 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
         ? { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } }
         : { type: 'Recreate' },
       template: {
-        metadata: { labels: { ...CONTROLLER_LABELS } },
-        spec: {
+        metadata: dropUndefined({ labels: { ...op.podLabels, ...CONTROLLER_LABELS }, annotations: op.podAnnotations }),
+        spec: dropUndefined({
           serviceAccountName: CONTROLLER,
           // The operator talks to the API server with its service-account token.
           automountServiceAccountToken: true,
           securityContext: POD_SECURITY,
+          imagePullSecrets: op.imagePullSecrets.length
+            ? op.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, op.namespace) })) : undefined,
+          nodeSelector: op.nodeSelector,
+          tolerations: op.tolerations,
+          affinity: op.affinity,
           containers: [dropUndefined({
             name: CONTROLLER,
             image: op.image,
             imagePullPolicy: op.imagePullPolicy,
-            args: ['controller', ...op.args],
+            args: ['controller', ...op.args, ...op.extraArgs],
             ports: [
               { name: 'metrics', containerPort: op.metricsPort, protocol: 'TCP' },
               { name: 'healthz', containerPort: op.healthPort, protocol: 'TCP' },
@@ -146,7 +198,7 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
             volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
           })],
           volumes: [{ name: 'tmp', emptyDir: {} }],
-        },
+        }),
       },
     },
   });
@@ -159,5 +211,37 @@ export function metricsService(scope: Construct, op: OperatorSettings): ApiObjec
       selector: { app: CONTROLLER },
       ports: [{ name: 'metrics', port: op.metricsPort, targetPort: 'metrics', protocol: 'TCP' }],
     },
+  });
+}
+
+/** A PodDisruptionBudget for the operator: how many of its Pods a node drain may evict at once. */
+export interface OperatorDisruptionBudgetOptions {
+  /** Pods that may be unavailable; give this or `minAvailable`. @default 1 */
+  readonly maxUnavailable?: number;
+  /** Pods that must stay available; give this or `maxUnavailable`. @default - `maxUnavailable` */
+  readonly minAvailable?: number;
+}
+
+/** Check the budget against the replicas; errors go to `errors`. */
+export function checkDisruptionBudget(errors: ErrorList, pdb: OperatorDisruptionBudgetOptions, replicas: number): void {
+  if (pdb.maxUnavailable !== undefined && pdb.minAvailable !== undefined) {
+    errors.check('podDisruptionBudget', 'give maxUnavailable or minAvailable, not both');
+  }
+  for (const [field, n] of [['maxUnavailable', pdb.maxUnavailable], ['minAvailable', pdb.minAvailable]] as const) {
+    if (n !== undefined && !(Number.isInteger(n) && n >= 0)) errors.check(`podDisruptionBudget.${field}`, `${n} must be a whole number of at least 0`);
+  }
+  if (pdb.minAvailable !== undefined && pdb.minAvailable >= replicas) {
+    errors.check('podDisruptionBudget.minAvailable', `${pdb.minAvailable} with ${replicas} replica(s) would block every node drain; raise replicas or lower minAvailable (or use maxUnavailable: 1)`);
+  }
+  if (pdb.maxUnavailable === 0) {
+    errors.check('podDisruptionBudget.maxUnavailable', '0 would block every node drain; use at least 1');
+  }
+}
+
+/** The operator's PodDisruptionBudget. */
+export function operatorDisruptionBudget(scope: Construct, op: OperatorSettings, pdb: OperatorDisruptionBudgetOptions): ApiObject {
+  const budget = pdb.minAvailable !== undefined ? { minAvailable: pdb.minAvailable } : { maxUnavailable: pdb.maxUnavailable ?? 1 };
+  return namespaced(scope, 'PodDisruptionBudget', 'policy/v1', 'PodDisruptionBudget', CONTROLLER, op.namespace, {
+    spec: { ...budget, selector: { matchLabels: { app: CONTROLLER } } },
   });
 }

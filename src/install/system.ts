@@ -6,9 +6,17 @@ import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
 import { ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB, DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, checkAllowedCapabilities } from './admission-policy';
+import { _dropClusterScopedNamespaces } from '../object-ref';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
-import { DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, metricsService, operatorDeployment, resolveOperator } from './operator-deployment';
+import {
+  OperatorGrafanaDashboardOptions, OperatorPrometheusRuleOptions, OperatorServiceMonitorOptions,
+  addGrafanaDashboard, addPrometheusRule, addServiceMonitor, checkMonitoring,
+} from './monitoring';
+import {
+  DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, OperatorDisruptionBudgetOptions, checkDisruptionBudget, metricsService,
+  operatorDeployment, operatorDisruptionBudget, resolveOperator,
+} from './operator-deployment';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
 import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf } from './router';
 
@@ -49,6 +57,19 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * @default - the container runtime's default set: AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT
    */
   readonly admissionPolicyAllowedCapabilities?: string[];
+   * Include the CRDs. Turn off when they are applied separately (a CRD-only release, or a GitOps
+   * stage that runs first); {@link SandboxCrds} on its own gives them.
+   * @default true
+   */
+  readonly crds?: boolean;
+  /** A PodDisruptionBudget for the operator. Pass `{}` for maxUnavailable 1. @default - none */
+  readonly podDisruptionBudget?: OperatorDisruptionBudgetOptions;
+  /** A Prometheus Operator ServiceMonitor for the operator's metrics. Pass `{}` for the defaults. @default - none */
+  readonly serviceMonitor?: OperatorServiceMonitorOptions;
+  /** Prometheus Operator alerts on claims, warm pools and reconcile errors. Pass `{}` for the defaults. @default - none */
+  readonly prometheusRule?: OperatorPrometheusRuleOptions;
+  /** A Grafana dashboard as a ConfigMap labelled for the Grafana sidecar. Pass `{}` for the defaults. @default - none */
+  readonly grafanaDashboard?: OperatorGrafanaDashboardOptions;
 }
 
 /**
@@ -73,8 +94,8 @@ export class AgentSandboxSystem extends Construct {
   public readonly namespace: string;
   /** The operator's ServiceAccount name. */
   public readonly serviceAccountName: string = CONTROLLER;
-  /** The CRDs. */
-  public readonly crds: SandboxCrds;
+  /** The CRDs, unless `crds` is false. */
+  public readonly crds?: SandboxCrds;
   /** The operator Deployment (escape hatch). */
   public readonly deployment: ApiObject;
   /** The router Deployment, when `router` is set. */
@@ -96,6 +117,8 @@ export class AgentSandboxSystem extends Construct {
     const admissionPolicy = props.admissionPolicy ?? true;
     if (typeof admissionPolicy !== 'boolean') errors.check('admissionPolicy', `${JSON.stringify(admissionPolicy)} must be true or false`);
     checkAllowedCapabilities(errors, admissionPolicy !== false, props.admissionPolicyAllowedCapabilities);
+    if (props.podDisruptionBudget) checkDisruptionBudget(errors, props.podDisruptionBudget, operator.replicas);
+    checkMonitoring(errors, props.serviceMonitor, props.prometheusRule, props.grafanaDashboard);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
     this.namespace = operator.namespace;
 
@@ -108,8 +131,10 @@ export class AgentSandboxSystem extends Construct {
         metadata: { name: this.namespace, labels: { ...PART_OF_LABEL, 'pod-security.kubernetes.io/enforce': 'restricted' } },
       }));
     }
-    this.crds = new SandboxCrds(this, 'Crds', { extensions });
-    first.push(...this.crds.apiObjects);
+    if (props.crds ?? true) {
+      this.crds = new SandboxCrds(this, 'Crds', { extensions });
+      first.push(...this.crds.apiObjects);
+    }
 
     operatorServiceAccount(this, this.namespace);
     coreClusterRole(this, this.namespace);
@@ -117,6 +142,10 @@ export class AgentSandboxSystem extends Construct {
     leaderElectionRole(this, operator.leaderElectionNamespace ?? this.namespace, this.namespace);
     this.deployment = operatorDeployment(this, operator);
     metricsService(this, operator);
+    if (props.podDisruptionBudget) operatorDisruptionBudget(this, operator, props.podDisruptionBudget);
+    if (props.serviceMonitor) addServiceMonitor(this, this.namespace, props.serviceMonitor);
+    if (props.prometheusRule) addPrometheusRule(this, this.namespace, props.prometheusRule);
+    if (props.grafanaDashboard) addGrafanaDashboard(this, this.namespace, props.grafanaDashboard);
 
     if (props.router) this.routerDeployment = addRouter(this, this.namespace, props.router, operator.image);
     if (props.flowControl) {
@@ -132,5 +161,6 @@ export class AgentSandboxSystem extends Construct {
       });
     }
     orderFirst(this, first);
+    _dropClusterScopedNamespaces(this);
   }
 }

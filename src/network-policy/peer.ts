@@ -1,3 +1,4 @@
+import { IConstruct } from 'constructs';
 import { checkLabels, validate } from './checks';
 import { clone } from './policy-object';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
@@ -5,7 +6,9 @@ import {
   IPV4_ANY_CIDR, IPV6_ANY_CIDR, NAMESPACE_NAME_LABEL, NetworkPolicyPeerJson, checkIpBlock, defaultRouterPodLabels,
   podsInNamespacePeer, publicInternetPeers,
 } from '../api/network-policy-defaults';
+import { REFERENCED_KINDS } from '../api/object-kinds';
 import { checkDns1123Label } from '../api/validation';
+import { ObjectRef } from '../object-ref';
 
 /**
  * Options of {@link SandboxPeer.router}: where the router Pods run. With `AgentSandboxSystem`, pass
@@ -35,6 +38,16 @@ export class SandboxPeer {
   public static namespace(name: string): SandboxPeer {
     validate('SandboxPeer.namespace()', (errors) => errors.check('name', checkDns1123Label(name)));
     return new SandboxPeer([{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: name } } }]);
+  }
+
+  /**
+   * Every Pod in the Namespace that `namespace` defines: a cdk8s-plus `Namespace`, a `KubeNamespace`
+   * or any construct wrapping a Namespace object.
+   */
+  public static namespaceOf(namespace: IConstruct): SandboxPeer {
+    const ref = ObjectRef.fromConstruct(namespace);
+    validate('SandboxPeer.namespaceOf()', (errors) => ref._check(errors, 'namespace', REFERENCED_KINDS.namespace, undefined));
+    return SandboxPeer.namespace(ref.name);
   }
 
   /** Every Pod in the namespaces with all of `labels` (`{}` means every namespace). */

@@ -13,6 +13,7 @@
  */
 import { readAllowedLabelDomains } from './adopt';
 import { ClaimMetrics } from './metrics';
+import { registerClaimGauges } from '../pool-metrics';
 import {
   type Acquired, type Acquisition, type Adoption, type ClaimState, type Creation, type ExpirePlan, expiredStatus, minDefined, planClaim,
   servedRequeueMs, servedStatus, type ServePlan,
@@ -77,6 +78,7 @@ const claimKeyOf = (sb: Sandbox): string | undefined => {
 export function createClaimController(ctx: ControllerContext): RunnableController {
   const { sandboxes, templates, pools, claims, networkPolicies } = extensionInformers(ctx);
   const log = ctx.log.child({ controller: 'sandboxclaim' });
+  registerClaimGauges(ctx.metrics.registry, claims, () => ctx.clock.now());
   const allowedLabelDomains = readAllowedLabelDomains();
   if (allowedLabelDomains) log.info({ allowedLabelDomains }, 'label domains allowed in additionalPodMetadata');
   const reconciler = new ClaimReconciler({

@@ -15,6 +15,7 @@ import { podNamespace } from '../../runtime/kubeconfig';
 import { keyOf, type Store } from '../../runtime/types';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
 import { poolKeysOfPolicy, routerLocation } from '../template-policy';
+import { poolCreationsCounter, registerPoolGauges } from '../pool-metrics';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {
@@ -64,7 +65,9 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     flags: poolFlagsOf(ctx.flags),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
+    creations: poolCreationsCounter(ctx.metrics.registry),
   });
+  registerPoolGauges(ctx.metrics.registry, pools);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
 
   // A pool's delete too: the pass that finds it gone forgets its member writes and pacing.

@@ -42,6 +42,8 @@ export interface PoolReconcilerOptions {
   readonly flags: PoolFlags;
   readonly now?: () => number;
   readonly log?: Logger;
+  /** Counts members created, by namespace and pool. @default - not counted */
+  readonly creations?: { inc(labels: { namespace: string; warmpool: string }): void };
   /** How long a member write the cache has not shown is remembered; tests shorten it. @default MEMBER_WRITE_TTL_MS */
   readonly memberWriteTtlMs?: number;
 }
@@ -206,6 +208,7 @@ export class WarmPoolReconciler implements Reconciler {
       try {
         await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
         restartMemberWrite(this.writes, key, sandboxes, this.now());
+        this.opts.creations?.inc({ namespace: namespace ?? '', warmpool: pool.metadata.name });
         return true;
       } catch (error) {
         // A 4xx means the object was not created; anything else (timeout, 5xx) may have created it.
