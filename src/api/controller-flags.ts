@@ -112,7 +112,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'router-namespace', type: 'string', default: '', description: 'Namespace of the sandbox router Pods, which the default per-template NetworkPolicy admits; empty means the namespace the operator runs in. Ours only.', validate: optionalNamespace },
   { flag: 'router-pod-labels', type: 'string', default: '', description: 'Labels of the sandbox router Pods as key=value,key2=value2, which the default per-template NetworkPolicy admits; empty means app=sandbox-router. Ours only.', validate: labelList },
   { flag: 'log-level', type: 'string', default: 'info', description: 'Least severe log level written.', validate: logLevel },
-  { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means the in-cluster service account.' },
+  { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.' },
 ];
 
 const BY_NAME = new Map(CONTROLLER_FLAGS.map((f) => [f.flag, f]));

@@ -19,12 +19,13 @@ import { DEFAULT_SYSTEM_NAMESPACE } from '../../../src/api/labels';
 import { controllersFor } from '../controllers';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
+import { loadClusterConnection } from '../runtime/cluster-config';
 import { ControllerContext, RunnableController } from '../runtime/context';
 import { OperatorFlags, parseControllerArgs, startupWarnings, totalWorkers, usage } from '../runtime/flags';
 import { closeServer, listen, metricsHandler, probesHandler } from '../runtime/http';
 import { InformerFactory, resourceLabel } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
-import { SERVICE_ACCOUNT_DIR, loadConnection } from '../runtime/kubeconfig';
+import { SERVICE_ACCOUNT_DIR } from '../runtime/kubeconfig';
 import { DEFAULT_LEASE_NAME, LeaderElector } from '../runtime/leader-election';
 import { ProcessLifecycle } from '../runtime/lifecycle';
 import { Logger, createLogger } from '../runtime/log';
@@ -49,7 +50,7 @@ export async function runController(args: readonly string[]): Promise<number> {
   }
   const flags = parsed.flags;
   const log = createLogger(flags.string('log-level'));
-  const connection = loadConnection(flags.string('kubeconfig'));
+  const connection = await loadClusterConnection({ kubeconfig: flags.string('kubeconfig'), log });
   const identity = `${os.hostname()}_${randomUUID()}`;
   log.info({ version: build.version, identity, apiServer: connection.server, credentials: connection.source, flags: flags.nonDefaults() }, 'starting the controller');
   for (const warning of startupWarnings(flags)) log.warn(warning);

@@ -20,10 +20,10 @@ import { Router } from '../router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
+import { loadClusterConnection } from '../runtime/cluster-config';
 import { closeServer, listen, listenOn, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
-import { loadConnection } from '../runtime/kubeconfig';
 import { ProcessLifecycle } from '../runtime/lifecycle';
 import { createLogger } from '../runtime/log';
 
@@ -39,7 +39,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   const flags = parsed.flags;
   const build = buildInfo();
   const log = createLogger(flags.string('log-level'), { component: 'router' });
-  const connection = loadConnection(flags.string('kubeconfig'));
+  const connection = await loadClusterConnection({ kubeconfig: flags.string('kubeconfig'), log });
   log.info({ version: build.version, apiServer: connection.server, credentials: connection.source, flags: flags.nonDefaults() }, 'starting the router');
 
   const client = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });

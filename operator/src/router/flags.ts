@@ -18,7 +18,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'bind-address', type: 'string', default: ':8080', description: 'Address the proxy listens on: HTTP/1.1 (and WebSocket) and h2c with prior knowledge (gRPC).', validate: bindAddress },
   { flag: 'health-probe-bind-address', type: 'string', default: ':8081', description: 'Address of /healthz and /readyz ("0" disables).', validate: bindAddress },
   { flag: 'metrics-bind-address', type: 'string', default: ':9090', description: 'Address of /metrics ("0" disables).', validate: bindAddress },
-  { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means in-cluster credentials, then $KUBECONFIG, then ~/.kube/config.' },
+  { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means $KUBECONFIG, then in-cluster credentials, then ~/.kube/config.' },
   { flag: 'namespace', type: 'string', default: '', description: 'Only route to sandboxes in this namespace; empty means all namespaces.' },
   {
     flag: 'auth',

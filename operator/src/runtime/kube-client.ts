@@ -1,19 +1,24 @@
 /**
  * KubeClient over node:http(s): keep-alive sockets sized to the worker count (plus a separate
- * agent for long-lived watches, so a burst of writes never queues behind them), bearer-token or
- * client-certificate auth, client-side QPS/burst pacing, bounded retries of 429s and of requests
- * that hit a keep-alive socket the server had just closed, and streaming watches.
+ * agent for long-lived watches, so a burst of writes never queues behind them), the connection's
+ * credentials (a token, token file, client certificate, or Credentials that refresh: exec plugins
+ * and auth providers, asked again and the request retried once after a 401), an optional proxy
+ * (proxy-url: HTTP CONNECT or SOCKS), the server URL's path kept under every request, client-side
+ * QPS/burst pacing, bounded retries of 429s and of requests that hit a keep-alive socket the server
+ * had just closed, and streaming watches.
  *
  * Besides the typed KubeClient calls it offers raw requests and watches by path (rawRequest,
  * watchPath), which the local control-plane tools, the integration tests and the benchmark use:
  * they are CommonJS and load this folder directly, so there is one HTTP and watch implementation.
  */
-import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
+import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
+import { SocksProxyAgent } from 'socks-proxy-agent';
 import { Clock, SYSTEM_CLOCK, sleep } from './clock';
+import { Credentials, RequestAuth, StaticCredentials, tokenFileCredentials } from './credentials';
 import {
-  PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, withQuery, writeQuery,
+  PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, serverUrl, withQuery, writeQuery,
 } from './kube-request';
 import { ClusterConnection } from './kubeconfig';
 import { Logger, SILENT_LOGGER } from './log';
@@ -77,8 +82,6 @@ const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', resource: 
 /** Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. */
 const MAX_PENDING_EVENTS = 100;
 const MAX_429_RETRIES = 3;
-/** Token files are re-read at most this often: projected service-account tokens rotate hourly. */
-const TOKEN_RELOAD_MS = 60_000;
 const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
 
 interface Request {
@@ -102,7 +105,7 @@ export class HttpKubeClient implements KubeClient {
   private readonly log: Logger;
   private readonly clock: Clock;
   private readonly metrics: ClientMetrics;
-  private token?: { value: string; readAt: number };
+  private readonly credentials: Credentials;
   private pendingEvents = 0;
   private lastEventNanos = 0n;
 
@@ -118,12 +121,13 @@ export class HttpKubeClient implements KubeClient {
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     if (maxInFlight > 0) this.gate = new PriorityGate(maxInFlight);
     const maxSockets = Math.max(4, options.maxSockets ?? 32);
-    const tls: https.AgentOptions = {
-      ca: c.ca, cert: c.cert, key: c.key, servername: c.tlsServerName, rejectUnauthorized: !c.insecureSkipTlsVerify,
-    };
+    this.credentials = c.credentials ?? staticCredentials(c, this.log, this.clock);
+    // The client key pair travels with each request (it may change: exec plugins can return one);
+    // node's agents keep a separate socket pool per key pair.
+    const tls: https.AgentOptions = { ca: c.ca, servername: c.tlsServerName, rejectUnauthorized: !c.insecureSkipTlsVerify };
     const isHttps = this.base.protocol === 'https:';
     this.transport = isHttps ? https : http;
-    const make = (extra: http.AgentOptions) => (isHttps ? new https.Agent({ ...tls, ...extra }) : new http.Agent(extra));
+    const make = (extra: http.AgentOptions) => makeAgent(isHttps, c.proxyUrl, isHttps ? { ...tls, ...extra } : extra);
     // LIFO reuse keeps a few sockets hot and lets the rest idle out after a burst.
     this.agent = make({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, scheduling: 'lifo', timeout: this.requestTimeoutMs });
     // TCP keep-alive probes find a dead peer under a silent watch; the informer's watchdog is the backstop.
@@ -185,7 +189,8 @@ export class HttpKubeClient implements KubeClient {
   public async rawRequest(method: string, path: string, options: RawRequestOptions = {}): Promise<RawResponse> {
     const m = method.toUpperCase();
     const contentType = m === 'PATCH' ? patchContentType(options.patchType ?? 'merge') : undefined;
-    const req: Request = { method: m, verb: m, path: relativePath(path), body: options.body, contentType, timeoutMs: options.timeoutMs };
+    serverUrl(this.base, path); // a path that would leave the server fails here, before any pacing
+    const req: Request = { method: m, verb: m, path, body: options.body, contentType, timeoutMs: options.timeoutMs };
     return this.exchange(req, false);
   }
 
@@ -196,8 +201,9 @@ export class HttpKubeClient implements KubeClient {
    */
   public watchPath<T extends KubeObject = KubeObject>(path: string, onEvent: (event: WatchEvent<T>) => void,
     options: { onOpen?: () => void } = {}): WatchHandle {
+    serverUrl(this.base, path); // a path that would leave the server fails here
     const controller = new AbortController();
-    const done = this.openWatch(relativePath(path), onEvent as (event: WatchEvent) => void, controller.signal, options.onOpen);
+    const done = this.openWatch(path, onEvent as (event: WatchEvent) => void, controller.signal, options.onOpen);
     return { done, abort: () => controller.abort() };
   }
 
@@ -253,10 +259,11 @@ export class HttpKubeClient implements KubeClient {
 
   /** The response to `req` whatever its status, after the retries the request qualifies for. */
   private async exchange(req: Request, retryThrottled: boolean): Promise<RawResponse> {
+    let retriedUnauthorized = false;
     for (let attempt = 0; ; attempt++) {
       await this.throttle();
       const started = this.clock.now();
-      let response: { status: number; text: string; retryAfter?: string };
+      let response: Response;
       try {
         response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.send(req)) : await this.send(req);
       } catch (e) {
@@ -267,6 +274,13 @@ export class HttpKubeClient implements KubeClient {
       }
       const { status, text, retryAfter } = response;
       this.metrics.request?.(req.verb, String(status), this.clock.now() - started, req.path);
+      // 401: the credentials expired or were revoked, and the request was not processed. Once per
+      // request, credentials that can change are obtained again (an exec plugin re-run) and it is retried.
+      if (status === 401 && !retriedUnauthorized && this.credentials.rejected(response.auth)) {
+        retriedUnauthorized = true;
+        this.log.debug({ path: req.path }, 'the API server answered 401; obtaining credentials again');
+        continue;
+      }
       // 429 means the server did not process the request, so even a create may be retried.
       if (status === 429 && retryThrottled && attempt < MAX_429_RETRIES) {
         const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
@@ -278,19 +292,21 @@ export class HttpKubeClient implements KubeClient {
     }
   }
 
-  private send(req: Request): Promise<{ status: number; text: string; retryAfter?: string }> {
+  private async send(req: Request): Promise<Response> {
+    const auth = await this.credentials.current();
     const payload = req.body === undefined ? undefined : JSON.stringify(req.body);
-    const headers: http.OutgoingHttpHeaders = { ...this.headers(), accept: 'application/json' };
+    const headers: http.OutgoingHttpHeaders = { ...this.headers(auth), accept: 'application/json' };
     if (payload !== undefined) {
       headers['content-type'] = req.contentType ?? 'application/json';
       headers['content-length'] = Buffer.byteLength(payload);
     }
     return new Promise((resolve, reject) => {
-      const r = this.transport.request(new URL(req.path, this.base), { method: req.method, headers, agent: this.agent }, (res) => {
+      const options = { method: req.method, headers, agent: this.agent, cert: auth.cert, key: auth.key };
+      const r = this.transport.request(serverUrl(this.base, req.path), options, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({
-          status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] as string | undefined,
+          status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), retryAfter: res.headers['retry-after'] as string | undefined, auth,
         }));
         res.on('error', reject);
       });
@@ -307,6 +323,8 @@ export class HttpKubeClient implements KubeClient {
   private async openWatch(path: string, onEvent: (event: WatchEvent) => void, signal: AbortSignal, onOpen?: () => void): Promise<void> {
     await this.throttle();
     if (signal.aborted) return;
+    const auth = await this.credentials.current();
+    if (signal.aborted) return;
     const started = this.clock.now();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
@@ -320,10 +338,13 @@ export class HttpKubeClient implements KubeClient {
       };
       const onAbort = () => finish();
       signal.addEventListener('abort', onAbort, { once: true });
-      const r = this.transport.request(new URL(path, this.base), { method: 'GET', headers: { ...this.headers(), accept: 'application/json' }, agent: this.watchAgent }, (res) => {
+      const options = { method: 'GET', headers: { ...this.headers(auth), accept: 'application/json' }, agent: this.watchAgent, cert: auth.cert, key: auth.key };
+      const r = this.transport.request(serverUrl(this.base, path), options, (res) => {
         const status = res.statusCode ?? 0;
         this.metrics.request?.('WATCH', String(status), this.clock.now() - started, path);
         if (status < 200 || status >= 300) {
+          // The caller (an informer) retries; by then newer credentials are in place.
+          if (status === 401) this.credentials.rejected(auth);
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => finish(apiErrorFrom(status, Buffer.concat(chunks).toString('utf8'), `watch ${path}`)));
@@ -363,29 +384,8 @@ export class HttpKubeClient implements KubeClient {
     });
   }
 
-  private headers(): http.OutgoingHttpHeaders {
-    const headers: http.OutgoingHttpHeaders = { 'user-agent': this.options.userAgent ?? 'agent-sandbox-operator' };
-    const token = this.currentToken();
-    if (token) headers.authorization = `Bearer ${token}`;
-    return headers;
-  }
-
-  private currentToken(): string | undefined {
-    const c = this.options.connection;
-    if (c.token) return c.token;
-    if (!c.tokenFile) return undefined;
-    const now = this.clock.now();
-    if (!this.token || now - this.token.readAt >= TOKEN_RELOAD_MS) {
-      try {
-        this.token = { value: fs.readFileSync(c.tokenFile, 'utf8').trim(), readAt: now };
-      } catch (err) {
-        // Keep using the last token: a rotation in progress must not fail every request.
-        if (!this.token) throw new Error(`cannot read the bearer token file ${c.tokenFile}: ${(err as Error).message}`);
-        this.log.warn({ err, file: c.tokenFile }, 'could not re-read the token file; using the previous token');
-        this.token.readAt = now;
-      }
-    }
-    return this.token.value;
+  private headers(auth: RequestAuth): http.OutgoingHttpHeaders {
+    return { 'user-agent': this.options.userAgent ?? 'agent-sandbox-operator', ...auth.headers };
   }
 
   private async throttle(): Promise<void> {
@@ -402,16 +402,46 @@ interface StaleSocketError extends Error {
   staleSocket?: boolean;
 }
 
+interface Response {
+  readonly status: number;
+  readonly text: string;
+  readonly retryAfter?: string;
+  /** What the request carried, to tell the credentials which ones a 401 refused. */
+  readonly auth: RequestAuth;
+}
+
+/** The connection's fixed token, token file or client certificate, when it has no Credentials of its own. */
+function staticCredentials(c: ClusterConnection, log: Logger, clock: Clock): Credentials {
+  if (c.tokenFile) {
+    return tokenFileCredentials(c.tokenFile, (err) => log.warn({ err, file: c.tokenFile }, 'could not re-read the token file; using the previous token'), clock);
+  }
+  return new StaticCredentials({ headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, cert: c.cert, key: c.key });
+}
+
+/**
+ * A keep-alive agent for the server, through `proxyUrl` when set (kubeconfig proxy-url): an
+ * http(s):// proxy is asked to CONNECT (a tunnel, so TLS to the API server is end to end), a
+ * socks5:// (or socks4/socks5h) proxy is spoken to in SOCKS. Same agents as client-node uses.
+ */
+function makeAgent(isHttps: boolean, proxyUrl: string | undefined, options: https.AgentOptions): http.Agent {
+  if (!proxyUrl) return isHttps ? new https.Agent(options) : new http.Agent(options);
+  let proxy: URL;
+  try {
+    proxy = new URL(proxyUrl);
+  } catch {
+    throw new Error(`proxy-url "${proxyUrl}" is not a URL; write it as http://host:port, https://host:port or socks5://host:port`);
+  }
+  if (proxy.protocol.startsWith('socks')) return new SocksProxyAgent(proxy, options);
+  if (proxy.protocol !== 'http:' && proxy.protocol !== 'https:') {
+    throw new Error(`proxy-url "${proxyUrl}" has scheme ${proxy.protocol}; use http, https or socks5`);
+  }
+  return isHttps ? new HttpsProxyAgent({ ...options, proxy }) : new HttpProxyAgent({ ...options, proxy });
+}
+
 function patchContentType(patchType: PatchType): string {
   const contentType = PATCH_CONTENT_TYPES[patchType];
   if (!contentType) throw new Error(`unknown patch type "${patchType}"; use merge, json, strategic or apply`);
   return contentType;
-}
-
-/** Raw paths stay on the configured server: an absolute URL would make `new URL(path, base)` leave it. */
-function relativePath(path: string): string {
-  if (!path.startsWith('/') || path.startsWith('//')) throw new Error(`"${path}" is not a path on the API server (it must start with a single /)`);
-  return path;
 }
 
 function nameOf(body: object): string {

@@ -25,6 +25,16 @@ export function resourcePath(type: ResourceType, namespace: string | undefined, 
   return `${prefix}${ns}/${type.resource}${obj}${sub}`;
 }
 
+/**
+ * The URL of `path` (query included) on the API server `server`. A server URL may have a path of its
+ * own (a Rancher or other proxy's `https://rancher.example/k8s/clusters/c-abc`): every request goes
+ * under it, as client-go does. `new URL(path, server)` would drop it, since `path` is absolute.
+ */
+export function serverUrl(server: URL, path: string): URL {
+  if (!path.startsWith('/') || path.startsWith('//')) throw new Error(`"${path}" is not a path on the API server (it must start with a single /)`);
+  return new URL(`${server.origin}${server.pathname.replace(/\/+$/, '')}${path}`);
+}
+
 /** A namespaced object (not a collection) must name its namespace. */
 export function requireNamespace(type: ResourceType, namespace: string | undefined, verb: string): void {
   if (type.namespaced && !namespace) {

@@ -1,17 +1,23 @@
 /**
- * Where the API server is and how to authenticate to it: `--kubeconfig`, else $KUBECONFIG, else
- * the in-cluster service account (like client-go's rest.InClusterConfig). Client certificates and
- * bearer tokens are supported; exec plugins and auth providers are refused with a clear error.
+ * How to reach one API server (ClusterConnection), and a small kubeconfig reader for the CommonJS
+ * tools (the local control plane, pod runner, benchmark and integration tests), which read the
+ * certificate kubeconfigs the control plane writes. The operator itself resolves its connection
+ * with @kubernetes/client-node's KubeConfig, like other Kubernetes clients (cluster-config.ts):
+ * that module is ESM-only, so it cannot live here.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import type { Credentials } from './credentials';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
 
 /** How to reach and authenticate to one API server. */
 export interface ClusterConnection {
-  /** `https://host:port` (or `http://` for a local proxy). */
+  /**
+   * `https://host:port` (or `http://` for a local proxy), possibly with a path that every request
+   * goes under (`https://rancher.example/k8s/clusters/c-abc`).
+   */
   readonly server: string;
   readonly ca?: Buffer;
   readonly cert?: Buffer;
@@ -22,6 +28,13 @@ export interface ClusterConnection {
   readonly insecureSkipTlsVerify?: boolean;
   /** TLS server name when it differs from the URL's host. */
   readonly tlsServerName?: string;
+  /** An `http://`, `https://` or `socks5://` proxy to reach the server through (kubeconfig proxy-url). */
+  readonly proxyUrl?: string;
+  /**
+   * Where requests get their authentication from when it changes at run time (exec plugins, auth
+   * providers, token files); when set, token, tokenFile, cert and key are not used.
+   */
+  readonly credentials?: Credentials;
   /** The context's namespace (kubeconfig) or the pod's namespace (in-cluster). */
   readonly namespace?: string;
   /** Where this came from, for the start-up log line. */
@@ -34,37 +47,6 @@ export class ConfigError extends Error {
     super(message);
     this.name = 'ConfigError';
   }
-}
-
-type Env = { readonly [name: string]: string | undefined };
-
-/** The connection to use given the `--kubeconfig` flag ('' when absent) and the environment. */
-export function loadConnection(kubeconfigFlag: string, env: Env = process.env, serviceAccountDir = SERVICE_ACCOUNT_DIR): ClusterConnection {
-  if (kubeconfigFlag) return fromKubeconfigFiles([kubeconfigFlag]);
-  if (env.KUBECONFIG) return fromKubeconfigFiles(env.KUBECONFIG.split(path.delimiter).filter(Boolean));
-  return inCluster(env, serviceAccountDir);
-}
-
-/** The in-cluster service account, as rest.InClusterConfig reads it. */
-export function inCluster(env: Env, dir = SERVICE_ACCOUNT_DIR): ClusterConnection {
-  const host = env.KUBERNETES_SERVICE_HOST;
-  const port = env.KUBERNETES_SERVICE_PORT;
-  if (!host || !port) {
-    throw new ConfigError('no API server configured: pass --kubeconfig=<file>, set KUBECONFIG, or run in a pod '
-      + '(KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set)');
-  }
-  const tokenFile = path.join(dir, 'token');
-  if (!fs.existsSync(tokenFile)) {
-    throw new ConfigError(`running in a pod but ${tokenFile} does not exist: mount a service-account token (automountServiceAccountToken: true)`);
-  }
-  const hostPart = host.includes(':') ? `[${host}]` : host;
-  return {
-    server: `https://${hostPart}:${port}`,
-    ca: fs.readFileSync(path.join(dir, 'ca.crt')),
-    tokenFile,
-    namespace: readIfExists(path.join(dir, 'namespace'))?.trim() || undefined,
-    source: `in-cluster service account (${dir})`,
-  };
 }
 
 /**
@@ -104,8 +86,8 @@ export function fromKubeconfigFiles(files: string[]): ClusterConnection {
   const user = users.get(context.user) ?? { user: {}, dir: cluster.dir };
   for (const unsupported of ['exec', 'auth-provider', 'username']) {
     if (user.user[unsupported]) {
-      throw new ConfigError(`kubeconfig ${where}: user "${context.user}" authenticates with "${unsupported}", which the operator does not support; `
-        + 'use a client certificate, a token or a tokenFile');
+      throw new ConfigError(`kubeconfig ${where}: users[name="${context.user}"].user.${unsupported} is set, which this reader for the local tools `
+        + 'does not run: give the user a client certificate, a token or a tokenFile (the operator itself runs exec plugins and auth providers)');
     }
   }
   const c = cluster.cluster;
@@ -115,6 +97,7 @@ export function fromKubeconfigFiles(files: string[]): ClusterConnection {
     ca: material(c['certificate-authority-data'], c['certificate-authority'], cluster.dir),
     insecureSkipTlsVerify: c['insecure-skip-tls-verify'] === true,
     tlsServerName: c['tls-server-name'] || undefined,
+    proxyUrl: c['proxy-url'] || undefined,
     cert: material(u['client-certificate-data'], u['client-certificate'], user.dir),
     key: material(u['client-key-data'], u['client-key'], user.dir),
     token: u.token || undefined,
@@ -129,14 +112,6 @@ function material(data: string | undefined, file: string | undefined, dir: strin
   if (data) return Buffer.from(data, 'base64');
   if (file) return fs.readFileSync(path.resolve(dir, file));
   return undefined;
-}
-
-function readIfExists(file: string): string | undefined {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
 }
 
 /** The namespace this process runs in, from the service-account mount; undefined outside a pod. */

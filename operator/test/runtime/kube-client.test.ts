@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RecordedRequest, ScriptedApiServer, json, line, openWatch, status } from './scripted-api-server';
+import { Credentials, RequestAuth } from '../../src/runtime/credentials';
 import { HttpKubeClient } from '../../src/runtime/kube-client';
 import { Logger, SILENT_LOGGER } from '../../src/runtime/log';
 import { ApiError, KubeObject, ResourceType, WatchEvent } from '../../src/runtime/types';
@@ -328,4 +329,85 @@ test('event() without an event source sends nothing', async () => {
   expect(server.requests.map((r) => `${r.method} ${r.url.pathname}`)).toEqual(['POST /apis/events.k8s.io/v1/namespaces/ns/events']);
   silent.close();
   reporting.close();
+});
+
+test('a server URL with a path: requests and watches go under it', async () => {
+  server.scriptWatches([(res) => {
+    openWatch(res);
+    res.end(line('ADDED', { metadata: { name: 'a', resourceVersion: '2' } }));
+  }]);
+  const prefixed = new HttpKubeClient({ connection: { server: `${server.url}/k8s/clusters/c-abc/`, source: 'test' } });
+  await prefixed.get(PODS, 'ns', 'p');
+  expect(last().url.pathname).toBe('/k8s/clusters/c-abc/api/v1/namespaces/ns/pods/p');
+  await prefixed.rawRequest('GET', '/readyz?verbose=1');
+  expect(last().url.pathname + last().url.search).toBe('/k8s/clusters/c-abc/readyz?verbose=1');
+  const events: string[] = [];
+  await prefixed.watch(SANDBOXES, 'ns', { resourceVersion: '1' }, (e) => events.push(e.object.metadata.name)).done;
+  expect(last().url.pathname).toBe('/k8s/clusters/c-abc/apis/agents.x-k8s.io/v1beta1/namespaces/ns/sandboxes');
+  expect(events).toEqual(['a']);
+  await expect(prefixed.rawRequest('GET', 'https://elsewhere.example/api')).rejects.toThrow(/is not a path on the API server/);
+  prefixed.close();
+});
+
+/** Credentials that hand out token-1, token-2, ... and count how often they were asked again after a 401. */
+function rotatingCredentials() {
+  const state = { issued: 0, rejected: 0 };
+  let current: RequestAuth | undefined;
+  const credentials: Credentials = {
+    current: async () => (current ??= { headers: { authorization: `Bearer token-${++state.issued}` } }),
+    rejected: (used) => {
+      state.rejected++;
+      if (used === current) current = undefined;
+      return true;
+    },
+  };
+  return { state, credentials };
+}
+
+test('a 401 makes refreshable credentials obtain new ones, and the request is retried once with them', async () => {
+  const { state, credentials } = rotatingCredentials();
+  const seen: string[] = [];
+  server.onOther = (req, res) => {
+    seen.push(req.headers.authorization as string);
+    if (req.headers.authorization === 'Bearer token-1') return status(res, 401, 'Unauthorized', 'expired');
+    json(res, 201, { metadata: { name: 'created' } });
+  };
+  const c = new HttpKubeClient({ connection: { server: server.url, credentials, source: 'test' } });
+  // Even a create: a 401 means the server did not process it.
+  await expect(c.create(PODS, 'ns', { metadata: { name: 'p' } })).resolves.toMatchObject({ metadata: { name: 'created' } });
+  expect(seen).toEqual(['Bearer token-1', 'Bearer token-2']);
+  // Credentials refused twice in a row: one retry only, then the 401 is the caller's.
+  server.onOther = (req, res) => {
+    seen.push(req.headers.authorization as string);
+    status(res, 401, 'Unauthorized', 'revoked');
+  };
+  await expect(c.get(PODS, 'ns', 'p')).rejects.toMatchObject({ statusCode: 401 });
+  expect(seen.slice(2)).toEqual(['Bearer token-2', 'Bearer token-3']);
+  expect(state.rejected).toBe(2);
+  c.close();
+});
+
+test('a 401 on a watch drops the credentials it carried, so the next watch has new ones', async () => {
+  const { state, credentials } = rotatingCredentials();
+  server.scriptWatches([(res) => status(res, 401, 'Unauthorized', 'expired'), (res) => {
+    openWatch(res);
+    res.end();
+  }]);
+  const c = new HttpKubeClient({ connection: { server: server.url, credentials, source: 'test' } });
+  await expect(c.watch(SANDBOXES, 'ns', { resourceVersion: '1' }, () => undefined).done).rejects.toMatchObject({ statusCode: 401 });
+  await c.watch(SANDBOXES, 'ns', { resourceVersion: '1' }, () => undefined).done;
+  const auths = server.requests.filter((r) => r.url.searchParams.has('watch')).map((r) => r.headers.authorization);
+  expect(auths).toEqual(['Bearer token-1', 'Bearer token-2']);
+  expect(state.issued).toBe(2);
+  c.close();
+});
+
+test('fixed credentials are not retried after a 401', async () => {
+  let calls = 0;
+  server.onOther = (_req, res) => {
+    calls++;
+    status(res, 401, 'Unauthorized', 'bad token');
+  };
+  await expect(client.get(PODS, 'ns', 'p')).rejects.toMatchObject({ statusCode: 401 });
+  expect(calls).toBe(1);
 });

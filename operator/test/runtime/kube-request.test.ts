@@ -1,4 +1,4 @@
-import { apiErrorFrom, apiErrorFromStatus, deleteBody, resourcePath, withQuery } from '../../src/runtime/kube-request';
+import { apiErrorFrom, apiErrorFromStatus, deleteBody, resourcePath, serverUrl, withQuery } from '../../src/runtime/kube-request';
 import { ResourceType } from '../../src/runtime/types';
 
 const core = (resource: string, namespaced = true): ResourceType => ({ group: '', version: 'v1', resource, namespaced });
@@ -37,4 +37,22 @@ test('apiErrorFrom: Status bodies keep their reason; other bodies get one from t
   const fromEvent = apiErrorFromStatus({ code: 410, reason: 'Gone', message: 'm' }, 'watch');
   expect([fromEvent.statusCode, fromEvent.gone]).toEqual([410, true]);
   expect(apiErrorFromStatus(undefined, 'watch').statusCode).toBe(500);
+});
+
+test.each([
+  ['https://api.example:6443', '/api/v1/pods?watch=1', 'https://api.example:6443/api/v1/pods?watch=1'],
+  ['https://api.example:6443/', '/api/v1/pods', 'https://api.example:6443/api/v1/pods'],
+  ['https://rancher.example/k8s/clusters/c-abc', '/apis/agents.x-k8s.io/v1beta1/sandboxes?watch=1&resourceVersion=5',
+    'https://rancher.example/k8s/clusters/c-abc/apis/agents.x-k8s.io/v1beta1/sandboxes?watch=1&resourceVersion=5'],
+  ['https://rancher.example/k8s/clusters/c-abc/', '/api/v1/namespaces/a%2Fb/pods', 'https://rancher.example/k8s/clusters/c-abc/api/v1/namespaces/a%2Fb/pods'],
+  ['http://127.0.0.1:8001/proxy//', '/version', 'http://127.0.0.1:8001/proxy/version'],
+])('serverUrl keeps the server URL\'s path: %s + %s', (server, path, expected) => {
+  expect(serverUrl(new URL(server), path).href).toBe(expected);
+});
+
+test('serverUrl refuses what is not a path on the server', () => {
+  const server = new URL('https://rancher.example/k8s/clusters/c-abc');
+  for (const path of ['https://evil.example/api', '//evil.example/api', 'api/v1/pods']) {
+    expect(() => serverUrl(server, path)).toThrow(/is not a path on the API server/);
+  }
 });
