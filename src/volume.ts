@@ -1,3 +1,4 @@
+import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
 
 /** Options of an emptyDir volume. */
@@ -39,6 +40,24 @@ export class SandboxVolume {
     this.source = source;
   }
 
+  /** @internal Problems with the volume name and source; `field` names it, e.g. `volumes[0]`. */
+  public _validate(errors: ErrorList, field: string): void {
+    errors.check(`${field}.name`, checkDns1123Label(this.name));
+    const s = this.source as {
+      emptyDir?: { sizeLimit?: string; medium?: string };
+      configMap?: { name: string };
+      secret?: { secretName: string };
+      persistentVolumeClaim?: { claimName: string };
+    };
+    if (s.emptyDir?.sizeLimit !== undefined) errors.check(`${field}.sizeLimit`, checkQuantity(s.emptyDir.sizeLimit));
+    if (s.emptyDir?.medium !== undefined && !['', 'Memory', 'HugePages'].includes(s.emptyDir.medium) && !/^HugePages-/.test(String(s.emptyDir.medium))) {
+      errors.check(`${field}.medium`, `${JSON.stringify(s.emptyDir.medium)} is not a storage medium; use "Memory" for tmpfs, or leave it out for node disk`);
+    }
+    if (s.configMap) errors.check(`${field}.configMap name`, checkDns1123Subdomain(s.configMap.name));
+    if (s.secret) errors.check(`${field}.secretName`, checkDns1123Subdomain(s.secret.secretName));
+    if (s.persistentVolumeClaim) errors.check(`${field}.claimName`, checkDns1123Subdomain(s.persistentVolumeClaim.claimName));
+  }
+
   /** @internal */
   public _toKube(): { [key: string]: unknown } {
     return { name: this.name, ...this.source };
@@ -61,6 +80,26 @@ export interface VolumeClaimTemplate {
   readonly labels?: { [key: string]: string };
   /** Annotations of the PVC. @default - none */
   readonly annotations?: { [key: string]: string };
+}
+
+const ACCESS_MODES = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'];
+
+/** @internal Problems with a volume claim template; `field` names it, e.g. `volumeClaimTemplates[0]`. */
+export function _validateVolumeClaimTemplate(errors: ErrorList, field: string, t: VolumeClaimTemplate): void {
+  errors.check(`${field}.name`, checkDns1123Label(t?.name));
+  errors.check(`${field}.storage`, checkQuantity(t?.storage));
+  if (t?.storageClassName !== undefined) errors.check(`${field}.storageClassName`, checkDns1123Subdomain(t.storageClassName));
+  if (t?.accessModes !== undefined) {
+    if (!Array.isArray(t.accessModes)) {
+      errors.check(`${field}.accessModes`, `must be a list of ${ACCESS_MODES.join(', ')}`);
+    } else {
+      t.accessModes.filter((m) => !ACCESS_MODES.includes(m)).forEach((m) =>
+        errors.check(`${field}.accessModes`, `${JSON.stringify(m)} is not an access mode; use ${ACCESS_MODES.join(', ')}`));
+    }
+  }
+  if (t?.volumeMode !== undefined && !['Filesystem', 'Block'].includes(t.volumeMode)) {
+    errors.check(`${field}.volumeMode`, `${JSON.stringify(t.volumeMode)} is not a volume mode; use Filesystem or Block`);
+  }
 }
 
 /** @internal A volume claim template as CRD JSON. */

@@ -64,6 +64,9 @@ export class AgentSandboxSystem extends Construct {
     super(scope, id);
     const extensions = props.extensions ?? true;
     const errors = new ErrorList();
+    for (const flag of ['createNamespace', 'extensions'] as const) {
+      if (props[flag] !== undefined && typeof props[flag] !== 'boolean') errors.check(flag, `must be true or false, got ${JSON.stringify(props[flag])}`);
+    }
     if (props.router) checkRouter(errors, props.router);
     this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
     const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);
