@@ -108,12 +108,13 @@ afterAll(async () => {
   fs.mkdirSync(dir, { recursive: true });
   const file = path.join(dir, 'fuzz.json');
   const previous = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : {};
-  fs.writeFileSync(file, JSON.stringify({ ...previous, api: { seed: SEED, runsPerKind: RUNS, classes: counts, createdForReal: created } }, null, 2) + '\n');
+  fs.writeFileSync(file, JSON.stringify({ ...previous, api: { seed: SEED, runsPerKind: RUNS, classes: counts, createdForReal: created, explainedByConditionOrEvent: explainedCount } }, null, 2) + '\n');
   // eslint-disable-next-line no-console
   console.log(`API fuzz (seed ${SEED}): ${JSON.stringify(counts)}; created for real: ${created}`);
 }, 120_000);
 
 let created = 0;
+let explainedCount = 0;
 
 describe('server-side dry-run of generated objects', () => {
   test.each(Object.keys(KINDS) as Array<keyof typeof KINDS>)('%s: every rejection names a field, nothing errors on the server', async (kind) => {
@@ -124,7 +125,7 @@ describe('server-side dry-run of generated objects', () => {
 });
 
 describe('admitted objects with the operator running', () => {
-  test('the operator stays up and its reconcile errors stay bounded', async () => {
+  test('the operator stays up, its reconcile errors stay bounded, and no Sandbox or claim is left unexplained', async () => {
     await ensureOperatorBundle();
     const rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: true });
     const op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });
@@ -144,6 +145,16 @@ describe('admitted objects with the operator running', () => {
       // object per second (what a hot loop would log).
       expect(second - first).toBeLessThanOrEqual(Math.max(10, created * 5));
       expect(created).toBeGreaterThan(0);
+      // No silence: every created Sandbox and SandboxClaim has a condition or an Event that explains it.
+      const events: any[] = (await api.call('GET', `/api/v1/namespaces/${ns}/events`)).items;
+      for (const obj of sample.filter((o) => o.plural === 'sandboxes' || o.plural === 'sandboxclaims')) {
+        const res = await api.request<any>('GET', `/apis/${obj.group}/v1beta1/namespaces/${ns}/${obj.plural}/${obj.body.metadata.name}`);
+        if (res.status !== 200) continue;
+        const conditions = res.body.status?.conditions ?? [];
+        const explained = conditions.length > 0 || events.some((e) => e.involvedObject?.name === obj.body.metadata.name);
+        if (!explained) throw new Error(`${obj.plural}/${obj.body.metadata.name} has neither a condition nor an Event after the settle window`);
+        explainedCount++;
+      }
     } finally {
       const code = await op.stop();
       expect(code === 0 || code === 'SIGTERM').toBe(true);
