@@ -2,15 +2,16 @@ import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
 import { REFERENCED_KINDS } from './api/object-kinds';
-import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Label, checkQuantity } from './api/validation';
-import { SandboxContainerProps, _containerToKube, _validateContainer, dropUndefined } from './container';
+import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Subdomain, checkStringMap } from './api/validation';
+import { SandboxContainerProps, _checkId, _containerToKube, _listOf, _validateContainer, dropUndefined } from './container';
+import { _checkDuration } from './custom-resource';
 import { ObjectRef } from './object-ref';
 import { IRuntimeClass, _runtimeClassRefOf } from './runtime-class';
 import {
   SchedulingAffinity, TopologySpreadConstraint, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkSpread,
   _checkTolerations, _spreadToKube, _tolerationsToKube,
 } from './scheduling';
-import { SandboxVolume, VolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
+import { SandboxVolume, VolumeClaimTemplate, _validateVolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
 
 /** Pod-level security settings. Each hardening default can be switched off on its own. */
 export interface PodSecurityOptions {
@@ -102,10 +103,12 @@ export abstract class SandboxBlueprint extends Construct {
   protected constructor(scope: Construct, id: string, props: SandboxBlueprintProps) {
     super(scope, id);
     this.blueprint = props;
-    this.containers = [...(props.containers ?? [])];
-    this.initContainers = [...(props.initContainers ?? [])];
-    this.volumes = [...(props.volumes ?? [])];
-    this.claimTemplates = [...(props.volumeClaimTemplates ?? [])];
+    // jsii callers can pass anything: a non-list is reported at synth (see _validateBlueprint).
+    const listOf = <T>(value: T[] | undefined): T[] => (Array.isArray(value) ? [...value] : []);
+    this.containers = listOf(props.containers);
+    this.initContainers = listOf(props.initContainers);
+    this.volumes = listOf(props.volumes);
+    this.claimTemplates = listOf(props.volumeClaimTemplates);
   }
 
   /** Add a container. */
@@ -135,7 +138,7 @@ export abstract class SandboxBlueprint extends Construct {
 
   /** Names of the init containers. */
   public get initContainerNames(): string[] {
-    return this.initContainers.map((c, i) => c.name ?? `init-${i}`);
+    return this.initContainers.map((c, i) => c?.name ?? `init-${i}`);
   }
 
   /** Whether this blueprint asks for a headless Service. */
@@ -156,12 +159,12 @@ export abstract class SandboxBlueprint extends Construct {
   protected _validateBlueprint(errors: ErrorList): void {
     const p = this.blueprint;
     const ns = this.podNamespace;
+    for (const list of ['containers', 'initContainers', 'volumes', 'volumeClaimTemplates', 'tolerations'] as const) _listOf<unknown>(errors, list, p[list]);
     if (this.containers.length === 0) {
       errors.check('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
     }
     this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c, ns));
     this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c, ns));
-    this.volumes.forEach((v, i) => v._validate(errors, `volumes[${i}]`, ns));
     if (p.serviceAccount && p.serviceAccountName !== undefined) {
       errors.check('serviceAccount', 'and serviceAccountName are both set; give one');
     }
@@ -177,18 +180,38 @@ export abstract class SandboxBlueprint extends Construct {
     checkUnique(errors, 'containers[].name', [...this.containerNames, ...this.initContainerNames]);
 
     const claimNames = this.claimTemplates.map((t) => t.name);
-    this.claimTemplates.forEach((t, i) => {
-      errors.check(`volumeClaimTemplates[${i}].name`, checkDns1123Label(t.name));
-      errors.check(`volumeClaimTemplates[${i}].storage`, checkQuantity(t.storage));
-    });
+    this.claimTemplates.forEach((t, i) => _validateVolumeClaimTemplate(errors, `volumeClaimTemplates[${i}]`, t));
     checkUnique(errors, 'volumeClaimTemplates[].name', claimNames);
-    const volumeNames = [...this.volumes.map((v) => v.name), ...claimNames];
+    this.volumes.forEach((v, i) => {
+      if (v instanceof SandboxVolume) v._validate(errors, `volumes[${i}]`, ns);
+      else errors.check(`volumes[${i}]`, 'must be a SandboxVolume; make one with SandboxVolume.emptyDir, configMap, secret or persistentVolumeClaim');
+    });
+    const volumeNames = [...this.volumes.map((v) => v?.name), ...claimNames];
     checkUnique(errors, 'volumes[].name (including volume claim templates)', volumeNames);
-    const mounts = [...this.containers, ...this.initContainers].flatMap((c) => c.volumeMounts ?? []);
+    const mounts = [...this.containers, ...this.initContainers].flatMap((c) => (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []));
     for (const mount of mounts) {
       if (!volumeNames.includes(mount.volume)) {
         errors.check('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add a volume or a volume claim template of that name`);
       }
+    }
+
+    for (const map of ['podLabels', 'podAnnotations', 'nodeSelector'] as const) errors.check(map, checkStringMap(p[map]));
+    if (p.serviceAccountName !== undefined) errors.check('serviceAccountName', checkDns1123Subdomain(p.serviceAccountName));
+    for (const [key, value] of Object.entries(p.nodeSelector ?? {})) {
+      errors.check(`nodeSelector["${key}"]`, checkQualifiedName(key) ?? checkLabelValue(value));
+    }
+    _listOf(errors, 'tolerations', p.tolerations).forEach((t, i) => {
+      errors.check(`tolerations[${i}].key`, checkQualifiedName(t?.key));
+      if (t?.value !== undefined) errors.check(`tolerations[${i}].value`, checkLabelValue(t.value));
+      if (t?.effect !== undefined && !TAINT_EFFECTS.includes(t.effect)) {
+        errors.check(`tolerations[${i}].effect`, `${JSON.stringify(t.effect)} is not a taint effect; use one of ${TAINT_EFFECTS.join(', ')}, or leave it out for all`);
+      }
+    });
+    _checkDuration(errors, 'terminationGracePeriod', p.terminationGracePeriod, true);
+    _checkId(errors, 'security.fsGroup', p.security?.fsGroup);
+    for (const flag of ['automountServiceAccountToken', 'runAsNonRoot', 'seccompRuntimeDefault', 'hardenContainers'] as const) {
+      const value = p.security?.[flag];
+      if (value !== undefined && typeof value !== 'boolean') errors.check(`security.${flag}`, `must be true or false, got ${JSON.stringify(value)}`);
     }
 
     for (const [field, map, reserved] of [
@@ -252,8 +275,10 @@ export abstract class SandboxBlueprint extends Construct {
   }
 }
 
+const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
 function containerName(c: SandboxContainerProps, index: number): string {
-  return c.name ?? (index === 0 ? 'sandbox' : `container-${index}`);
+  return c?.name ?? (index === 0 ? 'sandbox' : `container-${index}`);
 }
 
 function checkUnique(errors: ErrorList, field: string, names: string[]): void {

@@ -3,10 +3,10 @@ import { Construct } from 'constructs';
 import { checkClaimPodAnnotation, checkClaimPodLabel } from './api/claim-rules';
 import { ClaimShutdownPolicy, EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from './api/enums';
 import { KINDS } from './api/groups';
-import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity, checkRfc3339 } from './api/validation';
+import { ErrorList, checkDns1123Subdomain, checkRfc3339, checkStringMap } from './api/validation';
 import { dropUndefined } from './container';
-import { _customResource } from './custom-resource';
-import { VolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
+import { _checkDuration, _checkSpecSchema, _customResource } from './custom-resource';
+import { VolumeClaimTemplate, _validateVolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
 import { ISandboxWarmPool } from './warm-pool';
 
 /** An environment variable a claim injects into its Sandbox. */
@@ -76,19 +76,20 @@ export class SandboxClaim extends Construct {
     const { env = [], volumeClaimTemplates: vcts = [], lifecycle, warmPool } = this.props;
     const template = warmPool.template;
     errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    errors.check('warmPool', checkDns1123Subdomain(warmPool?.name)?.replace(/^/, 'the pool name '));
+    for (const list of ['env', 'volumeClaimTemplates'] as const) {
+      if (!Array.isArray(this.props[list] ?? [])) errors.check(list, 'must be a list; give a list (or leave it out)');
+    }
 
     if (lifecycle?.shutdownTime !== undefined) errors.check('lifecycle.shutdownTime', checkRfc3339(lifecycle.shutdownTime));
-    const ttl = lifecycle?.ttlAfterFinished;
-    if (ttl !== undefined && (ttl.toMilliseconds() % 1000 !== 0 || ttl.toSeconds() > 2147483647)) {
-      errors.check('lifecycle.ttlAfterFinished', 'must be a whole number of seconds, such as a Duration of 10 minutes');
-    }
+    _checkDuration(errors, 'lifecycle.ttlAfterFinished', lifecycle?.ttlAfterFinished, true);
 
     const policy = template?.envVarsInjectionPolicy;
     if (env.length > 0 && policy === EnvVarsInjectionPolicy.DISALLOWED) {
       errors.check('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed (or Overrides), or give the claim no env`);
     }
-    env.forEach((v, i) => {
-      if (!/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.check(`env[${i}].name`, `"${v.name}" is not a valid variable name`);
+    (Array.isArray(env) ? env : []).forEach((v, i) => {
+      if (typeof v?.name !== 'string' || !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.check(`env[${i}].name`, `"${v.name}" is not a valid variable name`);
       const names = template?.knownContainerNames;
       if (v.containerName && names && !names.includes(v.containerName)) {
         errors.check(`env[${i}].containerName`, `template "${template!.name}" has no container "${v.containerName}"; use one of ${names.join(', ')}`);
@@ -98,17 +99,16 @@ export class SandboxClaim extends Construct {
     if (vcts.length > 0 && template?.volumeClaimTemplatesPolicy === VolumeClaimTemplatesPolicy.DISALLOWED) {
       errors.check('volumeClaimTemplates', `template "${template.name}" has volumeClaimTemplatesPolicy Disallowed; set it to ALLOWED or OVERRIDES on the template, or drop volumeClaimTemplates`);
     }
-    vcts.forEach((t, i) => {
-      errors.check(`volumeClaimTemplates[${i}].name`, checkDns1123Label(t.name));
-      errors.check(`volumeClaimTemplates[${i}].storage`, checkQuantity(t.storage));
-    });
+    (Array.isArray(vcts) ? vcts : []).forEach((t, i) => _validateVolumeClaimTemplate(errors, `volumeClaimTemplates[${i}]`, t));
 
+    for (const map of ['podLabels', 'podAnnotations'] as const) errors.check(map, checkStringMap(this.props[map]));
     for (const [key, value] of Object.entries(this.props.podLabels ?? {})) {
       errors.check(`podLabels["${key}"]`, checkClaimPodLabel(key, value, this.props.allowedPodLabelDomains));
     }
     for (const key of Object.keys(this.props.podAnnotations ?? {})) {
       errors.check(`podAnnotations["${key}"]`, checkClaimPodAnnotation(key));
     }
+    _checkSpecSchema(errors, KINDS.claim, () => this._toKube());
     return errors.all;
   }
 

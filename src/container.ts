@@ -1,4 +1,4 @@
-import { ErrorList, checkDns1123Label, checkQuantity } from './api/validation';
+import { ErrorList, checkDns1123Label, checkQuantity, checkStringMap } from './api/validation';
 import type { EnvFrom, EnvValue } from './env';
 import type { Probe } from './probe';
 
@@ -112,35 +112,66 @@ export interface _ContainerSecurityDefaults {
 
 /** @internal Validate one container; `field` names it, e.g. `containers[0]`; `namespace` is the Pod's, when known. */
 export function _validateContainer(errors: ErrorList, field: string, c: SandboxContainerProps, namespace?: string): void {
-  if (!c.image || c.image.trim() !== c.image) {
+  if (c === null || typeof c !== 'object' || Array.isArray(c)) {
+    errors.check(field, 'must be a container (an object with at least an image)');
+    return;
+  }
+  if (typeof c.image !== 'string' || !c.image || c.image.trim() !== c.image) {
     errors.check(`${field}.image`, 'must be a non-empty image reference without surrounding spaces, e.g. "python:3.12-slim"');
   }
   if (c.name !== undefined) errors.check(`${field}.name`, checkDns1123Label(c.name));
-  (c.ports ?? []).forEach((p, i) => {
-    if (!Number.isInteger(p.number) || p.number < 1 || p.number > 65535) {
-      errors.check(`${field}.ports[${i}].number`, `${p.number} is not a port; use an integer from 1 to 65535`);
+  errors.check(`${field}.env`, checkStringMap(c.env));
+  checkEnum(errors, `${field}.imagePullPolicy`, c.imagePullPolicy, Object.values(ImagePullPolicy));
+  _listOf(errors, `${field}.ports`, c.ports).forEach((p, i) => {
+    if (!Number.isInteger(p?.number) || p.number < 1 || p.number > 65535) {
+      errors.check(`${field}.ports[${i}].number`, `${describe(p?.number)} is not a port; use an integer from 1 to 65535`);
     }
-    if (p.name !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || (p.name?.length ?? 0) > 15) {
-      errors.check(`${field}.ports[${i}].name`, `"${p.name}" must be at most 15 lowercase letters, digits or '-'`);
+    if (p?.name !== undefined && (typeof p.name !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || p.name.length > 15)) {
+      errors.check(`${field}.ports[${i}].name`, `${describe(p.name)} must be at most 15 lowercase letters, digits or '-'`);
     }
+    checkEnum(errors, `${field}.ports[${i}].protocol`, p?.protocol, Object.values(Protocol));
   });
   for (const kind of ['requests', 'limits'] as const) {
     for (const [resource, quantity] of Object.entries(c.resources?.[kind] ?? {})) {
       errors.check(`${field}.resources.${kind}.${resource}`, checkQuantity(quantity));
     }
   }
-  (c.volumeMounts ?? []).forEach((m, i) => {
-    if (!m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `"${m.path}" must be an absolute path`);
+  _listOf(errors, `${field}.volumeMounts`, c.volumeMounts).forEach((m, i) => {
+    if (typeof m?.path !== 'string' || !m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `${describe(m?.path)} must be an absolute path, such as "/work"`);
   });
   for (const [name, value] of Object.entries(c.envValues ?? {})) {
     if (c.env?.[name] !== undefined) errors.check(`${field}.envValues.${name}`, 'is also set in env; give each variable once, in env or in envValues');
     value._validate(errors, `${field}.envValues.${name}`, namespace);
   }
   (c.envFrom ?? []).forEach((e, i) => e._validate(errors, `${field}.envFrom[${i}]`, namespace));
-  const portNames = (c.ports ?? []).flatMap((p) => (p.name ? [p.name] : []));
+  const portNames = (Array.isArray(c.ports) ? c.ports : []).flatMap((p) => (p?.name ? [p.name] : []));
   for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
     c[kind]?._validate(errors, `${field}.${kind}`, portNames, kind !== 'readinessProbe');
   }
+  for (const id of ['runAsUser', 'runAsGroup'] as const) _checkId(errors, `${field}.security.${id}`, c.security?.[id]);
+}
+
+/** @internal Check a UID or GID: Kubernetes accepts 0 to 2147483647. */
+export function _checkId(errors: ErrorList, field: string, value: unknown): void {
+  if (value !== undefined && !(typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 2147483647)) {
+    errors.check(field, `${describe(value)} is not a user or group ID; use a whole number from 0 to 2147483647`);
+  }
+}
+
+/** @internal `value` as a list, reporting it when it is neither a list nor undefined (jsii callers can pass anything). */
+export function _listOf<T>(errors: ErrorList, field: string, value: readonly T[] | undefined): readonly T[] {
+  if (value === undefined || Array.isArray(value)) return value ?? [];
+  errors.check(field, `must be a list, got ${describe(value)}; give a list (or leave it out)`);
+  return [];
+}
+
+function checkEnum(errors: ErrorList, field: string, value: unknown, allowed: readonly string[]): void {
+  if (value !== undefined && !allowed.includes(value as string)) errors.check(field, `${describe(value)} is not allowed; use one of ${allowed.join(', ')}`);
+}
+
+/** A value as a message shows it. */
+function describe(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : value === null ? 'null' : Array.isArray(value) ? 'a list' : typeof value === 'object' ? 'an object' : String(value);
 }
 
 /** @internal The container as core/v1 Container JSON. */

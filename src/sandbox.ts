@@ -2,10 +2,10 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { OperatingMode, SandboxShutdownPolicy } from './api/enums';
 import { KINDS } from './api/groups';
-import { ErrorList, checkDns1035Label, checkRfc3339 } from './api/validation';
+import { ErrorList, checkDns1035Label, checkDns1123Subdomain, checkRfc3339 } from './api/validation';
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
-import { _customResource } from './custom-resource';
+import { _checkSpecSchema, _customResource } from './custom-resource';
 
 /** Props of {@link Sandbox}. */
 export interface SandboxProps extends SandboxBlueprintProps {
@@ -41,14 +41,16 @@ export class Sandbox extends SandboxBlueprint {
 
   private validate(): string[] {
     const errors = new ErrorList();
+    errors.check('metadata.name', checkDns1123Subdomain(this.name));
     this._validateBlueprint(errors);
     if (this.props.shutdownTime !== undefined) errors.check('shutdownTime', checkRfc3339(this.props.shutdownTime));
-    if (this.service) {
+    if (this.service === true && checkDns1123Subdomain(this.name) === undefined) {
       const problem = checkDns1035Label(this.name);
       if (problem) {
         errors.check('metadata.name', `${problem}; the headless Service takes the Sandbox name, so shorten the name or set service: false`);
       }
     }
+    _checkSpecSchema(errors, KINDS.sandbox, () => this._toKube());
     return errors.all;
   }
 

@@ -5,7 +5,7 @@ import { KINDS } from './api/groups';
 import { ErrorList, checkDns1123Subdomain } from './api/validation';
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
-import { _customResource } from './custom-resource';
+import { _checkSpecSchema, _customResource } from './custom-resource';
 import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
 import { SandboxRuntimeOptions, _checkRuntime, _injectRuntime } from './sandbox-runtime';
 
@@ -73,6 +73,12 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     this.apiObject = _customResource(this, KINDS.template, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
 
+    // The Git-owned NetworkPolicy is named after the template: a bad name would be reported as the
+    // policy's, so it fails here, naming the template's field.
+    const nameProblem = checkDns1123Subdomain(this.name);
+    if (nameProblem !== undefined && props.network?.management !== undefined && props.network.management !== NetworkPolicyManagement.MANAGED) {
+      throw new Error(`SandboxTemplate ${this.node.path}: invalid props:\n  - metadata.name: ${nameProblem}`);
+    }
     const network = _renderTemplateNetwork(props.network, this.name);
     this.networkPolicyManagement = network.management;
     this.networkSpecField = network.specField;
@@ -101,6 +107,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
       const blueprint = this._blueprintToKube() as { podTemplate: { spec: object }; volumeClaimTemplates?: Array<{ metadata: { name: string } }> };
       _checkRuntime(errors, this.runtime, blueprint.podTemplate.spec, (blueprint.volumeClaimTemplates ?? []).map((t) => t.metadata.name));
     }
+    _checkSpecSchema(errors, KINDS.template, () => this._toKube());
     return errors.all;
   }
 

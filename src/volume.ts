@@ -1,5 +1,5 @@
 import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
-import { ErrorList } from './api/validation';
+import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { ObjectRef } from './object-ref';
 
@@ -63,9 +63,21 @@ export class SandboxVolume {
     this.name = name;
   }
 
-  /** @internal Check the referenced object, if any. */
-  public _validate(errors: ErrorList, field: string, namespace: string | undefined): void {
-    if (this.ref) this.ref._check(errors, field, this.kind!, namespace);
+  /**
+   * @internal Problems with the volume name, its source and the object it references, if any;
+   * `field` names it, e.g. `volumes[0]`; `namespace` is the Pod's, when known.
+   */
+  public _validate(errors: ErrorList, field: string, namespace?: string): void {
+    errors.check(`${field}.name`, checkDns1123Label(this.name));
+    if (this.ref) {
+      this.ref._check(errors, field, this.kind!, namespace);
+      return;
+    }
+    const s = (this.fixedSource ?? {}) as { emptyDir?: { sizeLimit?: string; medium?: string } };
+    if (s.emptyDir?.sizeLimit !== undefined) errors.check(`${field}.sizeLimit`, checkQuantity(s.emptyDir.sizeLimit));
+    if (s.emptyDir?.medium !== undefined && !['', 'Memory', 'HugePages'].includes(s.emptyDir.medium) && !/^HugePages-/.test(String(s.emptyDir.medium))) {
+      errors.check(`${field}.medium`, `${JSON.stringify(s.emptyDir.medium)} is not a storage medium; use "Memory" for tmpfs, or leave it out for node disk`);
+    }
   }
 
   /** @internal */
@@ -91,6 +103,26 @@ export interface VolumeClaimTemplate {
   readonly labels?: { [key: string]: string };
   /** Annotations of the PVC. @default - none */
   readonly annotations?: { [key: string]: string };
+}
+
+const ACCESS_MODES = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod'];
+
+/** @internal Problems with a volume claim template; `field` names it, e.g. `volumeClaimTemplates[0]`. */
+export function _validateVolumeClaimTemplate(errors: ErrorList, field: string, t: VolumeClaimTemplate): void {
+  errors.check(`${field}.name`, checkDns1123Label(t?.name));
+  errors.check(`${field}.storage`, checkQuantity(t?.storage));
+  if (t?.storageClassName !== undefined) errors.check(`${field}.storageClassName`, checkDns1123Subdomain(t.storageClassName));
+  if (t?.accessModes !== undefined) {
+    if (!Array.isArray(t.accessModes)) {
+      errors.check(`${field}.accessModes`, `must be a list of ${ACCESS_MODES.join(', ')}`);
+    } else {
+      t.accessModes.filter((m) => !ACCESS_MODES.includes(m)).forEach((m) =>
+        errors.check(`${field}.accessModes`, `${JSON.stringify(m)} is not an access mode; use ${ACCESS_MODES.join(', ')}`));
+    }
+  }
+  if (t?.volumeMode !== undefined && !['Filesystem', 'Block'].includes(t.volumeMode)) {
+    errors.check(`${field}.volumeMode`, `${JSON.stringify(t.volumeMode)} is not a volume mode; use Filesystem or Block`);
+  }
 }
 
 /** @internal A volume claim template as CRD JSON. */

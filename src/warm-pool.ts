@@ -4,7 +4,7 @@ import { WarmPoolUpdateStrategyType } from './api/enums';
 import { KINDS, apiVersionOf } from './api/groups';
 import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
-import { _customResource } from './custom-resource';
+import { _checkSpecSchema, _customResource } from './custom-resource';
 import { ISandboxTemplate } from './template';
 
 /** A SandboxWarmPool, defined here or imported by name. */
@@ -60,7 +60,7 @@ export class WarmPoolScalingMetric {
   /** @internal */
   public _validate(errors: ErrorList, field: string): void {
     if (this.percent !== undefined && (!Number.isInteger(this.percent) || this.percent < 1)) {
-      errors.check(field, `utilization ${this.percent} must be a whole percentage of at least 1`);
+      errors.check(field, `utilization ${JSON.stringify(this.percent)} must be a whole percentage of at least 1`);
     }
     if (this.quantity !== undefined) errors.check(field, checkQuantity(this.quantity));
   }
@@ -147,8 +147,12 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
     const errors = new ErrorList();
     const { replicas, autoscaling, template } = this.props;
     errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    errors.check('template', checkDns1123Subdomain(template?.name)?.replace(/^/, 'the template name '));
     if (replicas !== undefined && (!Number.isInteger(replicas) || replicas < 0 || replicas > 2147483647)) {
-      errors.check('replicas', `${replicas} is not a valid count; use a whole number of 0 or more (0 allows cold starts only)`);
+      errors.check('replicas', `${JSON.stringify(replicas) ?? replicas} is not a valid count; use a whole number of 0 or more, at most 2147483647 (0 allows cold starts only)`);
+    }
+    if (this.props.updateStrategy !== undefined && !Object.values(WarmPoolUpdateStrategyType).includes(this.props.updateStrategy)) {
+      errors.check('updateStrategy', `${JSON.stringify(this.props.updateStrategy)} is not an update strategy; use one of ${Object.values(WarmPoolUpdateStrategyType).join(', ')}`);
     }
     if (autoscaling) {
       const { minReplicas: min, maxReplicas: max } = autoscaling;
@@ -156,8 +160,14 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
         errors.check('autoscaling.minReplicas', `${min} must be a whole number of at least 1 (an HPA cannot scale to 0; use replicas: 0 without autoscaling for a cold-only pool)`);
       }
       if (!Number.isInteger(max) || max < min) errors.check('autoscaling.maxReplicas', `${max} must be a whole number no smaller than minReplicas (${min})`);
-      if (autoscaling.metrics.length === 0) errors.check('autoscaling.metrics', 'give at least one scaling metric (a WarmPoolScalingMetric)');
-      autoscaling.metrics.forEach((m, i) => m._validate(errors, `autoscaling.metrics[${i}]`));
+      if (!Array.isArray(autoscaling.metrics) || autoscaling.metrics.length === 0) {
+        errors.check('autoscaling.metrics', 'give at least one scaling metric (a WarmPoolScalingMetric)');
+      } else {
+        autoscaling.metrics.forEach((m, i) => {
+          if (m instanceof WarmPoolScalingMetric) m._validate(errors, `autoscaling.metrics[${i}]`);
+          else errors.check(`autoscaling.metrics[${i}]`, 'must be a WarmPoolScalingMetric; make one with WarmPoolScalingMetric.resourceUtilization, pods or external');
+        });
+      }
     }
     if (template instanceof Construct) {
       const mine = Chart.of(this).namespace;
@@ -168,6 +178,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
         errors.check('template', `template "${template.name}" is in namespace "${templateNs ?? '(default)'}" but the pool is in "${poolNs ?? '(default)'}"; a pool can only use a template in its own namespace`);
       }
     }
+    _checkSpecSchema(errors, KINDS.warmPool, () => this._toKube());
     return errors.all;
   }
 

@@ -129,7 +129,7 @@ describe('AgentSandboxSystem install knobs', () => {
     const objs = Testing.synth(chart);
     const clusterScoped = objs.filter((o) => CLUSTER_SCOPED.includes(o.kind));
     expect(new Set(clusterScoped.map((o) => o.kind))).toEqual(new Set(['Namespace', 'CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding',
-      'RuntimeClass', 'FlowSchema', 'PriorityLevelConfiguration']));
+      'RuntimeClass', 'FlowSchema', 'PriorityLevelConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']));
     for (const o of clusterScoped) expect([o.kind, o.metadata.name, o.metadata.namespace]).toEqual([o.kind, o.metadata.name, undefined]);
     for (const o of objs.filter((x) => !CLUSTER_SCOPED.includes(x.kind))) expect(o.metadata.namespace).toBe('platform');
   });

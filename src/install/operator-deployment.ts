@@ -85,6 +85,9 @@ export function resolveOperator(
   const namespace = props.namespace ?? DEFAULT_SYSTEM_NAMESPACE;
   errors.check('namespace', checkDns1123Label(namespace));
   checkImage(errors, '', props.image, props.imageDigest);
+  if (props.imagePullPolicy !== undefined && !Object.values(ImagePullPolicy).includes(props.imagePullPolicy)) {
+    errors.check('imagePullPolicy', `${JSON.stringify(props.imagePullPolicy)} is not allowed; use one of ${Object.values(ImagePullPolicy).join(', ')}`);
+  }
   const replicas = props.replicas ?? 1;
   errors.check('replicas', Number.isInteger(replicas) && replicas >= 0 ? undefined : `${replicas} must be a whole number of at least 0`);
   checkResources(errors, 'resources', props.resources);
@@ -100,7 +103,7 @@ export function resolveOperator(
       continue;
     }
     values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false })
-      : typeof value === 'object' ? formatLabelList(value) : value as ControllerFlagValue;
+      : value !== null && typeof value === 'object' && !Array.isArray(value) ? formatLabelList(value) : value as ControllerFlagValue;
   }
   if (routerPodLabels) {
     for (const field of ['routerNamespace', 'routerPodLabels'] as const) {

@@ -57,6 +57,7 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * @default - the container runtime's default set: AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT
    */
   readonly admissionPolicyAllowedCapabilities?: string[];
+  /**
    * Include the CRDs. Turn off when they are applied separately (a CRD-only release, or a GitOps
    * stage that runs first); {@link SandboxCrds} on its own gives them.
    * @default true
@@ -111,6 +112,9 @@ export class AgentSandboxSystem extends Construct {
     super(scope, id);
     const extensions = props.extensions ?? true;
     const errors = new ErrorList();
+    for (const flag of ['createNamespace', 'extensions'] as const) {
+      if (props[flag] !== undefined && typeof props[flag] !== 'boolean') errors.check(flag, `must be true or false, got ${JSON.stringify(props[flag])}`);
+    }
     if (props.router) checkRouter(errors, props.router);
     this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
     const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);

@@ -15,13 +15,13 @@ export function resourcesOf(resources: ContainerResources | undefined, fallback:
 }
 
 export function checkImage(errors: ErrorList, prefix: string, image: string | undefined, digest: string | undefined): void {
-  if (image !== undefined && (image === '' || /\s/.test(image))) {
-    errors.check(`${prefix}image`, `"${image}" must be a non-empty image reference without spaces, e.g. "registry.example.com/agent-sandbox-operator:v0.1.0"`);
+  if (image !== undefined && (typeof image !== 'string' || image === '' || /\s/.test(image))) {
+    errors.check(`${prefix}image`, `${JSON.stringify(image)} must be a non-empty image reference without spaces, e.g. "registry.example.com/agent-sandbox-operator:v0.1.0"`);
   }
   if (digest !== undefined) {
-    errors.check(`${prefix}imageDigest`, /^sha256:[a-f0-9]{64}$/.test(digest)
-      ? undefined : `"${digest}" must be "sha256:" followed by 64 lowercase hex digits, as \`crane digest\` or \`docker buildx imagetools inspect\` print it`);
-    if (image?.includes('@')) {
+    errors.check(`${prefix}imageDigest`, typeof digest === 'string' && /^sha256:[a-f0-9]{64}$/.test(digest)
+      ? undefined : `${JSON.stringify(digest)} must be "sha256:" followed by 64 lowercase hex digits, as \`crane digest\` or \`docker buildx imagetools inspect\` print it`);
+    if (typeof image === 'string' && image.includes('@')) {
       errors.check(`${prefix}image`, `"${image}" already pins a digest; drop the "@..." part or the ${prefix}imageDigest prop`);
     }
   }

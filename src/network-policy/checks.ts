@@ -1,7 +1,12 @@
-import { ErrorList, checkLabelValue, checkQualifiedName } from '../api/validation';
+import { ErrorList, checkLabelValue, checkQualifiedName, checkStringMap } from '../api/validation';
 
 /** Label keys and values as the API server validates them, so a typo fails at synth rather than at apply. */
 export function checkLabels(errors: ErrorList, field: string, labels: { [key: string]: string }): void {
+  const notMap = checkStringMap(labels);
+  if (notMap !== undefined) {
+    errors.check(field, notMap);
+    return;
+  }
   for (const [key, value] of Object.entries(labels)) {
     errors.check(field, checkQualifiedName(key));
     errors.check(`${field}.${key}`, checkLabelValue(value));

@@ -62,6 +62,10 @@ export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | un
   const routerNamespace = opts.routerNamespace ?? DEFAULT_SYSTEM_NAMESPACE;
   const custom = opts.ingress !== undefined || opts.egress !== undefined;
   const errors = new ErrorList();
+  if (!Object.values(NetworkPolicyManagement).includes(management)) {
+    errors.check('network.management', `${JSON.stringify(management) ?? String(management)} is not allowed; use one of ${Object.values(NetworkPolicyManagement).join(', ')}`);
+    errors.throwIfAny(`SandboxTemplate "${templateName}"`);
+  }
   errors.check('network.routerNamespace', checkDns1123Label(routerNamespace));
   if (opts.routerPodLabels) checkLabels(errors, 'network.routerPodLabels', opts.routerPodLabels);
   if (dns._mode === 'publicResolvers' && management === NetworkPolicyManagement.UNMANAGED) {
