@@ -239,6 +239,12 @@ export class HttpKubeClient implements KubeClient {
       .finally(() => this.pendingEvents--);
   }
 
+  public dropIdleConnections(): void {
+    for (const agent of [this.agent, this.watchAgent]) {
+      for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+    }
+  }
+
   /** Close idle sockets (shutdown). */
   public close(): void {
     this.agent.destroy();
