@@ -11,7 +11,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import {
-  CONTROLLERS, FaultRecord, OPERATOR_ARGS, ROOT, Violations, Workload, envNumber, holds, kubeconfigFor, quietWindow, retry,
+  FaultRecord, OPERATOR_ARGS, ROOT, Violations, Workload, envNumber, holds, kubeconfigFor, quietWindow, retry,
   seededRandom, sleep, startFaultCluster, writeSummary,
 } from './harness';
 import { FreezableProxy } from './tcp-proxy';
@@ -160,4 +160,104 @@ test('b) kube-apiserver killed and restarted mid-burst', async () => {
   console.log(`kube-apiserver down ${readyAt - killedAt} ms (restart took ${restartMs} ms); every claim served ${servedMs} ms after it was ready`);
   await checkAndRecord('kube-apiserver killed and restarted', 1, [servedMs], burst, `outage ${((readyAt - killedAt) / 1000).toFixed(1)} s`);
   await cleanUp();
+}, 300_000);
+
+/** etcd's current revision, through its v3 JSON gateway. */
+async function etcdRevision(): Promise<number> {
+  const res = await fetch(`${cp.etcdUrl}/v3/kv/range`, { method: 'POST', body: JSON.stringify({ key: Buffer.from('/registry').toString('base64'), count_only: true }) });
+  return Number(((await res.json()) as any).header.revision);
+}
+
+/** Compacts etcd's history up to `revision` (physically: the old revisions are gone for every reader). */
+async function compactEtcd(revision: number): Promise<void> {
+  const res = await fetch(`${cp.etcdUrl}/v3/kv/compaction`, { method: 'POST', body: JSON.stringify({ revision: String(revision), physical: true }) });
+  if (!res.ok) throw new Error(`etcd compaction at ${revision}: HTTP ${res.status} ${await res.text()}`);
+}
+
+test('c) etcd compaction while the operator\'s watches are behind forces 410 Gone relists', async () => {
+  // Served from the watch cache, a resumed watch never reaches etcd (the cache keeps its own
+  // history), so for this fault kube-apiserver runs without it: watches resume against etcd itself.
+  await cp.kill('kube-apiserver');
+  await cp.restart('kube-apiserver', { args: ['--watch-cache=false'] });
+  try {
+    await compactionFault();
+  } finally {
+    if (op?.alive) await op.stop();
+    await cp.kill('kube-apiserver');
+    await cp.restart('kube-apiserver');
+  }
+}, 300_000);
+
+async function compactionFault(): Promise<void> {
+  op = await startOperator();
+  const before = await op.metrics();
+  const gone0 = before.sum('agent_sandbox_informer_watch_restarts_total', { reason: 'gone' });
+  const relists0 = before.sum('agent_sandbox_informer_relists_total');
+  // The operator's connections stop carrying bytes: its watches fall behind while claims arrive.
+  proxy.freeze();
+  const claims = names('compact', Math.round(30 * SCALE));
+  await w.createClaims(claims, 10);
+  const revision = await etcdRevision();
+  await compactEtcd(revision);
+  // The dead connections are reset: every watch resumes from a revision etcd no longer has.
+  const injectedAt = Date.now();
+  proxy.reset();
+  await w.waitServed(claims, 180_000);
+  const recoveryMs = Date.now() - injectedAt;
+  const after = await op.metrics();
+  const gone = after.sum('agent_sandbox_informer_watch_restarts_total', { reason: 'gone' }) - gone0;
+  const relists = after.sum('agent_sandbox_informer_relists_total') - relists0;
+  // eslint-disable-next-line no-console
+  console.log(`compacted etcd at revision ${revision}: ${gone} watches answered 410 Gone, ${relists} relists; claims served ${recoveryMs} ms after the reset`);
+  expect(gone).toBeGreaterThan(0);
+  expect(relists).toBeGreaterThan(0);
+  await checkAndRecord('etcd compaction (410 Gone relists)', 1, [recoveryMs], claims, `${gone} watches got 410 Gone, ${relists} relists`);
+  await cleanUp();
+}
+
+test('d) watches that stall without closing (a frozen TCP path) are detected and reopened', async () => {
+  op = await startOperator();
+  await w.settle([], 60_000);
+  const stalled0 = (await op.metrics()).sum('agent_sandbox_informer_watch_restarts_total', { reason: 'stalled' });
+  const frozenAt = Date.now();
+  const frozen = proxy.freeze();
+  // Claims created after the freeze reach the operator only through watches it reopens.
+  const claims = names('stall', Math.round(20 * SCALE));
+  await w.createClaims(claims, 10);
+  await w.waitServed(claims, 240_000);
+  const recoveryMs = Date.now() - frozenAt;
+  const stalled = (await op.metrics()).sum('agent_sandbox_informer_watch_restarts_total', { reason: 'stalled' }) - stalled0;
+  // eslint-disable-next-line no-console
+  console.log(`froze ${frozen} connections; ${stalled} stalled watches restarted; claims served ${recoveryMs} ms after the freeze`);
+  expect(stalled).toBeGreaterThan(0);
+  await checkAndRecord('watch stalled without closing (frozen TCP)', 1, [recoveryMs], claims, `${frozen} connections frozen, ${stalled} watches restarted as stalled`);
+  proxy.reset();
+  await cleanUp();
+}, 300_000);
+
+test('e) leader failover under load: the leader of two replicas is killed mid-burst', async () => {
+  const args = ['--leader-elect=true', `--leader-election-namespace=${w.ns}`];
+  const a = OperatorProcess.launch({ kubeconfig: proxiedKubeconfig, args: [...OPERATOR_ARGS, ...args] });
+  await a.waitForLog((l) => l.msg === 'acquired the leader lease', 60_000, 'replica a to lead');
+  const b = OperatorProcess.launch({ kubeconfig: proxiedKubeconfig, args: [...OPERATOR_ARGS, ...args] });
+  await b.waitForLog((l) => l.msg === 'waiting to acquire the leader lease', 60_000, 'replica b to stand by');
+  op = b;
+  try {
+    await w.settle([], 60_000);
+    const claims = names('failover', Math.round(40 * SCALE));
+    const creating = w.createClaims(claims, 10);
+    await sleep(1_000);
+    await a.kill();
+    const killedAt = Date.now();
+    const acquired = await b.waitForLog((l) => l.msg === 'acquired the leader lease', 60_000, 'replica b to take over');
+    await creating;
+    await w.waitServed(claims, 180_000);
+    const recoveryMs = Date.now() - killedAt;
+    // eslint-disable-next-line no-console
+    console.log(`leader killed: the standby led after ${acquired.receivedAt - killedAt} ms; every claim served ${recoveryMs} ms after the kill`);
+    await checkAndRecord('leader killed mid-burst (2 replicas)', 1, [recoveryMs], claims, `standby took over after ${((acquired.receivedAt - killedAt) / 1000).toFixed(1)} s`);
+    await cleanUp();
+  } finally {
+    await a.kill();
+  }
 }, 300_000);
