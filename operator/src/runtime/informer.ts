@@ -17,7 +17,7 @@
  *   that timeout plus a grace, about as fast as client-go's HTTP/2 health check. The idle
  *   keep-alive connections are dropped then too, since they share the path.
  */
-import { Clock, SYSTEM_CLOCK, TimerHandle, sleep } from './clock';
+import { Clock, MONOTONIC_CLOCK, TimerHandle, sleep } from './clock';
 import { apiErrorFromStatus } from './kube-request';
 import { Logger, SILENT_LOGGER } from './log';
 import { IndexedStore } from './store';
@@ -83,7 +83,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private wakeUp?: () => void;
 
   public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
-    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.clock = options.clock ?? MONOTONIC_CLOCK;
     this.log = (options.log ?? SILENT_LOGGER).child({ informer: type.group ? `${type.resource}.${type.group}` : type.resource });
     this.random = options.random ?? Math.random;
     this.synced = new Promise((resolve) => (this.markSynced = resolve));

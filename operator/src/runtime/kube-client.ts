@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { Clock, SYSTEM_CLOCK, sleep } from './clock';
+import { Clock, MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from './clock';
 import {
   PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, withQuery, writeQuery,
 } from './kube-request';
@@ -114,7 +114,7 @@ export class HttpKubeClient implements KubeClient {
     this.metrics = options.metrics ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     const qps = options.qps ?? -1;
-    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), this.clock);
+    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), options.clock ?? MONOTONIC_CLOCK);
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     if (maxInFlight > 0) this.gate = new PriorityGate(maxInFlight);
     const maxSockets = Math.max(4, options.maxSockets ?? 32);
