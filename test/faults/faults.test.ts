@@ -261,3 +261,46 @@ test('e) leader failover under load: the leader of two replicas is killed mid-bu
     await a.kill();
   }
 }, 300_000);
+
+test('f) the operator\'s wall clock steps an hour forward and back while claims expire and arrive', async () => {
+  const offsetFile = path.join(workDir, 'clock-offset-ms');
+  fs.writeFileSync(offsetFile, '0');
+  op = await startOperator(['--leader-elect=true', `--leader-election-namespace=${w.ns}`], { [TEST_CLOCK_ENV]: offsetFile });
+  const expiring = names('expire', Math.round(10 * SCALE));
+  const kept = names('keep', Math.round(20 * SCALE));
+  const shutdownTime = new Date(Date.now() + 40_000).toISOString().replace(/\.\d+Z$/, 'Z');
+  await w.createClaims(expiring, 10, { lifecycle: { shutdownTime, shutdownPolicy: 'Delete' } });
+  await w.createClaims(kept, 10);
+  await w.waitServed([...expiring, ...kept], 120_000);
+
+  // An hour forward, with claims arriving: the expiring claims are past shutdownTime for the
+  // operator now, and a leader must not mistake the step for a missed renew deadline.
+  fs.writeFileSync(offsetFile, String(3_600_000));
+  const steppedAt = Date.now();
+  const duringForward = names('keep', Math.round(20 * SCALE));
+  await w.createClaims(duringForward, 10);
+  const expired = async () => {
+    const claims = (await w.snapshot()).claims.map((c) => c.metadata.name);
+    return expiring.every((n) => !claims.includes(n));
+  };
+  await retry(async () => {
+    if (!(await expired())) throw new Error('expiring claims still there');
+  }, 120_000, 'the expiring claims to be deleted');
+  const expiredAfterMs = Date.now() - steppedAt;
+  await w.waitServed([...kept, ...duringForward], 120_000);
+
+  // And back (an hour's step backwards): claims keep being served, nothing waits out the hour.
+  fs.writeFileSync(offsetFile, '0');
+  const steppedBackAt = Date.now();
+  const duringBack = names('keep', Math.round(20 * SCALE));
+  await w.createClaims(duringBack, 10);
+  await w.waitServed([...kept, ...duringForward, ...duringBack], 120_000);
+  const servedAfterBackMs = Date.now() - steppedBackAt;
+  // eslint-disable-next-line no-console
+  console.log(`clock +1 h: expiring claims gone after ${expiredAfterMs} ms; clock -1 h: new claims served after ${servedAfterBackMs} ms`);
+  expect(op.alive).toBe(true);
+  expect(op.lines.some((l) => l.msg === 'lost the leader lease')).toBe(false);
+  await checkAndRecord('wall clock stepped +1 h and back', 2, [expiredAfterMs, servedAfterBackMs], [...kept, ...duringForward, ...duringBack],
+    `expiring claims (shutdownTime 40 s ahead) deleted ${(expiredAfterMs / 1000).toFixed(1)} s after the +1 h step`);
+  await cleanUp();
+}, 300_000);
