@@ -69,6 +69,7 @@ export interface FaultRecord {
   readonly injections: number;
   /** Milliseconds from each injection (or from the end of the outage) until every claim was served again. */
   readonly recoveryMs: number[];
+  /** Claims served across the fault (every one Ready and bound before the fault's check passed). */
   readonly claims: number;
   readonly lostClaims: number;
   readonly doubleBound: number;
@@ -97,9 +98,10 @@ export function writeSummary(records: FaultRecord[], meta: Record<string, unknow
   fs.writeFileSync(path.join(dir, 'faults.json'), `${JSON.stringify({ ...meta, faults: rows }, null, 2)}\n`);
   const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
   const md = [
-    '| Fault | Injected | Claims | Recovery median | Recovery max | Lost / double-bound / orphans | Quiet CPU, reconciles/s |',
-    '|---|---:|---:|---:|---:|---|---|',
-    ...rows.map((r) => `| ${r.fault} | ${r.injections} | ${r.claims} | ${s(r.recoveryMedianMs)} | ${s(r.recoveryMaxMs)} | ${r.lostClaims} / ${r.doubleBound} / ${r.orphans} | ${r.quietCpuPercent.toFixed(1)} %, ${r.quietReconcilesPerSecond.toFixed(2)} |`),
+    '| Fault | Injected | Claims | Recovery median | Recovery max | Lost / double-bound / orphans | Quiet CPU, reconciles/s | Notes |',
+    '|---|---:|---:|---:|---:|---|---|---|',
+    ...rows.map((r) => `| ${r.fault} | ${r.injections} | ${r.claims} | ${s(r.recoveryMedianMs)} | ${s(r.recoveryMaxMs)} | `
+      + `${r.lostClaims} / ${r.doubleBound} / ${r.orphans} | ${r.quietCpuPercent.toFixed(1)} %, ${r.quietReconcilesPerSecond.toFixed(2)} | ${r.notes ?? ''} |`),
     '',
     ...Object.entries(meta).map(([k, v]) => `- ${k}: ${JSON.stringify(v)}`),
     '',
