@@ -57,7 +57,7 @@ async function checkAndRecord(fault: string, injections: number, recoveryMs: num
     fault,
     injections,
     recoveryMs,
-    claims: claims.length,
+    claims: claimsServed,
     lostClaims: v.notServed.length,
     doubleBound: v.doubleBound.length,
     orphans: v.orphans.length,
