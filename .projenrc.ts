@@ -37,7 +37,7 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   jestOptions: {
     updateSnapshot: javascript.UpdateSnapshot.NEVER,
     jestConfig: {
-      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/operator/', '<rootDir>/test/integration/'],
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/operator/', '<rootDir>/test/integration/', '<rootDir>/test/faults/'],
       // The operator image's tag is the package version: 0.0.0 here, the release's in the release build.
       snapshotSerializers: ['<rootDir>/test/release/version-serializer.ts'],
     },
@@ -219,6 +219,13 @@ const integration = project.addTask('test:integration', {
   steps: [{ spawn: operatorBuild.name }, { exec: 'jest -c test/integration/jest.config.js --ci --runInBand', receiveArgs: true }],
 });
 
+// The fault suite: its own control plane, whose processes (and the operator's) it kills and
+// restarts; the summary goes to test-results/faults.json and faults.md.
+const faults = project.addTask('test:faults', {
+  description: 'Fault injection against a real local control plane and the real operator (builds the operator bundle first)',
+  steps: [{ spawn: operatorBuild.name }, { exec: 'jest -c test/faults/jest.config.js --ci --runInBand', receiveArgs: true }],
+});
+
 // The jsii bindings: build the Python, Java and Go packages and use the Python one for real.
 const bindings = project.addTask('test:bindings', {
   description: 'Build the Python, Java and Go packages with jsii-pacmak and synthesize a chart from Python',
@@ -318,6 +325,7 @@ all.spawn(project.testTask);
 all.spawn(operatorTests);
 all.spawn(sdkTests);
 all.spawn(integration);
+all.spawn(faults);
 all.spawn(bindings);
 all.spawn(benchSmoke);
 

@@ -61,10 +61,15 @@ export interface StartupTimings {
   readonly totalMs: number;
 }
 
+/** The components fault tests can kill and restart one at a time. */
+export type RestartableComponent = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'kube-scheduler';
+
 export interface ControlPlane {
   /** Path of the kubeconfig (in workDir; a copy is written to ~/.cache/cdk8s-agent-sandbox/kubeconfig). */
   readonly kubeconfig: string;
   readonly server: string;
+  /** etcd's client URL (plain HTTP on loopback; its v3 JSON gateway answers under /v3/). */
+  readonly etcdUrl: string;
   readonly binDir: string;
   readonly workDir: string;
   readonly processes: ProcessRecord[];
@@ -72,6 +77,17 @@ export interface ControlPlane {
   /** The pod runner's half of the pod CIDR; undefined when it does not run. */
   readonly podRunnerCidr?: string;
   readonly timings: StartupTimings;
+  /**
+   * Fault injection: sends `signal` (default SIGKILL) to one component and waits until it has
+   * exited (SIGSTOP and SIGCONT return at once). The rest of the control plane keeps running.
+   */
+  kill(component: RestartableComponent, signal?: NodeJS.Signals): Promise<void>;
+  /**
+   * Starts a component that was killed again, on the same ports and data, and resolves once it is
+   * ready, with how long that took in milliseconds. `args` replace the first start's flags of the
+   * same name (`--flag=value`) or are added, for this start only.
+   */
+  restart(component: RestartableComponent, options?: { readonly args?: readonly string[] }): Promise<number>;
   /** Stops every process this control plane started (by pid) and removes workDir. Idempotent. */
   stop(): Promise<void>;
 }
@@ -206,6 +222,12 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       await sup.waitReady('pod-runner', async () => fs.existsSync(path.join(dir, 'ready')), 60_000);
     }
     const totalMs = Date.now() - t0;
+    const readiness: Record<RestartableComponent, { probe: () => Promise<boolean>; timeoutMs: number }> = {
+      'etcd': { probe: async () => (await fetch(`${etcdUrl}/health`)).ok, timeoutMs: 30_000 },
+      'kube-apiserver': { probe: async () => (await api.request('GET', '/readyz')).status === 200, timeoutMs: 90_000 },
+      'kube-controller-manager': { probe: componentHealth(kcmPort), timeoutMs: 60_000 },
+      'kube-scheduler': { probe: componentHealth(schedPort), timeoutMs: 60_000 },
+    };
 
     fs.mkdirSync(cacheRoot(), { recursive: true });
     fs.copyFileSync(kubeconfig, knownKubeconfigPath());
@@ -216,12 +238,30 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     return {
       kubeconfig,
       server,
+      etcdUrl,
       binDir: bins.binDir,
       workDir,
       nodeNames,
       podRunnerCidr,
-      processes: sup.records,
+      get processes() {
+        return sup.records;
+      },
       timings: { binariesMs, etcdMs, apiserverMs, controllersMs, totalMs },
+      kill: (component, signal = 'SIGKILL') => {
+        if (stopping) throw new Error('the control plane is stopping');
+        if (!(component in readiness)) throw new Error(`${component} cannot be killed and restarted`);
+        return sup.signal(component, signal);
+      },
+      restart: async (component, opts = {}) => {
+        if (stopping) throw new Error('the control plane is stopping');
+        const ready = readiness[component];
+        if (!ready) throw new Error(`${component} cannot be killed and restarted`);
+        const started = Date.now();
+        sup.restart(component, opts.args);
+        await sup.waitReady(component, ready.probe, ready.timeoutMs);
+        log(`${component} restarted and ready after ${Date.now() - started} ms`);
+        return Date.now() - started;
+      },
       stop: () => stopping ??= (async () => {
         const volumeDirs = await hostPathVolumeDirs(kubeconfig);
         await sup.stopAll(STOP_ORDER);

@@ -63,8 +63,17 @@ export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/** How a component was started, so restart() can start it again the same way. */
+interface StartSpec {
+  readonly bin: string;
+  readonly args: string[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly stdin: 'ignore' | 'pipe';
+}
+
 export class Supervisor {
   private readonly running: Running[] = [];
+  private readonly specs = new Map<string, StartSpec>();
   private readonly pidsFile: string;
   private readonly logDir: string;
 
@@ -108,6 +117,7 @@ export class Supervisor {
     child.once('error', (e) => this.log(`${name}: ${e.message}`));
     child.stdin?.on('error', () => undefined); // the process is gone; its 'exit' tells the rest
     if (child.pid === undefined) throw new Error(`${name}: could not start ${bin}`);
+    this.specs.set(name, { bin, args, env, stdin });
     const rec: Running = {
       name,
       pid: child.pid,
@@ -120,7 +130,10 @@ export class Supervisor {
       })),
     };
     if (this.detached) child.unref();
-    this.running.push(rec);
+    // A restarted component replaces its earlier, exited record.
+    const earlier = this.running.findIndex((r) => r.name === name);
+    if (earlier >= 0) this.running.splice(earlier, 1, rec);
+    else this.running.push(rec);
     fs.appendFileSync(this.pidsFile, `${name} ${child.pid} ${bin}\n`);
     this.log(`started ${name} (pid ${child.pid}), log ${this.logFile(name)}`);
     return rec;
@@ -150,6 +163,41 @@ export class Supervisor {
       delay = Math.min(delay * 2, 250);
     }
     throw this.failure(name, `not ready after ${timeoutMs} ms${lastError ? ` (last probe error: ${lastError})` : ''}`);
+  }
+
+  /** True while the component's current process has not exited. */
+  public isAlive(name: string): boolean {
+    const rec = this.running.find((r) => r.name === name);
+    return rec !== undefined && rec.exitCode === undefined;
+  }
+
+  /**
+   * Sends `signal` to one component (fault injection) and waits until it has exited; SIGSTOP and
+   * SIGCONT return at once. A component that is already gone is left alone.
+   */
+  public async signal(name: string, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+    const rec = this.running.find((r) => r.name === name);
+    if (!rec) throw new Error(`${name} was never started`);
+    if (rec.exitCode !== undefined) return;
+    sendSignal(rec.pid, signal);
+    if (signal !== 'SIGSTOP' && signal !== 'SIGCONT') await rec.exited;
+  }
+
+  /**
+   * Starts a component again, after it exited, with the arguments it was first started with
+   * (`replaceArgs` swaps any of them that begin with the same `--flag=`, or adds them).
+   */
+  public restart(name: string, replaceArgs: readonly string[] = []): ProcessRecord {
+    const spec = this.specs.get(name);
+    if (!spec) throw new Error(`${name} was never started`);
+    if (this.isAlive(name)) throw new Error(`${name} is still running; stop it before restarting it`);
+    const flagOf = (arg: string) => arg.split('=')[0];
+    const replaced = new Set(replaceArgs.map(flagOf));
+    const args = [...spec.args.filter((a) => !replaced.has(flagOf(a))), ...replaceArgs];
+    const rec = this.start(name, spec.bin, args, spec.env, spec.stdin);
+    // The first start's arguments stay the ones a later restart starts from.
+    this.specs.set(name, spec);
+    return rec;
   }
 
   /** An Error naming the component and carrying the tail of its log. */

@@ -21,7 +21,13 @@ export interface ControllerContext {
   readonly log: Logger;
   /** controller-runtime metric hooks plus `registry` for a controller's own series. */
   readonly metrics: OperatorMetrics;
+  /** The wall clock, for comparing with and writing object timestamps (shutdownTime, conditions). */
   readonly clock: Clock;
+  /**
+   * The clock of delays: work-queue requeues and rate limits. The process gives a monotonic one,
+   * so a wall-clock step neither fires every delay at once nor postpones them. @default clock
+   */
+  readonly intervalClock?: Clock;
 }
 
 /** A controller as the process drives it (see controller.ts for the standard implementation). */

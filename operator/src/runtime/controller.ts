@@ -50,13 +50,14 @@ export class Controller implements RunnableController {
   private started = false;
   private stopping = false;
 
-  public constructor(private readonly ctx: Pick<ControllerContext, 'log' | 'metrics' | 'clock'>, private readonly reconciler: Reconciler,
+  public constructor(private readonly ctx: Pick<ControllerContext, 'log' | 'metrics' | 'clock' | 'intervalClock'>, private readonly reconciler: Reconciler,
     private readonly options: ControllerOptions) {
     if (!(options.workers >= 1)) throw new Error(`controller ${reconciler.name}: workers must be at least 1 (got ${options.workers})`);
     this.name = reconciler.name;
     this.log = ctx.log.child({ controller: this.name });
     this.metrics = ctx.metrics.controller(this.name);
-    this.queue = new RateLimitedWorkQueue({ rateLimiter: options.rateLimiter, clock: ctx.clock, metrics: ctx.metrics.workQueue(this.name) });
+    const clock = ctx.intervalClock ?? ctx.clock;
+    this.queue = new RateLimitedWorkQueue({ rateLimiter: options.rateLimiter, clock, metrics: ctx.metrics.workQueue(this.name) });
   }
 
   /**

@@ -6,7 +6,7 @@
  * share the one server, so after a restart of kube-apiserver the caches catch up together instead
  * of each waiting out its own backoff.
  */
-import { Clock, SYSTEM_CLOCK } from './clock';
+import { Clock, MONOTONIC_CLOCK } from './clock';
 import { InformerMetrics, InformerOptions, SharedInformer } from './informer';
 import { Logger, SILENT_LOGGER } from './log';
 import { IndexFunc, KubeClient, KubeObject, ResourceType } from './types';
@@ -71,7 +71,7 @@ export class InformerFactory {
       fieldSelector: request.fieldSelector,
       indexes: request.indexes,
       transform: custom ? (obj) => custom(stripManagedFields(obj)) : stripManagedFields,
-      clock: this.options.clock ?? SYSTEM_CLOCK,
+      clock: this.options.clock ?? MONOTONIC_CLOCK,
       log: this.options.log ?? SILENT_LOGGER,
       metrics: this.options.metricsFor?.(label),
       onRecovered: () => {

@@ -11,9 +11,13 @@
  *   API server is seen within seconds; `wake()` ends a backoff early (the factory calls it on every
  *   informer when one of them gets through again);
  * - a watchdog restarts a watch that has been silent too long (the API server sends a bookmark
- *   about every minute, so silence means a dead connection that TCP has not noticed).
+ *   about every minute, so silence means a dead connection that TCP has not noticed), and a watch
+ *   still open well after the server-side timeout it asked for (the server ends every watch then,
+ *   with a bookmark 2 s before): a path that stopped carrying bytes without closing is found within
+ *   that timeout plus a grace, about as fast as client-go's HTTP/2 health check. The idle
+ *   keep-alive connections are dropped then too, since they share the path.
  */
-import { Clock, SYSTEM_CLOCK, TimerHandle, sleep } from './clock';
+import { Clock, MONOTONIC_CLOCK, TimerHandle, sleep } from './clock';
 import { apiErrorFromStatus } from './kube-request';
 import { Logger, SILENT_LOGGER } from './log';
 import { IndexedStore } from './store';
@@ -38,10 +42,12 @@ export interface InformerOptions<T extends KubeObject> {
   readonly indexes?: { readonly [name: string]: IndexFunc<T> };
   /** @default 500 */
   readonly pageSize?: number;
-  /** Server-side watch timeout; each watch draws from [t, 1.2 t) so replicas do not reconnect in step. @default 300 */
+  /** Server-side watch timeout; each watch draws from [t, 1.2 t) so replicas do not reconnect in step. @default 30 */
   readonly watchTimeoutSeconds?: number;
   /** Restart a watch silent for this long; bookmarks count. @default 150_000 */
   readonly watchdogMs?: number;
+  /** Restart a watch still open this long after its server-side timeout: it stalled. @default 10_000 */
+  readonly watchEndGraceMs?: number;
   /** @default 500 */
   readonly backoffInitialMs?: number;
   /** @default 30_000 */
@@ -77,7 +83,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private wakeUp?: () => void;
 
   public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
-    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.clock = options.clock ?? MONOTONIC_CLOCK;
     this.log = (options.log ?? SILENT_LOGGER).child({ informer: type.group ? `${type.resource}.${type.group}` : type.resource });
     this.random = options.random ?? Math.random;
     this.synced = new Promise((resolve) => (this.markSynced = resolve));
@@ -270,15 +276,18 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   /** One watch; resolves with why it ended, rejects on HTTP/transport errors. */
   private watchOnce(): Promise<string> {
     const limit = this.options.watchdogMs ?? 150_000;
-    const baseTimeout = this.options.watchTimeoutSeconds ?? 300;
+    const baseTimeout = this.options.watchTimeoutSeconds ?? 30;
+    const timeoutSeconds = Math.floor(baseTimeout * (1 + this.random() * 0.2));
     let lastActivity = this.clock.now();
+    // The server ends the watch after timeoutSeconds; still open well after that, it stalled.
+    const endBy = lastActivity + timeoutSeconds * 1000 + (this.options.watchEndGraceMs ?? 10_000);
     let outcome: string | undefined;
     let watchdog: TimerHandle | undefined;
     const handle = this.client.watch<T>(this.type, this.options.namespace, {
       labelSelector: this.options.labelSelector,
       fieldSelector: this.options.fieldSelector,
       resourceVersion: this.resourceVersion!,
-      timeoutSeconds: Math.floor(baseTimeout * (1 + this.random() * 0.2)),
+      timeoutSeconds,
       onOpen: () => this.connected(),
     }, (event) => {
       lastActivity = this.clock.now();
@@ -291,16 +300,20 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.currentWatch = handle;
     // One timer per watch, re-armed only when it fires: per-event timers would cost too much.
     const check = () => {
-      const silentFor = this.clock.now() - lastActivity;
-      if (silentFor >= limit) {
+      const now = this.clock.now();
+      const silentFor = now - lastActivity;
+      if (silentFor >= limit || now >= endBy) {
         outcome = 'stalled';
-        this.log.warn({ silentMs: silentFor }, 'watch silent for too long; restarting it');
+        this.log.warn({ silentMs: silentFor, timeoutSeconds }, silentFor >= limit
+          ? 'watch silent for too long; restarting it'
+          : 'watch still open past its server-side timeout; restarting it');
         handle.abort();
+        this.client.dropIdleConnections?.();
       } else {
-        watchdog = this.clock.setTimeout(check, limit - silentFor);
+        watchdog = this.clock.setTimeout(check, Math.min(limit - silentFor, endBy - now));
       }
     };
-    watchdog = this.clock.setTimeout(check, limit);
+    watchdog = this.clock.setTimeout(check, Math.min(limit, endBy - lastActivity));
     return handle.done.then(() => outcome ?? 'closed').finally(() => {
       this.clock.clearTimeout(watchdog);
       if (this.currentWatch === handle) this.currentWatch = undefined;

@@ -15,7 +15,7 @@ import * as http from 'node:http';
 import * as https from 'node:https';
 import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
 import { SocksProxyAgent } from 'socks-proxy-agent';
-import { Clock, SYSTEM_CLOCK, sleep } from './clock';
+import { Clock, MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from './clock';
 import { Credentials, RequestAuth, StaticCredentials, tokenFileCredentials } from './credentials';
 import {
   PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, serverUrl, withQuery, writeQuery,
@@ -117,7 +117,7 @@ export class HttpKubeClient implements KubeClient {
     this.metrics = options.metrics ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     const qps = options.qps ?? -1;
-    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), this.clock);
+    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), options.clock ?? MONOTONIC_CLOCK);
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     if (maxInFlight > 0) this.gate = new PriorityGate(maxInFlight);
     const maxSockets = Math.max(4, options.maxSockets ?? 32);
@@ -243,6 +243,12 @@ export class HttpKubeClient implements KubeClient {
     this.create(EVENTS, namespace, body, { priority: 'background' })
       .catch((err) => this.log.debug({ err, reason, object: regarding.metadata.name }, 'could not write an Event'))
       .finally(() => this.pendingEvents--);
+  }
+
+  public dropIdleConnections(): void {
+    for (const agent of [this.agent, this.watchAgent]) {
+      for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
+    }
   }
 
   /** Close idle sockets (shutdown). */

@@ -9,7 +9,7 @@
  *   retries exactly when a crashed leader's Lease expires, instead of at its next jittered retry.
  * Times are written as MicroTime (six fractional digits), which the API server requires.
  */
-import { Clock, SYSTEM_CLOCK, sleep } from './clock';
+import { Clock, MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from './clock';
 import { Logger, SILENT_LOGGER } from './log';
 import { formatMicroTime } from './micro-time';
 import { ApiError, KubeClient, KubeObject, ResourceType, WatchHandle } from './types';
@@ -93,7 +93,10 @@ export interface LeaderElectorOptions {
   /** Leadership was lost (not released): stop reconciling now; the runtime exits the process. */
   readonly onStoppedLeading: () => void;
   readonly onNewLeader?: (identity: string) => void;
+  /** Measures retries, deadlines and lease expiry as this process observes it. @default MONOTONIC_CLOCK */
   readonly clock?: Clock;
+  /** The times written into the Lease (acquireTime, renewTime). @default `clock` when given, else SYSTEM_CLOCK */
+  readonly wallClock?: Clock;
   readonly log?: Logger;
 }
 
@@ -103,6 +106,7 @@ export class LeaderElector {
   private readonly renewDeadlineMs: number;
   private readonly retryPeriodMs: number;
   private readonly clock: Clock;
+  private readonly wallClock: Clock;
   private readonly log: Logger;
   private readonly stopper = new AbortController();
   private wake = new AbortController();
@@ -123,7 +127,10 @@ export class LeaderElector {
     if (!(this.leaseDurationMs > this.renewDeadlineMs && this.renewDeadlineMs > this.retryPeriodMs)) {
       throw new Error(`leader election needs leaseDuration > renewDeadline > retryPeriod (got ${this.leaseDurationMs}, ${this.renewDeadlineMs}, ${this.retryPeriodMs} ms)`);
     }
-    this.clock = options.clock ?? SYSTEM_CLOCK;
+    // Durations on a clock that never steps: a wall-clock step forward must not look like a
+    // renew deadline missed (the leader would exit), nor a step back like a Lease renewed.
+    this.clock = options.clock ?? MONOTONIC_CLOCK;
+    this.wallClock = options.wallClock ?? options.clock ?? SYSTEM_CLOCK;
     this.log = (options.log ?? SILENT_LOGGER).child({ lease: `${options.namespace}/${this.name}`, identity: options.identity });
   }
 
@@ -148,7 +155,7 @@ export class LeaderElector {
     if (!wasLeading || !this.observed?.spec || this.observed.spec.holderIdentity !== this.options.identity) return;
     this.leading = false;
     try {
-      const body = { ...this.observed, spec: releasedRecord(this.observed.spec, this.clock.now()) };
+      const body = { ...this.observed, spec: releasedRecord(this.observed.spec, this.wallClock.now()) };
       await this.options.client.update(LEASE, this.options.namespace, body);
       this.log.info('released the leader lease');
     } catch (err) {
@@ -206,10 +213,11 @@ export class LeaderElector {
   private async tryAcquireOrRenew(): Promise<boolean> {
     const { client, namespace, identity } = this.options;
     const now = this.clock.now();
+    const wallNow = this.wallClock.now();
     // Fast path (as client-go): the leader updates the Lease it last wrote without reading it.
     if (this.leading && this.observed?.spec?.holderIdentity === identity) {
       try {
-        const spec = nextRecord(this.observed.spec, identity, now, this.leaseDurationMs);
+        const spec = nextRecord(this.observed.spec, identity, wallNow, this.leaseDurationMs);
         this.observe(await client.update<Lease>(LEASE, namespace, { ...this.observed, spec }), now);
         return true;
       } catch (err) {
@@ -228,7 +236,7 @@ export class LeaderElector {
     if (lease) this.observe(lease, now);
     const decision = decideElection({ identity, now, record: lease?.spec, observedAt: this.observedAt, leaseDurationMs: this.leaseDurationMs });
     if (decision.action === 'wait') return false;
-    const spec = nextRecord(lease?.spec, identity, now, this.leaseDurationMs);
+    const spec = nextRecord(lease?.spec, identity, wallNow, this.leaseDurationMs);
     try {
       const written = lease
         ? await client.update<Lease>(LEASE, namespace, { ...lease, spec })

@@ -2,7 +2,7 @@
  * client-go's rate limiters (util/workqueue/default_rate_limiters.go and flowcontrol's token
  * bucket), shared by the work queue (retry pacing) and the API client (kube-api-qps/burst).
  */
-import { Clock, SYSTEM_CLOCK } from './clock';
+import { Clock, MONOTONIC_CLOCK } from './clock';
 
 /**
  * A token bucket that hands out reservations: `reserve()` takes a token now or, when the bucket is
@@ -13,7 +13,7 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
 
-  public constructor(private readonly qps: number, private readonly burst: number, private readonly clock: Clock = SYSTEM_CLOCK) {
+  public constructor(private readonly qps: number, private readonly burst: number, private readonly clock: Clock = MONOTONIC_CLOCK) {
     if (!(qps > 0) || !(burst >= 1)) throw new Error(`a token bucket needs qps > 0 and burst >= 1 (got qps ${qps}, burst ${burst})`);
     this.tokens = burst;
     this.last = clock.now();
@@ -64,7 +64,7 @@ export class ItemExponentialBackoff implements RateLimiter {
 export class BucketRateLimiter implements RateLimiter {
   private readonly bucket: TokenBucket;
 
-  public constructor(qps: number, burst: number, clock: Clock = SYSTEM_CLOCK) {
+  public constructor(qps: number, burst: number, clock: Clock = MONOTONIC_CLOCK) {
     this.bucket = new TokenBucket(qps, burst, clock);
   }
 

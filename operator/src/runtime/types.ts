@@ -152,6 +152,12 @@ export interface KubeClient {
   ): WatchHandle;
   /** Emit a Kubernetes Event (events.k8s.io/v1) about an object; never throws. */
   event(regarding: KubeObject, type: 'Normal' | 'Warning', reason: string, action: string, note: string): void;
+  /**
+   * Close the idle keep-alive connections, so the next requests open fresh ones: called when a
+   * watch stalled without closing, a sign that the network path may have dropped connections
+   * silently (the idle ones would hang the next request for a whole request timeout).
+   */
+  dropIdleConnections?(): void;
 }
 
 /** What an informer keeps: a read-only cache of one resource type, with secondary indexes. */

@@ -4,7 +4,7 @@
  * processed is queued again when its worker calls done), delayed adds share one timer, and
  * retries are paced by a rate limiter (per-key exponential backoff max'ed with a token bucket).
  */
-import { Clock, SYSTEM_CLOCK, TimerHandle } from './clock';
+import { Clock, MONOTONIC_CLOCK, TimerHandle } from './clock';
 import { DelayHeap } from './delay-heap';
 import { RateLimiter, defaultControllerRateLimiter } from './rate-limit';
 import { WorkQueue } from './types';
@@ -48,7 +48,7 @@ export class RateLimitedWorkQueue implements WorkQueue {
   private shuttingDown = false;
 
   public constructor(options: WorkQueueOptions = {}) {
-    this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.clock = options.clock ?? MONOTONIC_CLOCK;
     this.rateLimiter = options.rateLimiter ?? defaultControllerRateLimiter({ clock: this.clock });
     this.metrics = options.metrics ?? {};
   }

@@ -65,7 +65,8 @@ test('lists page by page, syncs, then watches from the list resourceVersion with
   expect(watch.pathname).toBe('/api/v1/namespaces/ns/configmaps');
   expect(watch.searchParams.get('resourceVersion')).toBe('10');
   expect(watch.searchParams.get('allowWatchBookmarks')).toBe('true');
-  expect(Number(watch.searchParams.get('timeoutSeconds'))).toBeGreaterThanOrEqual(300);
+  expect(Number(watch.searchParams.get('timeoutSeconds'))).toBeGreaterThanOrEqual(30);
+  expect(Number(watch.searchParams.get('timeoutSeconds'))).toBeLessThan(36);
   // List items get the apiVersion/kind the list response left out.
   expect(inf.get('ns', 'a')).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap' });
 });
@@ -180,6 +181,51 @@ test('a silent watch is restarted by the watchdog; bookmarks keep a quiet watch 
   await server.watchRequest(3);
   expect(restarts).toEqual(['stalled', 'stalled']);
   expect(server.lists).toHaveLength(1);
+});
+
+test('a watch still open well past its server-side timeout stalled: it is restarted, and idle connections are dropped', async () => {
+  server.listResourceVersion = 5;
+  // Every watch opens and then never ends nor sends a byte, as when the path froze without closing.
+  const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
+  let dropped = 0;
+  const drop = client.dropIdleConnections.bind(client);
+  client.dropIdleConnections = () => {
+    dropped++;
+    drop();
+  };
+  const restarts: string[] = [];
+  const started = Date.now();
+  informer = new SharedInformer<KubeObject>(client, CONFIGMAPS, {
+    namespace: 'ns',
+    watchTimeoutSeconds: 1,
+    watchEndGraceMs: 200,
+    watchdogMs: 60_000,
+    healthyWatchMs: 60_000,
+    backoffInitialMs: 20,
+    random: () => 0.5,
+    metrics: { watchRestarted: (r: string) => restarts.push(r) },
+  });
+  informer.start();
+  const first = await server.watchRequest(1);
+  expect(first.searchParams.get('timeoutSeconds')).toBe('1');
+  await server.watchRequest(2);
+  // Not the 60 s silence watchdog: the 1 s timeout it asked for plus the 200 ms grace.
+  expect(Date.now() - started).toBeGreaterThanOrEqual(1_200);
+  expect(Date.now() - started).toBeLessThan(10_000);
+  expect(restarts).toEqual(['stalled']);
+  expect(dropped).toBe(1);
+  expect(server.lists).toHaveLength(1);
+});
+
+test('dropIdleConnections closes idle keep-alive sockets, so the next request opens a new connection', async () => {
+  const client = new HttpKubeClient({ connection: { server: server.url, source: 'test' } });
+  await client.list(CONFIGMAPS, 'ns');
+  await client.list(CONFIGMAPS, 'ns');
+  expect(server.connections).toBe(1);
+  client.dropIdleConnections();
+  await client.list(CONFIGMAPS, 'ns');
+  expect(server.connections).toBe(2);
+  client.close();
 });
 
 test('failures back off exponentially with jitter, never a hot loop', async () => {

@@ -31,6 +31,8 @@ export class ScriptedApiServer {
   /** Objects served by list, by name. */
   public readonly objects = new Map<string, any>();
   public listResourceVersion = 1;
+  /** TCP connections accepted so far. */
+  public connections = 0;
   /** Fail the next N list requests with this status. */
   public failLists: { count: number; code: number; reason: string } = { count: 0, code: 500, reason: 'InternalError' };
   private watchScripts: WatchScript[] = [];
@@ -65,6 +67,7 @@ export class ScriptedApiServer {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => this.handle({ method: req.method ?? 'GET', url: new URL(req.url ?? '/', 'http://x'), headers: req.headers, body: Buffer.concat(chunks).toString() }, res));
     });
+    this.server.on('connection', () => this.connections++);
     await new Promise<void>((resolve) => this.server.listen(port, '127.0.0.1', resolve));
     return this;
   }

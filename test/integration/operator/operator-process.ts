@@ -65,6 +65,8 @@ export interface OperatorOptions {
   readonly args?: readonly string[];
   /** Where the log is written as well; default: test-results/operator/ (kept after the run, for CI artifacts). */
   readonly logFile?: string;
+  /** Added to this process's environment (test-only hooks of the operator). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /** Loopback-only defaults of each command (every listener on a free port of 127.0.0.1). */
@@ -79,6 +81,14 @@ export class OperatorProcess {
     const op = new OperatorProcess(opts, 'controller');
     await op.waitForLog((l) => l.msg === 'caches synced; starting controllers', 60_000, 'the operator to start its controllers');
     return op;
+  }
+
+  /**
+   * Starts the `controller` command without waiting for anything: a standby replica of a
+   * leader-elected pair never starts its controllers.
+   */
+  public static launch(opts: OperatorOptions): OperatorProcess {
+    return new OperatorProcess(opts, 'controller');
   }
 
   /** Starts the `router` command and resolves once its caches have synced (it is ready). */
@@ -100,7 +110,7 @@ export class OperatorProcess {
     fs.mkdirSync(logDir, { recursive: true });
     this.logFile = opts.logFile ?? path.join(logDir, `${command === 'controller' ? 'operator' : command}-${process.pid}-${++OperatorProcess.count}.log`);
     const args = ['--enable-source-maps', OPERATOR_BUNDLE, command, `--kubeconfig=${opts.kubeconfig}`, ...DEFAULT_ARGS[command], ...(opts.args ?? [])];
-    this.child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     running.add(this.child);
     const out = fs.createWriteStream(this.logFile);
     const onData = (chunk: Buffer) => {
@@ -111,9 +121,9 @@ export class OperatorProcess {
         const line = this.partial.slice(0, nl);
         this.partial = this.partial.slice(nl + 1);
         try {
-          this.lines.push(JSON.parse(line));
+          this.lines.push({ ...JSON.parse(line), receivedAt: Date.now() });
         } catch {
-          this.lines.push({ msg: line });
+          this.lines.push({ msg: line, receivedAt: Date.now() });
         }
       }
     };

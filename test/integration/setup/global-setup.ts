@@ -42,7 +42,7 @@ export default async function globalSetup(): Promise<void> {
 }
 
 /** The synthesized CRDs as a YAML file in the temp dir. */
-function writeSandboxCrds(): string {
+export function writeSandboxCrds(): string {
   const chart = Testing.chart();
   new SandboxCrds(chart, 'crds');
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-crds-')), 'crds.yaml');
