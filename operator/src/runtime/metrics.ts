@@ -3,6 +3,7 @@
  * dashboards and alerts written for upstream's Go controller work unchanged, plus the operator's
  * own informer series and `agent_sandbox_build_info`.
  */
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { InformerMetrics } from './informer';
 import { ClientMetrics } from './kube-client';
@@ -26,6 +27,10 @@ const RECONCILE_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 
   1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60];
 // client-go workqueue: ExponentialBuckets(10e-9, 10, 12).
 const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => 1e-8 * 10 ** i);
+// Event-loop delays: from a normal 10 ms timer tick to stalls of several seconds.
+const LOOP_LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** How often the longest event-loop delay of the past window is observed. */
+export const LOOP_LAG_WINDOW_MS = 1000;
 // client-go rest_client_request_duration_seconds.
 const REQUEST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
@@ -48,8 +53,10 @@ export class OperatorMetrics {
   private readonly relists: Counter<'resource'>;
   private readonly leader: Gauge<'name'>;
   private readonly informerSizes = new Map<string, () => number>();
+  private readonly loopLagTimer: ReturnType<typeof setInterval>;
+  private readonly loopDelays = monitorEventLoopDelay({ resolution: 10 });
 
-  public constructor(build: BuildInfo, private readonly apiHost = '') {
+  public constructor(build: BuildInfo, private readonly apiHost = '', loopLagWindowMs = LOOP_LAG_WINDOW_MS) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry });
     const buildInfo = new Gauge({
@@ -97,6 +104,27 @@ export class OperatorMetrics {
         for (const [resource, size] of sizes) this.set({ resource }, size());
       },
     });
+    // prom-client's nodejs_eventloop_lag_* gauges show one scrape interval each; this histogram
+    // keeps every window, so stalls between scrapes are counted and rates work over any range.
+    const loopLag = new Histogram({
+      name: 'agent_sandbox_operator_event_loop_lag_seconds',
+      help: `Longest event-loop delay in each ${loopLagWindowMs / 1000}s window (perf_hooks.monitorEventLoopDelay, and the window timer's own lateness), one observation per window`,
+      buckets: LOOP_LAG_BUCKETS,
+      registers,
+    });
+    const delays = this.loopDelays;
+    delays.enable();
+    let windowStart = performance.now();
+    this.loopLagTimer = setInterval(() => {
+      // The window's own timer is late by a stall too: it covers a stall the sampler splits across
+      // a reset (the sampler drops the delta that spans one).
+      const now = performance.now();
+      const late = Math.max(0, now - windowStart - loopLagWindowMs) * 1e6;
+      windowStart = now;
+      loopLag.observe(Math.max(late, delays.count > 0 ? delays.max : 0) / 1e9);
+      delays.reset();
+    }, loopLagWindowMs);
+    this.loopLagTimer.unref();
     this.leader = new Gauge({ name: 'leader_election_master_status', help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.', labelNames: ['name'], registers });
   }
 
@@ -144,6 +172,12 @@ export class OperatorMetrics {
   /** Report an informer's cache size on scrape. */
   public trackInformerSize(resource: string, size: () => number): void {
     this.informerSizes.set(resource, size);
+  }
+
+  /** Stop sampling the event loop (the sampler never keeps the process alive). */
+  public close(): void {
+    clearInterval(this.loopLagTimer);
+    this.loopDelays.disable();
   }
 
   public setLeader(lease: string, leading: boolean): void {

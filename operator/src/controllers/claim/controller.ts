@@ -12,6 +12,7 @@
  * the annotations we wrote (a pass on an older claim would turn claim-first-ready-at to `unknown`).
  */
 import { readAllowedLabelDomains } from './adopt';
+import { WarmCandidateIndex } from './candidate-index';
 import { ClaimMetrics } from './metrics';
 import { registerClaimGauges } from '../pool-metrics';
 import {
@@ -21,7 +22,6 @@ import {
 import { afterStatus, ClaimEvents, type ClaimEvent, type StatusDecision } from './status';
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
-import { NameHash } from '../../../../src/api/name-hash';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, findCondition, isControlledBy, isReady, LaunchType, type NetworkPolicy, RESOURCES, type Sandbox,
@@ -35,7 +35,7 @@ import { FirstSeen } from '../../runtime/first-seen';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
+import { CLAIMS_BY_POOL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
 import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
 export const CLAIM_FIELD_MANAGER = 'sandboxclaim-controller';
@@ -129,8 +129,8 @@ export interface ClaimReconcilerOptions {
   readonly networkPolicies: Store<NetworkPolicy>;
   /** Labels of the router Pods (`--router-pod-labels`). @default app=sandbox-router */
   readonly routerPodLabels?: { readonly [key: string]: string };
-  /** Must carry CONTROLLER_UID_INDEX, POOL_LABEL_INDEX and UID_INDEX. */
-  readonly sandboxes: Store<Sandbox>;
+  /** Must carry CONTROLLER_UID_INDEX and UID_INDEX; the pools' warm candidates are indexed from its events. */
+  readonly sandboxes: Informer<Sandbox>;
   readonly metrics?: ClaimMetrics;
   readonly allowedLabelDomains?: readonly string[];
   /** --disable-claim-events */
@@ -166,12 +166,15 @@ export class ClaimReconciler implements Reconciler {
   });
   /** By claim key. */
   private readonly written = new OwnWrites<SandboxClaim>();
+  /** Every pool's warm candidates, ranked as the Sandbox cache changes: a pick does not walk the pool. */
+  public readonly candidates: WarmCandidateIndex;
   private readonly now: () => number;
   private readonly log: Logger;
 
   public constructor(private readonly opts: ClaimReconcilerOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
+    this.candidates = new WarmCandidateIndex().follow(opts.sandboxes);
   }
 
   /** Settle the expectations and note first sightings from the informers' events. */
@@ -241,7 +244,7 @@ export class ClaimReconciler implements Reconciler {
       } : {}),
       sandboxes: this.related(claim, pendingSandbox),
       pendingSandbox,
-      members: () => this.opts.sandboxes.byIndex(POOL_LABEL_INDEX, `${ns}/${NameHash.of(claim.spec.warmPoolRef.name)}`),
+      candidates: (strategy, context) => this.candidates.candidates(strategy, context),
       beingClaimed: new Set(claimed.map(([uid]) => uid)),
       allowedLabelDomains: this.opts.allowedLabelDomains,
       now,

@@ -17,7 +17,7 @@
  */
 import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
-import { ADOPTION_CONFLICT_RETRY_MS, CandidateRanking, claimPath, fingerprintOf, needsColdStart } from './select';
+import { ADOPTION_CONFLICT_RETRY_MS, type Candidates, claimPath, fingerprintOf, needsColdStart, type SelectionContext } from './select';
 import { ClaimEvents, claimStatus, type ClaimEvent, type ClaimProblem, type StatusDecision } from './status';
 import { ClaimReadyReason, ConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
 import { ClaimShutdownPolicy } from '../../../../src/api/enums';
@@ -211,8 +211,11 @@ export interface ClaimState {
   readonly sandboxes: readonly Sandbox[];
   /** The name of our adoption or cold create for this claim that the cache does not show yet. */
   readonly pendingSandbox?: string;
-  /** The pool's members in the cache; read only when the claim needs a Sandbox (pools can hold thousands). */
-  readonly members: () => readonly Sandbox[];
+  /**
+   * The pool's warm candidates in the cache, ranked for the claim (the controller's WarmCandidateIndex,
+   * or a CandidateRanking); asked only when the claim needs a Sandbox.
+   */
+  readonly candidates: (poolUpdateStrategy: string | undefined, context: SelectionContext) => Candidates;
   /** UIDs of members this process is adopting for other claims (or adopted, not yet in the cache): never candidates. */
   readonly beingClaimed: ReadonlySet<string>;
   /** Label domains additionalPodMetadata may use; undefined for the default. */
@@ -340,7 +343,7 @@ function acquire(state: ClaimState, binding: Unbound): Acquisition {
   // Built only when the claim does start cold: most passes adopt.
   const cold = () => coldStart(state, pool, binding);
   if (needsColdStart(claim)) return cold();
-  const ranking = new CandidateRanking(state.members(), pool.spec.updateStrategy?.type, {
+  const ranking = state.candidates(pool.spec.updateStrategy?.type, {
     claim,
     poolUid: pool.metadata.uid,
     templateName: template?.metadata.name,
@@ -351,7 +354,7 @@ function acquire(state: ClaimState, binding: Unbound): Acquisition {
 
 /** The best candidate not excluded, or, when there is none, the wait, the problem or the cold start that follows. */
 function warmStep(
-  state: ClaimState, ranking: CandidateRanking, cold: () => Acquisition,
+  state: ClaimState, ranking: Candidates, cold: () => Acquisition,
   conflicted: ReadonlySet<string>, beingClaimed: ReadonlySet<string>, now: number,
 ): Acquisition {
   if (conflicted.size >= MAX_ADOPTION_ATTEMPTS) return { kind: 'wait', requeueAfterMs: ADOPTION_CONFLICT_RETRY_MS };

@@ -1,9 +1,11 @@
 /**
  * Which warm Sandbox a claim takes (upstream's getCandidate in
- * extensions/controllers/sandboxclaim_controller.go), chosen from the informer's index of the
- * pool's members rather than from upstream's process-local queue: the index is the cache itself,
- * so it holds no ghosts (deleted or already-claimed keys) and is complete after a restart without
- * being rebuilt from create events.
+ * extensions/controllers/sandboxclaim_controller.go), chosen from the pool's members in the
+ * informer's cache rather than from upstream's process-local queue: the cache holds no ghosts
+ * (deleted or already-claimed keys) and is complete after a restart without being rebuilt from
+ * create events. CandidateRanking states the choice in one pass over the pool; the controller
+ * makes it from WarmCandidateIndex (candidate-index.ts), which keeps the same ranking up to date
+ * from the cache's events so a pick does not walk the pool.
  */
 import { type ClaimProblem } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
@@ -108,6 +110,13 @@ function spreadPick(tier: readonly Aged[], exclude: ReadonlySet<string>): Sandbo
 }
 
 const NOTHING_EXCLUDED: ReadonlySet<string> = new Set();
+export const RECREATE_UNVERIFIABLE = 'the pool uses Recreate and its template is unknown, so no member can be verified as current';
+export const NO_MEMBER = 'the pool has no unclaimed member to take';
+
+/** A claim's candidates: the best one not excluded, asked again with more exclusions after a conflict. */
+export interface Candidates {
+  best(exclude?: ReadonlySet<string>): Selection;
+}
 
 /**
  * The pool's members a claim may take, ranked in one pass over the pool (pools can hold
@@ -123,7 +132,7 @@ const NOTHING_EXCLUDED: ReadonlySet<string> = new Set();
  * at all under Recreate while the template is unknown: an unverified member might be stale.
  * Members without Pod IPs are not taken: the claim could not reach them yet.
  */
-export class CandidateRanking {
+export class CandidateRanking implements Candidates {
   /** Ready, Ready but stale, starting, starting and stale. */
   private readonly tiers: Aged[][] = [[], [], [], []];
   /** UIDs of adoptable members that have no Pod IP yet. */
@@ -134,7 +143,7 @@ export class CandidateRanking {
     const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
     const known = context.fingerprint !== undefined && context.templateName !== undefined;
     if (recreate && !known) {
-      this.refusal = 'the pool uses Recreate and its template is unknown, so no member can be verified as current';
+      this.refusal = RECREATE_UNVERIFIABLE;
       return;
     }
     // Computed once per ranking, not once per member.
@@ -158,7 +167,7 @@ export class CandidateRanking {
     }
     const pending = this.awaitingIp.filter((uid) => !exclude.has(uid)).length;
     if (pending > 0) return { kind: 'network-pending', count: pending };
-    return { kind: 'none', reason: 'the pool has no unclaimed member to take' };
+    return { kind: 'none', reason: NO_MEMBER };
   }
 }
 

@@ -4,7 +4,7 @@ import { SandboxLabels } from '../../../../src/api/labels';
 import {
   type Acquisition, type ClaimPlan, type ClaimState, expiredStatus, planClaim, servedRequeueMs, servedStatus, type ServePlan,
 } from '../../../src/controllers/claim/plan';
-import { isAdoptable } from '../../../src/controllers/claim/select';
+import { CandidateRanking, isAdoptable } from '../../../src/controllers/claim/select';
 import { type Sandbox, type SandboxClaim } from '../../../src/model';
 
 const warm = (name: string, o: Parameters<typeof member>[0] = {}) => member({ name, podIPs: ['10.0.0.1'], nodeName: 'n1', ...o });
@@ -13,13 +13,16 @@ const ofClaim = (name: string, o: Parameters<typeof member>[0] = {}, uid = 'clai
   return { ...m, metadata: { ...m.metadata, ownerReferences: [ownerRef('SandboxClaim', 'my-claim', uid)] } };
 };
 
+/** Candidates ranked from `members()` each time a plan asks for them. */
+const ranked = (members: () => Sandbox[]): ClaimState['candidates'] => (strategy, context) => new CandidateRanking(members(), strategy, context);
+
 function state(over: Partial<ClaimState> = {}, members: Sandbox[] = []): ClaimState {
   return {
     claim: claim(),
     pool: pool(),
     template: TEMPLATE,
     sandboxes: [],
-    members: () => members,
+    candidates: ranked(() => members),
     beingClaimed: new Set(),
     now: NOW,
     ...over,
@@ -109,7 +112,7 @@ describe('planClaim', () => {
 
   test('the pool\'s members are not read when the claim has its Sandbox', () => {
     let reads = 0;
-    planClaim({ ...state({ sandboxes: [mine] }), members: () => [warm(`py-pool-${reads++}`)] });
+    planClaim({ ...state({ sandboxes: [mine] }), candidates: ranked(() => [warm(`py-pool-${reads++}`)]) });
     expect(reads).toBe(0);
   });
 });
@@ -124,7 +127,7 @@ describe('after a conflict on the adoption write', () => {
 
   test('the next candidate, without ranking the pool again', () => {
     let reads = 0;
-    const first = acquisition({ ...state(), members: () => (reads++, three) });
+    const first = acquisition({ ...state(), candidates: ranked(() => (reads++, three)) });
     expect(step(first)).toBe('adopt py-pool-a');
     expect(step(next(first))).toBe('adopt py-pool-b');
     expect(reads).toBe(1);
