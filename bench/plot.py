@@ -1,4 +1,5 @@
-"""Latency distribution (empirical CDF, log time axis) per scenario and pod-ready delay, one line per controller."""
+"""Latency distribution (empirical CDF, log time axis) per scenario and pod-ready delay, one line per controller;
+for a soak run, its time series instead (RSS, p50/p99 per window, live objects)."""
 import json
 import sys
 
@@ -9,7 +10,48 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 COLORS = {"ours": "tab:blue", "upstream": "tab:orange", "floor": "tab:gray"}
 
+
+def plot_soak(report, soaks, out):
+    """RSS every sample, claim p50/p99 per window, and live vs expected objects, one row per soak run."""
+    fig, axes = plt.subplots(len(soaks), 3, figsize=(15, 3.8 * len(soaks)), squeeze=False)
+    for (rss_ax, lat_ax, obj_ax), r in zip(axes, soaks):
+        s = r["soak"]
+        t = [x["t"] / 60 for x in s["samples"]]
+        rss_ax.plot(t, [x["rssMiB"] for x in s["samples"]], color=COLORS.get(r["controller"]))
+        rss_ax.set_title(f'{r["controller"]}: RSS every {s["options"]["sampleS"]} s (peak {s["rss"]["peakMiB"]:.0f} MiB)', fontsize=10)
+        rss_ax.set_ylabel("MiB")
+        rss_ax.set_ylim(bottom=0)
+        rss_ax.axvline(s["options"]["durationS"] / 60, color="gray", linestyle=":", label="load ends")
+        rss_ax.legend(fontsize=7)
+        mid = [(w["from"] + w["to"]) / 120 for w in s["windows"]]
+        for q, style in (("p50", "o-"), ("p99", "s-")):
+            # A window with no claim Ready has no percentile: a gap, not a zero.
+            lat_ax.plot(mid, [w["latencyMs"][q] if w["latencyMs"]["n"] else float("nan") for w in s["windows"]], style, label=q)
+        lat_ax.set_yscale("log")
+        lat_ax.set_title(f'claim create → Ready per {s["options"]["windowS"]} s window', fontsize=10)
+        lat_ax.set_ylabel("ms")
+        lat_ax.legend(fontsize=8)
+        for key, color in (("claims", "tab:blue"), ("sandboxes", "tab:green")):
+            obj_ax.plot(mid, [w["live"][key] for w in s["windows"]], "o-", color=color, label=f"{key} live")
+            obj_ax.plot(mid, [w["expected"][key] for w in s["windows"]], "--", color=color, label=f"{key} expected")
+        obj_ax.plot(mid, [w["live"]["pods"] for w in s["windows"]], "o-", color="tab:red", label="pods live")
+        obj_ax.set_title(f'objects at each window end; leaks at the end: {s["leaks"]["total"]}', fontsize=10)
+        obj_ax.legend(fontsize=7)
+        for ax in (rss_ax, lat_ax, obj_ax):
+            ax.set_xlabel("minutes into the load")
+            ax.grid(True, which="both", alpha=0.3)
+    o = soaks[0]["soak"]["options"]
+    fig.suptitle(f'Soak {report["id"]}: {o["rate"]} claims/s for {o["durationS"] / 60:.0f} min, TTL {o["ttlS"]} s '
+                 f'({report["environment"]["cpus"]} cores, shared)', fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 report = json.load(open(sys.argv[1]))
+soaks = [r for r in report["runs"] if r.get("soak")]
+if soaks:
+    plot_soak(report, soaks, sys.argv[2])
+    sys.exit(0)
 runs = [r for r in report["runs"] if r.get("claims") and r["claims"].get("latenciesMs")]
 panels = sorted({(r["podReadyDelayMs"], r["scenario"]) for r in runs}, key=lambda p: (p[0], p[1]))
 if not panels:

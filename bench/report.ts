@@ -1,4 +1,4 @@
-/** Results: one JSON file per run of the harness, a Markdown table, and the latency plot (plot.py). */
+/** Results: one JSON file per run of the harness, a Markdown table, and the plot (plot.py): latency, or the soak's time series. */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -77,9 +77,31 @@ export function markdown(r: BenchReport): string {
       lines.push(`| ${run.podReadyDelayMs} ms | ${run.controller} | ${run.refill!.sandboxes}/${run.params.size} | ${f(run.refill!.seconds, 2)} | ${f(run.refill!.sandboxesPerSecond, 1)} | ${f(run.measure.requests.controllerWritesPerClaim, 2)} | ${ctrl ? f(ctrl.cpuSecondsPer1000, 1) : '–'} | ${ctrl ? f(ctrl.peakRssMiB) : '–'} |`);
     }
   }
+  for (const run of r.runs.filter((x) => x.soak)) lines.push('', ...soakMarkdown(run));
   const notes = r.runs.filter((x) => x.notes?.length).map((x) => `- ${x.scenario} / ${x.controller} / ${x.podReadyDelayMs} ms: ${x.notes.join('; ')}`);
   if (notes.length) lines.push('', 'Notes:', '', ...notes);
   return lines.join('\n') + '\n';
+}
+
+/** The soak scenario: one row per window, then RSS and leaks. */
+function soakMarkdown(run: BenchRun): string[] {
+  const s = run.soak!;
+  const o = s.options;
+  const lines = [
+    `Soak (${run.controller}): ${o.rate} claims/s for ${f(o.durationS / 60, 1)} min, each claim with shutdownTime = create + ${o.ttlS} s and shutdownPolicy Delete, every ${o.deleteEvery}th deleted by the harness at half its TTL (${s.explicitDeletes} in all), a warm pool of ${s.poolSize}. Per ${o.windowS} s window: the claims created in it (create → Ready), the controller's CPU over it and RSS at its end, and the objects live at its end against the expected (claims neither expired nor deleted; those plus the pool for Sandboxes). Deleted Pods stay until their grace period ends, so Pods run above Sandboxes.`,
+    '',
+    '| window s | created | Ready | p50 ms | p99 ms | max ms | CPU cores | RSS MiB | claims (expected) | Sandboxes (expected) | Pods | Services | PVCs | terminating |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  ];
+  for (const w of s.windows) {
+    lines.push(`| ${f(w.from)}–${f(w.to)} | ${w.created} | ${w.ready} | ${f(w.latencyMs.p50)} | ${f(w.latencyMs.p99)} | ${f(w.latencyMs.max)} | ${f(w.cpuCores, 2)} | ${f(w.rssMiB)} | ${w.live.claims} (${w.expected.claims}) | ${w.live.sandboxes} (${w.expected.sandboxes}) | ${w.live.pods} | ${w.live.services} | ${w.live.pvcs} | ${w.live.terminating} |`);
+  }
+  const l = s.leaks;
+  lines.push('',
+    `RSS (every ${o.sampleS} s): ${f(s.rss.startMiB)} MiB at the start, ${f(s.rss.endMiB)} MiB at the end, peak ${f(s.rss.peakMiB)} MiB; ${s.rss.bounded ? 'bounded' : 'NOT bounded'}: ${s.rss.rule}.`,
+    `Leaks after every claim expired and ${f(s.drainSeconds)} s of drain: ${l.total} (expired claims still present ${l.expiredClaims}; without a live owner: ${Object.entries(l.orphans).map(([k, v]) => `${k} ${v}`).join(', ')}; pool members beyond ${s.poolSize}: ${l.excessSandboxes})${l.examples.length ? `, e.g. ${l.examples.join(', ')}` : ''}. Left at the end: ${s.final.sandboxes} Sandboxes, ${s.final.pods} Pods, ${s.final.claims} claims.`,
+    `Soak ${s.passed ? 'passed' : 'FAILED'} (no leaks, RSS bounded; no timing asserts).`);
+  return lines;
 }
 
 /** Writes <out>/<id>.json and .md (and .png unless `plot` is false); returns the paths. */
@@ -100,4 +122,11 @@ export function writeReport(r: BenchReport, out: string, plot: boolean): string[
     }
   }
   return files;
+}
+
+/** `npx ts-node --transpile-only bench/report.ts <results.json> [--no-plot]`: rewrites its .md (and .png) from the JSON. */
+if (require.main === module) {
+  const json = process.argv[2];
+  const r: BenchReport = JSON.parse(fs.readFileSync(json, 'utf8'));
+  process.stdout.write(writeReport(r, path.dirname(path.resolve(json)), !process.argv.includes('--no-plot')).join('\n') + '\n');
 }

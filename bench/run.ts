@@ -7,7 +7,10 @@
  * bench/results/<id>.json, .md and .png (see report.ts); controller logs and profiles go to
  * test-results/bench/<id>/.
  *
- * Flags: --scenarios burst,cold,refill,sustained,router,agent (router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
+ * Flags: --scenarios burst,cold,refill,sustained,soak,router,agent (soak: bench/scenarios/soak.ts, ours only unless --controllers
+ *        is given, with --duration 60m (a duration: 3m, 90s, 1h; seconds when bare), --rates 20 (the first rate), --ttl 30 (s),
+ *        --window 300 (s), --sample 10 (s), --delete-every 10, --drain 180 (s), --headroom 5;
+ *        router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
  *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
@@ -31,6 +34,7 @@ import { burst } from './scenarios/burst';
 import { cold } from './scenarios/cold';
 import { ScenarioContext, ScenarioResult } from './scenarios/common';
 import { refill } from './scenarios/refill';
+import { parseDurationS, soak, SOAK_DEFAULTS, SoakOptions } from './scenarios/soak';
 import { sustained } from './scenarios/sustained';
 
 export interface Options {
@@ -54,6 +58,7 @@ export interface Options {
   bothFlags: string[];
   smoke: boolean;
   plot: boolean;
+  soak: SoakOptions;
 }
 
 export function parseArgs(argv: string[]): Options {
@@ -61,15 +66,16 @@ export function parseArgs(argv: string[]): Options {
   const has = (name: string) => argv.includes(`--${name}`);
   const list = (name: string, dflt: string) => (get(name) ?? dflt).split(',').map((s) => s.trim()).filter(Boolean);
   const smoke = has('smoke');
+  const soakOnly = (get('scenarios') ?? '').split(',').every((s) => s.trim() === 'soak');
   const o: Options = {
     scenarios: list('scenarios', smoke ? 'burst,cold' : 'burst,cold,refill,sustained'),
     size: Number(get('size') ?? (smoke ? 5 : 300)),
     coldSize: Number(get('cold-size') ?? (smoke ? 3 : 100)),
     rates: list('rates', smoke ? '5' : '45,100').map(Number),
-    durationS: Number(get('duration') ?? (smoke ? 2 : 60)),
+    durationS: parseDurationS(get('duration') ?? (smoke ? '2' : '60')),
     headroomS: Number(get('headroom') ?? 5),
-    podReadyDelays: list('pod-ready-delay-ms', smoke ? '0' : '0,500').map(Number),
-    controllers: list('controllers', 'ours,upstream') as Array<'ours' | 'upstream'>,
+    podReadyDelays: list('pod-ready-delay-ms', smoke || soakOnly ? '0' : '0,500').map(Number),
+    controllers: list('controllers', soakOnly ? 'ours' : 'ours,upstream') as Array<'ours' | 'upstream'>,
     floor: !has('no-floor'),
     repeat: Number(get('repeat') ?? 1),
     nodes: Number(get('nodes') ?? 3),
@@ -82,8 +88,17 @@ export function parseArgs(argv: string[]): Options {
     bothFlags: (get('flags') ?? '').split(' ').filter(Boolean),
     smoke,
     plot: !has('no-plot') && !smoke,
+    soak: {
+      rate: Number(get('rates')?.split(',')[0] ?? SOAK_DEFAULTS.rate),
+      durationS: get('duration') ? parseDurationS(get('duration')!) : SOAK_DEFAULTS.durationS,
+      ttlS: Number(get('ttl') ?? SOAK_DEFAULTS.ttlS),
+      windowS: Number(get('window') ?? SOAK_DEFAULTS.windowS),
+      sampleS: Number(get('sample') ?? SOAK_DEFAULTS.sampleS),
+      deleteEvery: Number(get('delete-every') ?? SOAK_DEFAULTS.deleteEvery),
+      drainS: Number(get('drain') ?? SOAK_DEFAULTS.drainS),
+    },
   };
-  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'soak', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
   // `--controllers floor` (or `ours,floor`): the floor is listed like a controller.
   if ((o.controllers as string[]).includes('floor')) {
     o.controllers = o.controllers.filter((c) => (c as string) !== 'floor');
@@ -171,6 +186,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
       case 'burst': result = await burst(ctx, o.size, setup); break;
       case 'cold': result = await cold(ctx, o.coldSize); break;
       case 'refill': result = await refill(ctx, o.size); break;
+      case 'soak': result = await soak(ctx, o.soak, Math.ceil(o.soak.rate * o.headroomS)); break;
       default: result = await sustained(ctx, job.rate!, o.durationS, Math.ceil(job.rate! * o.headroomS), setup);
     }
     if (floor?.conflicts) result.notes.push(`floor: ${floor.conflicts} adoption conflicts retried`);
@@ -214,7 +230,7 @@ export async function main(argv: string[]): Promise<number> {
     o.scenarios = o.scenarios.filter((s) => s !== 'agent');
     if (!o.scenarios.length) return routerFailed ? 1 : 0;
   }
-  const id = `${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
+  const id = `${o.scenarios.every((s) => s === 'soak') ? 'soak-' : ''}${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
   // Controller logs and CPU profiles: kept for inspection, never committed.
   const runDir = path.join(ROOT, 'test-results', 'bench', id);
   fs.mkdirSync(runDir, { recursive: true });
@@ -232,6 +248,8 @@ export async function main(argv: string[]): Promise<number> {
       const run = await runJob(o, job, crds, upstreamBin, runDir);
       runs.push(run);
       const c = run.claims;
+      const s = run.soak;
+      if (s) log(`${label}: ${s.passed ? 'passed' : 'FAILED'}: leaks ${s.leaks.total}, RSS ${s.rss.startMiB} → ${s.rss.endMiB} MiB (peak ${s.rss.peakMiB})`);
       log(`${label}: ${c ? `${c.ready}/${c.created} Ready, p50 ${c.latencyMs.p50} p99 ${c.latencyMs.p99} max ${c.latencyMs.max} ms, ${c.claimsPerSecond} claims/s` : `${run.refill!.sandboxes} Ready in ${run.refill!.seconds} s = ${run.refill!.sandboxesPerSecond}/s`}${run.notes.length ? ` (${run.notes.join('; ')})` : ''}`);
     } catch (e) {
       log(`${label}: FAILED: ${(e as Error).message}`);
@@ -246,7 +264,9 @@ export async function main(argv: string[]): Promise<number> {
   };
   const files = writeReport({ id, options: o, settings, environment: environment(upstreamBin), runs, totalSeconds: Math.round((Date.now() - started) / 1000) }, o.out, o.plot);
   log(`wrote ${files.join(', ')}`);
-  return routerFailed || runs.some((r: any) => r.error || (r.claims && r.claims.ready < r.claims.created) || (r.refill && !r.refill.completed)) ? 1 : 0;
+  // A soak passes on leaks and RSS alone: its claims may expire before they are Ready.
+  const failed = (r: any) => r.error || (r.soak ? !r.soak.passed : (r.claims && r.claims.ready < r.claims.created) || (r.refill && !r.refill.completed));
+  return routerFailed || runs.some(failed) ? 1 : 0;
 }
 
 if (require.main === module) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The harness's own smoke test (for .ci/run): a handful of claims against both controllers and the
 # floor on fresh local control planes, then a second of router traffic (router vs direct), then a few
-# agents through the SDK and as bare HTTP calls, no timing asserts. Passes when every run brought every
-# claim to Ready, every router request and agent iteration succeeded, and the result files were written. Prints `bench smoke: N passed, M failed` last and
+# agents through the SDK and as bare HTTP calls, then a 3-minute soak of our operator (20 claims/s expiring
+# by TTL), no timing asserts. Passes when every run brought every claim to Ready, every router request and
+# agent iteration succeeded, the soak leaked nothing and its RSS stayed bounded, and the result files were
+# written. Prints `bench smoke: N passed, M failed` last and
 # writes test-results/bench-smoke.json {passed, failed}.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -14,10 +16,13 @@ npx ts-node --transpile-only bench/run.ts --smoke --scenarios router --out "$OUT
 router_rc=$?
 npx ts-node --transpile-only bench/run.ts --smoke --scenarios agent --out "$OUT/agent"
 agent_rc=$?
-node - "$OUT" "$rc" "$router_rc" "$agent_rc" <<'JS'
+# BENCH_SMOKE_SOAK=90s (say) shortens the soak; the CI runs the default 3 minutes.
+npx ts-node --transpile-only bench/run.ts --scenarios soak --duration "${BENCH_SMOKE_SOAK:-3m}" --window 60 --ttl 30 --drain 120 --no-plot --out "$OUT/soak"
+soak_rc=$?
+node - "$OUT" "$rc" "$router_rc" "$agent_rc" "$soak_rc" <<'JS'
 const fs = require('fs');
 const path = require('path');
-const [out, rc, routerRc, agentRc] = process.argv.slice(2);
+const [out, rc, routerRc, agentRc, soakRc] = process.argv.slice(2);
 let passed = 0, failed = 0;
 const check = (ok, what) => { if (ok) passed++; else { failed++; console.error(`FAIL: ${what}`); } };
 const jsons = fs.readdirSync(out).filter((f) => f.endsWith('.json'));
@@ -58,6 +63,19 @@ if (agentJsons.length) {
   }
 }
 check(agentRc === '0', `bench/run.ts --scenarios agent exit code 0 (was ${agentRc})`);
+const soakDir = path.join(out, 'soak');
+const soakJsons = fs.existsSync(soakDir) ? fs.readdirSync(soakDir).filter((f) => f.endsWith('.json')) : [];
+check(soakJsons.length === 1, `one soak results JSON in ${soakDir} (found ${soakJsons.length})`);
+if (soakJsons.length) {
+  const report = JSON.parse(fs.readFileSync(path.join(soakDir, soakJsons[0]), 'utf8'));
+  for (const r of report.runs) {
+    if (r.error || !r.soak) { check(false, `soak/${r.controller}: ${r.error ?? 'no soak result'}`); continue; }
+    const l = r.soak.leaks;
+    check(l.total === 0, `soak/${r.controller}: no leaked objects (${l.total}: expired claims ${l.expiredClaims}, orphans ${JSON.stringify(l.orphans)}, excess pool members ${l.excessSandboxes}${l.examples.length ? `, e.g. ${l.examples.join(', ')}` : ''})`);
+    check(r.soak.rss.bounded, `soak/${r.controller}: RSS bounded (${r.soak.rss.rule})`);
+  }
+}
+check(soakRc === '0', `bench/run.ts --scenarios soak exit code 0 (was ${soakRc})`);
 fs.mkdirSync('test-results', { recursive: true });
 fs.writeFileSync('test-results/bench-smoke.json', JSON.stringify({ passed, failed }) + '\n');
 console.log(`bench smoke: ${passed} passed, ${failed} failed`);

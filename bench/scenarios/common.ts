@@ -1,5 +1,6 @@
 /** Shared pieces of the scenarios: manifests, the measured window, pool readiness. */
 import { BenchClient } from '../client';
+import type { SoakResult } from './soak';
 import { apiserverRequests, ClaimResult, diffRequests, now, ProcMonitor, procSample, RequestDiff, round, SandboxTracker } from '../measure';
 
 export const EXT = '/apis/extensions.agents.x-k8s.io/v1beta1';
@@ -32,6 +33,8 @@ export interface ScenarioResult {
   refill?: { sandboxes: number; seconds: number; sandboxesPerSecond: number; completed: boolean };
   measure: PhaseMeasure;
   notes: string[];
+  /** The soak scenario's time series, windows and leak count. */
+  soak?: SoakResult;
 }
 
 export function templateManifest(): any {
