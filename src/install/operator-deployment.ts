@@ -1,5 +1,6 @@
 import { ApiObject, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
+import type { AgentSandboxSystem } from './system';
 import {
   ControllerFlagValue, controllerFlag, flagPropertyName, formatLabelList, portOfBindAddress,
   renderControllerArgs, validateControllerFlagValues,
@@ -10,14 +11,13 @@ import { REFERENCED_KINDS } from '../api/object-kinds';
 import { ErrorList, checkDns1123Label, checkQualifiedName } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
-import { LIBRARY_VERSION } from '../version';
 import { checkLabels } from '../network-policy/checks';
 import { ObjectRef } from '../object-ref';
 import { SchedulingAffinity, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkTolerations, _tolerationsToKube } from '../scheduling';
+import { LIBRARY_VERSION } from '../version';
 import { ControllerOptions } from './controller-options';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
-import type { AgentSandboxSystem } from './system';
 import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
 
 /** Where the release workflow (.github/workflows/release.yml) pushes the operator image. */

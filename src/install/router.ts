@@ -1,12 +1,12 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
+import { namespaced } from './manifest';
+import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1035Label } from '../api/validation';
 import { ContainerResources } from '../container';
 import { checkLabels } from '../network-policy/checks';
-import { namespaced } from './manifest';
-import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
 
 /** The sandbox router: the HTTP/WebSocket data plane in front of sandbox pods. */
 export interface SandboxRouterOptions {

@@ -9,9 +9,9 @@
 import * as grpc from '@grpc/grpc-js';
 import { DataPlane, ECHO_PORT, MAX_OUTPUT_BYTES, multipartFile, send } from './data-plane';
 import { WebSocketClient } from './ws-client';
+import { PROCESS_SERVICE_DEFINITION, type ExecuteRequest, type ExecuteResponse, type StartRequest, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { sleep } from '../../../tools/control-plane/processes';
-import { PROCESS_SERVICE_DEFINITION, type ExecuteRequest, type ExecuteResponse, type StartRequest, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
 import { OperatorProcess } from '../operator/operator-process';
 
 const PROXY_TIMEOUT_SECONDS = 2;

@@ -14,8 +14,8 @@ import type { OperatorFlags } from '../../runtime/flags';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { keyOf, type Store } from '../../runtime/types';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
-import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 import { poolCreationsCounter, registerPoolGauges } from '../pool-metrics';
+import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
 export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
   return {
