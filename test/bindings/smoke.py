@@ -12,6 +12,7 @@ from cdk8s_agent_sandbox import (
     AgentSandboxSystem,
     EnvVarsInjectionPolicy,
     NameHash,
+    ObjectRef,
     SandboxClaim,
     SandboxContainerProps,
     SandboxCrds,
@@ -82,6 +83,34 @@ try:
     check(False, "an invalid shutdown time is rejected")
 except Exception as error:  # jsii raises a JSIIError / RuntimeError carrying the JS message
     check("lifecycle.shutdownTime" in str(error) and "RFC 3339" in str(error), "an invalid shutdown time is rejected naming the field")
+
+# Interop: any construct wrapping an ApiObject of the right kind (cdk8s-plus, imported L1s, plain
+# ApiObjects) is accepted where a name was; the wrong kind fails at synth naming the prop.
+interop = cdk8s.Chart(cdk8s.App(), "interop", namespace="agents")
+account = cdk8s.ApiObject(interop, "account", api_version="v1", kind="ServiceAccount", metadata=cdk8s.ApiObjectMetadata(name="agent"))
+SandboxTemplate(
+    interop,
+    "template",
+    metadata=cdk8s.ApiObjectMetadata(name="python"),
+    containers=[SandboxContainerProps(image="python:3.12-slim")],
+    service_account=ObjectRef.from_construct(account),
+)
+template_json = [m for m in interop.to_json() if m["kind"] == "SandboxTemplate"][0]
+check(template_json["spec"]["podTemplate"]["spec"]["serviceAccountName"] == "agent", "interop: a ServiceAccount construct gives serviceAccountName")
+wrong = cdk8s.Chart(cdk8s.App(), "wrong", namespace="agents")
+config = cdk8s.ApiObject(wrong, "config", api_version="v1", kind="ConfigMap", metadata=cdk8s.ApiObjectMetadata(name="settings"))
+SandboxTemplate(
+    wrong,
+    "template",
+    metadata=cdk8s.ApiObjectMetadata(name="python"),
+    containers=[SandboxContainerProps(image="python:3.12-slim")],
+    service_account=ObjectRef.from_construct(config),
+)
+try:
+    wrong.to_json()
+    check(False, "interop: a ConfigMap given as the service account is rejected")
+except Exception as error:
+    check("serviceAccount" in str(error) and "ServiceAccount is expected" in str(error), "interop: the wrong kind is rejected naming the prop and the expected kind")
 
 crds = cdk8s.Chart(app, "crds")
 SandboxCrds(crds, "crds")
