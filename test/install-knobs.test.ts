@@ -43,6 +43,25 @@ describe('AgentSandboxSystem install knobs', () => {
     expect(template.spec.containers[0].args.at(-1)).toBe('--some-newer-flag=1');
   });
 
+  test('router Pods share the operator\'s pull secrets, node selector and tolerations (same image, same nodes), not its affinity', () => {
+    const chart = new Chart(Testing.app(), 'test', { disableResourceNameHashes: true });
+    const pull = new ApiObject(chart, 'pull', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'regcred', namespace: 'agent-sandbox-system' } });
+    new AgentSandboxSystem(chart, 'system', {
+      router: {},
+      imagePullSecrets: [ObjectRef.fromConstruct(pull)],
+      nodeSelector: { pool: 'addons' },
+      tolerations: [{ key: 'addons', effect: 'NoSchedule' }],
+      affinity: { requiredNodeTerms: [{ matchExpressions: [{ key: 'kubernetes.io/os', operator: NodeSelectorOperator.IN, values: ['linux'] }] }] },
+    });
+    const router = find(Testing.synth(chart), 'Deployment', 'sandbox-router').spec.template.spec;
+    expect(router.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+    expect(router.nodeSelector).toEqual({ pool: 'addons' });
+    expect(router.tolerations).toEqual([{ key: 'addons', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(router.affinity).toBeUndefined();
+    const plain = find(synth({ router: {} }), 'Deployment', 'sandbox-router').spec.template.spec;
+    expect([plain.imagePullSecrets, plain.nodeSelector, plain.tolerations]).toEqual([undefined, undefined, undefined]);
+  });
+
   test('bad pod knobs fail naming the prop and the fix', () => {
     const chart = Testing.chart();
     const cm = new ApiObject(chart, 'cm', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x' } });

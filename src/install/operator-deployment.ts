@@ -57,11 +57,11 @@ export interface OperatorDeploymentOptions {
    * @default - none
    */
   readonly extraArgs?: string[];
-  /** Secrets with registry credentials for the operator image (a cdk8s-plus `Secret`, a `KubeSecret` or a name). @default - none */
+  /** Secrets with registry credentials for the operator image (a cdk8s-plus `Secret`, a `KubeSecret` or a name); the router Pods get them too. @default - none */
   readonly imagePullSecrets?: ObjectRef[];
-  /** Node labels the operator Pods must land on. @default - none */
+  /** Node labels the operator Pods (and the router Pods) must land on. @default - none */
   readonly nodeSelector?: { [key: string]: string };
-  /** Tolerations of the operator Pods. @default - none */
+  /** Tolerations of the operator Pods and the router Pods. @default - none */
   readonly tolerations?: SandboxToleration[];
   /** Affinity of the operator Pods, such as anti-affinity to spread replicas over nodes. @default - none */
   readonly affinity?: SchedulingAffinity;

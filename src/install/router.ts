@@ -84,8 +84,16 @@ function addRouterRbac(scope: Construct, namespace: string, labels: { [key: stri
   });
 }
 
+/** Scheduling and registry settings the router Pods share with the operator's (the same image, the same nodes). */
+export interface RouterPodPlacement {
+  readonly imagePullSecrets?: { name: string }[];
+  readonly nodeSelector?: { [key: string]: string };
+  readonly tolerations?: object[];
+}
+
 /** The router's RBAC, Deployment, PodDisruptionBudget and Service in `namespace`; returns the Deployment. */
-export function addRouter(scope: Construct, namespace: string, router: SandboxRouterOptions, operatorImage: string): ApiObject {
+export function addRouter(scope: Construct, namespace: string, router: SandboxRouterOptions, operatorImage: string,
+  placement: RouterPodPlacement = {}): ApiObject {
   const image = router.image === undefined ? operatorImage : imageRef(router.image, router.imageDigest);
   const podLabels = routerPodLabelsOf(router);
   const labels = { ...podLabels, ...PART_OF_LABEL };
@@ -100,6 +108,9 @@ export function addRouter(scope: Construct, namespace: string, router: SandboxRo
           // The router watches Sandboxes and Pods and reviews callers' tokens.
           serviceAccountName: ROUTER_NAME,
           securityContext: POD_SECURITY,
+          ...(placement.imagePullSecrets?.length ? { imagePullSecrets: placement.imagePullSecrets } : {}),
+          ...(placement.nodeSelector ? { nodeSelector: placement.nodeSelector } : {}),
+          ...(placement.tolerations?.length ? { tolerations: placement.tolerations } : {}),
           containers: [{
             name: 'router',
             image,

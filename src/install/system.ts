@@ -1,7 +1,6 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
-import { PART_OF_LABEL } from '../api/crd-manifests';
-import { defaultRouterPodLabels } from '../api/network-policy-defaults';
+import { REFERENCED_KINDS } from '../api/object-kinds';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
@@ -19,6 +18,8 @@ import {
 } from './operator-deployment';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
 import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf } from './router';
+import { PART_OF_LABEL } from '../api/crd-manifests';
+import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 
 /** Props of {@link AgentSandboxSystem}. */
 export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
@@ -151,7 +152,13 @@ export class AgentSandboxSystem extends Construct {
     if (props.prometheusRule) addPrometheusRule(this, this.namespace, props.prometheusRule);
     if (props.grafanaDashboard) addGrafanaDashboard(this, this.namespace, props.grafanaDashboard);
 
-    if (props.router) this.routerDeployment = addRouter(this, this.namespace, props.router, operator.image);
+    if (props.router) {
+      this.routerDeployment = addRouter(this, this.namespace, props.router, operator.image, {
+        imagePullSecrets: operator.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, this.namespace) })),
+        nodeSelector: operator.nodeSelector,
+        tolerations: operator.tolerations as object[] | undefined,
+      });
+    }
     if (props.flowControl) {
       this.flowControl = new SandboxFlowControl(this, 'FlowControl', {
         ...props.flowControl, serviceAccountName: CONTROLLER, serviceAccountNamespace: this.namespace,
