@@ -1,7 +1,7 @@
 import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
-import { REFERENCED_KINDS } from './api/object-kinds';
+import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
 import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Subdomain, checkStringMap } from './api/validation';
 import { SandboxContainerProps, _checkId, _containerToKube, _listOf, _validateContainer, dropUndefined } from './container';
 import { _checkDuration } from './custom-resource';
@@ -159,7 +159,7 @@ export abstract class SandboxBlueprint extends Construct {
   protected _validateBlueprint(errors: ErrorList): void {
     const p = this.blueprint;
     const ns = this.podNamespace;
-    for (const list of ['containers', 'initContainers', 'volumes', 'volumeClaimTemplates', 'tolerations'] as const) _listOf<unknown>(errors, list, p[list]);
+    for (const list of ['containers', 'initContainers', 'volumes', 'volumeClaimTemplates', 'imagePullSecrets'] as const) _listOf<unknown>(errors, list, p[list]);
     if (this.containers.length === 0) {
       errors.check('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
     }
@@ -168,9 +168,9 @@ export abstract class SandboxBlueprint extends Construct {
     if (p.serviceAccount && p.serviceAccountName !== undefined) {
       errors.check('serviceAccount', 'and serviceAccountName are both set; give one');
     }
-    p.serviceAccount?._check(errors, 'serviceAccount', REFERENCED_KINDS.serviceAccount, ns);
-    (p.imagePullSecrets ?? []).forEach((r, i) => r._check(errors, `imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, ns));
-    p.priorityClass?._check(errors, 'priorityClass', REFERENCED_KINDS.priorityClass, undefined);
+    checkRef(errors, 'serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns);
+    (Array.isArray(p.imagePullSecrets) ? p.imagePullSecrets : []).forEach((r, i) => checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns));
+    checkRef(errors, 'priorityClass', p.priorityClass, REFERENCED_KINDS.priorityClass, undefined);
     const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
     runtimeClassRef?._check(errors, 'runtimeClass', REFERENCED_KINDS.runtimeClass, undefined);
     _checkNodeSelector(errors, 'nodeSelector', p.nodeSelector);
@@ -197,16 +197,6 @@ export abstract class SandboxBlueprint extends Construct {
 
     for (const map of ['podLabels', 'podAnnotations', 'nodeSelector'] as const) errors.check(map, checkStringMap(p[map]));
     if (p.serviceAccountName !== undefined) errors.check('serviceAccountName', checkDns1123Subdomain(p.serviceAccountName));
-    for (const [key, value] of Object.entries(p.nodeSelector ?? {})) {
-      errors.check(`nodeSelector["${key}"]`, checkQualifiedName(key) ?? checkLabelValue(value));
-    }
-    _listOf(errors, 'tolerations', p.tolerations).forEach((t, i) => {
-      errors.check(`tolerations[${i}].key`, checkQualifiedName(t?.key));
-      if (t?.value !== undefined) errors.check(`tolerations[${i}].value`, checkLabelValue(t.value));
-      if (t?.effect !== undefined && !TAINT_EFFECTS.includes(t.effect)) {
-        errors.check(`tolerations[${i}].effect`, `${JSON.stringify(t.effect)} is not a taint effect; use one of ${TAINT_EFFECTS.join(', ')}, or leave it out for all`);
-      }
-    });
     _checkDuration(errors, 'terminationGracePeriod', p.terminationGracePeriod, true);
     _checkId(errors, 'security.fsGroup', p.security?.fsGroup);
     for (const flag of ['automountServiceAccountToken', 'runAsNonRoot', 'seccompRuntimeDefault', 'hardenContainers'] as const) {
@@ -275,7 +265,15 @@ export abstract class SandboxBlueprint extends Construct {
   }
 }
 
-const TAINT_EFFECTS = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+/** Check a reference prop; a value that is not an ObjectRef (callers in other languages can pass anything) is reported. */
+function checkRef(errors: ErrorList, field: string, ref: ObjectRef | undefined, expected: ReferencedKind, namespace: string | undefined): void {
+  if (ref === undefined) return;
+  if (!(ref instanceof ObjectRef)) {
+    errors.check(field, 'must be an ObjectRef; make one from a name (ObjectRef fromName) or from a construct (ObjectRef fromConstruct)');
+    return;
+  }
+  ref._check(errors, field, expected, namespace);
+}
 
 function containerName(c: SandboxContainerProps, index: number): string {
   return c?.name ?? (index === 0 ? 'sandbox' : `container-${index}`);

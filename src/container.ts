@@ -139,14 +139,24 @@ export function _validateContainer(errors: ErrorList, field: string, c: SandboxC
   _listOf(errors, `${field}.volumeMounts`, c.volumeMounts).forEach((m, i) => {
     if (typeof m?.path !== 'string' || !m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `${describe(m?.path)} must be an absolute path, such as "/work"`);
   });
-  for (const [name, value] of Object.entries(c.envValues ?? {})) {
+  // Callers in other languages can pass any value: only the library's own classes are validated, the rest reported.
+  const envValues = c.envValues !== null && typeof c.envValues === 'object' && !Array.isArray(c.envValues) ? c.envValues : {};
+  if (envValues !== c.envValues && c.envValues !== undefined) errors.check(`${field}.envValues`, 'must be a map from variable name to EnvValue');
+  for (const [name, value] of Object.entries(envValues)) {
     if (c.env?.[name] !== undefined) errors.check(`${field}.envValues.${name}`, 'is also set in env; give each variable once, in env or in envValues');
-    value._validate(errors, `${field}.envValues.${name}`, namespace);
+    if (isValidatable(value)) value._validate(errors, `${field}.envValues.${name}`, namespace);
+    else errors.check(`${field}.envValues.${name}`, 'must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field');
   }
-  (c.envFrom ?? []).forEach((e, i) => e._validate(errors, `${field}.envFrom[${i}]`, namespace));
+  _listOf(errors, `${field}.envFrom`, c.envFrom).forEach((e, i) => {
+    if (isValidatable(e)) e._validate(errors, `${field}.envFrom[${i}]`, namespace);
+    else errors.check(`${field}.envFrom[${i}]`, 'must be an EnvFrom, made from a Secret or a ConfigMap');
+  });
   const portNames = (Array.isArray(c.ports) ? c.ports : []).flatMap((p) => (p?.name ? [p.name] : []));
   for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
-    c[kind]?._validate(errors, `${field}.${kind}`, portNames, kind !== 'readinessProbe');
+    const probe = c[kind];
+    if (probe === undefined) continue;
+    if (isValidatable(probe)) probe._validate(errors, `${field}.${kind}`, portNames, kind !== 'readinessProbe');
+    else errors.check(`${field}.${kind}`, 'must be a Probe, made as an HTTP GET, TCP, exec or gRPC probe');
   }
   for (const id of ['runAsUser', 'runAsGroup'] as const) _checkId(errors, `${field}.security.${id}`, c.security?.[id]);
 }
@@ -167,6 +177,11 @@ export function _listOf<T>(errors: ErrorList, field: string, value: readonly T[]
 
 function checkEnum(errors: ErrorList, field: string, value: unknown, allowed: readonly string[]): void {
   if (value !== undefined && !allowed.includes(value as string)) errors.check(field, `${describe(value)} is not allowed; use one of ${allowed.join(', ')}`);
+}
+
+/** Whether `value` is one of the library's own validating objects (EnvValue, EnvFrom, Probe). */
+function isValidatable(value: unknown): value is { _validate: (...args: any[]) => void } {
+  return value !== null && typeof value === 'object' && typeof (value as { _validate?: unknown })._validate === 'function';
 }
 
 /** A value as a message shows it. */

@@ -91,10 +91,20 @@ type TolerationLike = { key: string; value?: string; effect?: string; toleration
 
 /** @internal Check tolerations given as `{ key, value?, effect?, tolerationSeconds? }`. */
 export function _checkTolerations(errors: ErrorList, field: string, tolerations: ReadonlyArray<TolerationLike> | undefined): void {
+  // Callers in other languages can pass anything: a non-list or a non-object entry is reported, not crashed on.
+  if (tolerations !== undefined && !Array.isArray(tolerations)) {
+    errors.check(field, 'must be a list of tolerations, each with at least a key');
+    return;
+  }
   (tolerations ?? []).forEach((t, i) => {
+    if (t === null || typeof t !== 'object') {
+      errors.check(`${field}[${i}]`, 'must be a toleration (an object with at least a key)');
+      return;
+    }
     errors.check(`${field}[${i}].key`, checkQualifiedName(t.key));
+    if (t.value !== undefined) errors.check(`${field}[${i}].value`, checkLabelValue(t.value));
     if (t.effect !== undefined && !EFFECTS.includes(t.effect)) {
-      errors.check(`${field}[${i}].effect`, `"${t.effect}" must be one of ${EFFECTS.join(', ')}, or unset for all effects`);
+      errors.check(`${field}[${i}].effect`, `${JSON.stringify(t.effect)} must be one of ${EFFECTS.join(', ')}, or unset for all effects`);
     }
     if (t.tolerationSeconds !== undefined) {
       if (t.effect !== 'NoExecute') errors.check(`${field}[${i}].tolerationSeconds`, 'only applies to the NoExecute effect; set effect: "NoExecute" or drop it');
@@ -114,9 +124,9 @@ export function _tolerationsToKube(tolerations: ReadonlyArray<TolerationLike> | 
 
 /** @internal Check a node selector map. */
 export function _checkNodeSelector(errors: ErrorList, field: string, selector: { [key: string]: string } | undefined): void {
-  for (const [key, value] of Object.entries(selector ?? {})) {
-    errors.check(`${field}["${key}"]`, checkQualifiedName(key));
-    errors.check(`${field}["${key}"]`, checkLabelValue(value));
+  if (selector === null || typeof selector !== 'object' || Array.isArray(selector)) return; // reported as a map by the caller's checkStringMap
+  for (const [key, value] of Object.entries(selector)) {
+    errors.check(`${field}["${key}"]`, checkQualifiedName(key) ?? checkLabelValue(value));
   }
 }
 

@@ -37,6 +37,27 @@ function expectError(fn: () => void, message: RegExp): void {
 }
 
 describe('wrong types are reported by field, not rendered or crashed on', () => {
+  test('interop props given plain values (review: TypeError x._validate / r._check is not a function)', () => {
+    expectError(sandbox({ tolerations: {} }), /\] tolerations: must be a list of tolerations/);
+    expectError(sandbox({ tolerations: [null] }), /tolerations\[0\]: must be a toleration/);
+    expectError(sandbox({ serviceAccount: 'agent' }), /serviceAccount: must be an ObjectRef/);
+    expectError(sandbox({ imagePullSecrets: ['regcred'] }), /imagePullSecrets\[0\]: must be an ObjectRef/);
+    expectError(sandbox({ containers: [{ image, envFrom: [{ secret: 'x' }] }] }), /containers\[0\]\.envFrom\[0\]: must be an EnvFrom/);
+    expectError(sandbox({ containers: [{ image, envValues: { A: 'x' } }] }), /containers\[0\]\.envValues\.A: must be an EnvValue/);
+    expectError(sandbox({ containers: [{ image, livenessProbe: { path: '/' } }] }), /containers\[0\]\.livenessProbe: must be a Probe/);
+  });
+
+  test('a bad toleration or node selector entry is reported once (the merged checks ran twice)', () => {
+    let message = '';
+    try {
+      sandbox({ tolerations: [{ key: 'a', effect: 'Never' }], nodeSelector: { 'bad key': 'x' } })();
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message.match(/tolerations\[0\]\.effect/g)).toHaveLength(1);
+    expect(message.match(/nodeSelector\["bad key"\]/g)).toHaveLength(1);
+  });
+
   test('container command given as a string', () => {
     expectError(sandbox({ containers: [{ image, command: 'sleep 1' }] }), /spec\.podTemplate\.spec\.containers\[0\]\.command: must be a list, got "sleep 1"/);
   });
@@ -86,7 +107,7 @@ describe('values the API server rejects fail at synth', () => {
 
   test('node selector, tolerations, service account, fsGroup and user IDs', () => {
     expectError(sandbox({ nodeSelector: { 'bad key': 'x' } }), /nodeSelector\["bad key"\]: key "bad key" must be a name/);
-    expectError(sandbox({ tolerations: [{ key: 'gpu', effect: 'NoRun' }] }), /tolerations\[0\]\.effect: "NoRun" is not a taint effect; use one of NoSchedule, PreferNoSchedule, NoExecute/);
+    expectError(sandbox({ tolerations: [{ key: 'gpu', effect: 'NoRun' }] }), /tolerations\[0\]\.effect: "NoRun" must be one of NoSchedule, PreferNoSchedule, NoExecute/);
     expectError(sandbox({ serviceAccountName: 'Agent_SA' }), /serviceAccountName: "Agent_SA"/);
     expectError(sandbox({ security: { fsGroup: -1 } }), /security\.fsGroup: -1 is not a user or group ID; use a whole number from 0 to 2147483647/);
     expectError(sandbox({ containers: [{ image, security: { runAsUser: 1.5 } }] }), /containers\[0\]\.security\.runAsUser: 1\.5 is not a user or group ID/);
