@@ -51,7 +51,7 @@ beforeAll(async () => {
   rbac = await BundleRbac.apply(kube, api, {
     namespace: ns,
     extensions: false,
-    editRules: (role, rules) => (role.kind === 'ClusterRole' ? withoutVerb(rules, 'pods', 'create') : rules),
+    editRules: (role, rules) => (role.kind === 'ClusterRole' && role.name === `agent-sandbox-controller-${ns}` ? withoutVerb(rules, 'pods', 'create') : rules),
   });
   op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig });
 }, 240_000);
