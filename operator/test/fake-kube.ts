@@ -5,7 +5,8 @@
  */
 import { applyMergePatch } from '../src/model';
 import {
-  ApiError, type DeleteOptions, type IndexFunc, type Informer, type InformerHandlers, type KubeClient, type KubeObject, type ResourceType,
+  ApiError, type DeleteOptions, type IndexFunc, type Informer, type InformerHandlers, type KubeClient, type KubeObject, type ListOptions,
+  type ObjectList, type ResourceType,
 } from '../src/runtime/types';
 
 /** An informer's cache, filled by the test; every change is also delivered to the handlers as the informer's event. */
@@ -72,7 +73,7 @@ export class FakeStore<T extends KubeObject> implements Informer<T> {
 }
 
 export interface Call {
-  readonly verb: 'get' | 'create' | 'update' | 'patch' | 'delete' | 'event';
+  readonly verb: 'get' | 'list' | 'create' | 'update' | 'patch' | 'delete' | 'event';
   readonly resource: string;
   readonly name: string;
   readonly body?: any;
@@ -129,7 +130,7 @@ export class FakeClient implements KubeClient {
 
   /** Calls other than events, as `verb resource name[/subresource]`. */
   public get writes(): string[] {
-    return this.calls.filter((c) => c.verb !== 'get' && c.verb !== 'event')
+    return this.calls.filter((c) => c.verb !== 'get' && c.verb !== 'list' && c.verb !== 'event')
       .map((c) => `${c.verb} ${c.resource} ${c.name}${c.options?.subresource ? `/${c.options.subresource}` : ''}`);
   }
 
@@ -138,8 +139,18 @@ export class FakeClient implements KubeClient {
     return structuredClone(this.existing(type, name)) as T;
   }
 
-  public async list(): Promise<never> {
-    throw new Error('controllers read lists from informers, never from the client');
+  /** The live objects of `type`, filtered by an equality label selector (`k=v,k2=v2`), up to `limit`. */
+  public async list<T extends KubeObject>(type: ResourceType, _ns: string | undefined, options: ListOptions = {}): Promise<ObjectList<T>> {
+    this.record({ verb: 'list', resource: type.resource, name: '', options });
+    const wanted = (options.labelSelector ?? '').split(',').filter(Boolean).map((term) => {
+      const [key, value] = term.split('=');
+      if (value === undefined) throw new Error(`the fake server takes equality label selectors only (got ${term})`);
+      return [key, value] as const;
+    });
+    const items = [...this.live.entries()]
+      .filter(([k, o]) => k.startsWith(`${type.resource}/`) && wanted.every(([key, value]) => o.metadata.labels?.[key] === value))
+      .map(([, o]) => structuredClone(o) as T);
+    return { items: options.limit ? items.slice(0, options.limit) : items, metadata: { resourceVersion: String(this.version) } };
   }
 
   public async create<T extends KubeObject>(type: ResourceType, _ns: string | undefined, body: object, options?: object): Promise<T> {
@@ -154,9 +165,9 @@ export class FakeClient implements KubeClient {
       resourceVersion: String(++this.version),
       creationTimestamp: new Date(this.nowMs()).toISOString().replace(/\.\d+Z$/, 'Z'),
     };
-    this.live.set(`${type.resource}/${name}`, obj);
+    this.live.set(`${type.resource}/${name}`, asServed(obj));
     this.respond('create', type.resource, name);
-    return structuredClone(obj) as T;
+    return structuredClone(this.live.get(`${type.resource}/${name}`)) as T;
   }
 
   /** A full replace; `body.metadata.resourceVersion`, when set, must be the current one. */
@@ -171,9 +182,9 @@ export class FakeClient implements KubeClient {
     const next = structuredClone(body);
     const { uid, creationTimestamp } = current.metadata;
     next.metadata = { ...next.metadata, uid, creationTimestamp, resourceVersion: String(++this.version) };
-    this.live.set(`${type.resource}/${name}`, next);
+    this.live.set(`${type.resource}/${name}`, asServed(next));
     this.respond('update', type.resource, name);
-    return structuredClone(next) as T;
+    return structuredClone(this.live.get(`${type.resource}/${name}`)) as T;
   }
 
   public async patch<T extends KubeObject>(
@@ -190,9 +201,9 @@ export class FakeClient implements KubeClient {
     const change = options?.subresource === 'status' ? { status: patch.status } : body;
     const next = applyMergePatch(current, change);
     next.metadata = { ...next.metadata, resourceVersion: String(++this.version) };
-    this.live.set(`${type.resource}/${name}`, next);
+    this.live.set(`${type.resource}/${name}`, asServed(next));
     this.respond('patch', type.resource, name);
-    return structuredClone(next) as T;
+    return structuredClone(this.live.get(`${type.resource}/${name}`)) as T;
   }
 
   public async delete(type: ResourceType, _ns: string | undefined, name: string, options?: DeleteOptions): Promise<void> {
@@ -234,4 +245,17 @@ export class FakeClient implements KubeClient {
       throw failure.error;
     }
   }
+}
+
+/**
+ * An object as the API server stores and returns a custom resource: Go's encoding/json writes an
+ * unstructured object's keys sorted, whatever order they were sent in. Code that compares its own
+ * objects with the server's by JSON text sees a change that is not there; this makes tests see it.
+ */
+function asServed<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(asServed) as T;
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.keys(value).sort().map((k) => [k, asServed((value as Record<string, unknown>)[k])])) as T;
+  }
+  return value;
 }

@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import * as os from 'node:os';
 import { SandboxLabels } from '../../../src/api/labels';
-import { RESOURCES, type Pod, type Sandbox } from '../model';
+import { RESOURCES, type Pod, type Sandbox, slimPod } from '../model';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
 import { parseRouterArgs, routerUsage, splitList } from '../router/flags';
 import { AddressGuard } from '../router/guard';
@@ -51,7 +51,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   const informers = new InformerFactory(client, { log });
   const sandboxes = informers.forResource<Sandbox>(RESOURCES.sandboxes, { namespace });
   const pods = informers.forResource<Pod>(RESOURCES.pods, {
-    namespace, labelSelector: SandboxLabels.SANDBOX_NAME_HASH, indexes: { [POD_NAME_HASH_INDEX]: podNameHashIndex },
+    namespace, labelSelector: SandboxLabels.SANDBOX_NAME_HASH, transform: slimPod, indexes: { [POD_NAME_HASH_INDEX]: podNameHashIndex },
   });
   const guard = new AddressGuard(splitList(flags.string('allowed-pod-cidrs')));
   const router = new Router({
@@ -61,6 +61,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     log,
     metrics,
     proxyTimeoutMs: flags.number('proxy-timeout'),
+    readyWaitMs: flags.number('ready-wait'),
     pathRoutingPrefix: flags.string('path-routing-prefix'),
     maxConnectionsPerSandbox: flags.number('max-connections-per-sandbox'),
     maxConnections: flags.number('max-connections'),

@@ -11,7 +11,7 @@ import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
 import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 import {
-  CONTROLLER_UID_INDEX, controllerRefOf, controllerUidIndex, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim,
+  CONTROLLER_UID_INDEX, controllerRefOf, controllerUidIndex, type NetworkPolicy, RESOURCES, SANDBOX_SPEC_SHARING, type Sandbox, type SandboxClaim,
   type SandboxTemplate, type SandboxWarmPool,
 } from '../model';
 import type { ControllerContext } from '../runtime/context';
@@ -51,6 +51,7 @@ export function extensionInformers(ctx: Pick<ControllerContext, 'informers'>): E
   const { informers } = ctx;
   return {
     sandboxes: informers.forResource<Sandbox>(RESOURCES.sandboxes, {
+      transform: SANDBOX_SPEC_SHARING.transform,
       indexes: {
         [POOL_LABEL_INDEX]: (sb) => {
           const label = sb.metadata.labels?.[SandboxLabels.WARM_POOL_SANDBOX];

@@ -4,6 +4,7 @@
  * Keeping lastTransitionTime when the status does not change is what lets clients measure
  * "Ready since", and keeps a re-computed but unchanged status byte-identical so a write can be skipped.
  */
+import { canonicalJson } from './blueprint';
 import type { Condition } from './generated';
 import { metaTime } from './time';
 import { ConditionType } from '../../../src/api/conditions';
@@ -38,6 +39,15 @@ export function setCondition(conditions: readonly Condition[], input: ConditionI
   const next = [...conditions];
   next[index] = { ...input, lastTransitionTime };
   return next;
+}
+
+/**
+ * Whether two condition lists say the same, whatever their key order: the API server returns an
+ * object's keys sorted, while setCondition builds them in its own order, so comparing JSON strings
+ * as written would see a change on every pass and rewrite an unchanged status.
+ */
+export function sameConditions(a: readonly Condition[] | undefined, b: readonly Condition[] | undefined): boolean {
+  return canonicalJson(a ?? []) === canonicalJson(b ?? []);
 }
 
 /** A copy of `conditions` without the condition of `type`. */

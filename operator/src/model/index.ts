@@ -10,3 +10,4 @@ export * from './meta';
 export * from './time';
 export * from './conditions';
 export * from './merge-patch';
+export * from './cache-shape';

@@ -21,13 +21,14 @@ export function isUnmanaged(template: SandboxTemplate): boolean {
 }
 
 /**
- * The router's labels written `k=v,k2=v2` when `labels` carries every one of them (so a Pod with
- * `labels` matches the router selector of the default NetworkPolicy), else undefined.
+ * The router's labels that `labels` carries, written `k=v,k2=v2`, or undefined when it carries none.
+ * Any one pair is refused, not only the full set: with several router labels, a template could
+ * carry one and a claim's additionalPodMetadata the other, each passing a check for the full set,
+ * and the merged Pod would match the router selector of the default NetworkPolicy.
  */
 export function routerLabelsIn(labels: Labels | undefined, routerPodLabels: Labels = defaultRouterPodLabels()): string | undefined {
-  const entries = Object.entries(routerPodLabels);
-  if (entries.length === 0 || !entries.every(([key, value]) => labels?.[key] === value)) return undefined;
-  return entries.map(([key, value]) => `${key}=${value}`).join(',');
+  const carried = Object.entries(routerPodLabels).filter(([key, value]) => labels?.[key] === value);
+  return carried.length === 0 ? undefined : carried.map(([key, value]) => `${key}=${value}`).join(',');
 }
 
 /**

@@ -52,6 +52,13 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     validate: (v: string) => (v === '' || (v.startsWith('/') && !v.endsWith('/')) ? undefined : `"${v}" must start with "/" and not end with "/"`),
   },
   { flag: 'proxy-timeout', type: 'duration', default: 180_000, description: 'Longest a plain request may take (X-Sandbox-Timeout may shorten it); not applied to upgraded connections or gRPC calls (their grpc-timeout bounds them).', validate: positiveDuration },
+  {
+    flag: 'ready-wait',
+    type: 'duration',
+    default: 2_000,
+    description: 'How long a request for a sandbox the router\'s caches show absent, suspended or not ready waits for them to show it serving before 404, 409 or 503; covers a client that saw it Ready (or resumed it) first. 0s answers at once.',
+    validate: (v: number) => (v >= 0 ? undefined : `must be 0s or more (it is ${formatGoDuration(v)})`),
+  },
   { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
   { flag: 'max-connections', type: 'int', default: 8192, description: 'Concurrent requests and upgraded connections in total; more get 429.', validate: positive },
   {

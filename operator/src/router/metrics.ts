@@ -18,6 +18,7 @@ export class RouterMetrics {
   private readonly authz: Counter<'sandbox_namespace' | 'decision'>;
   private readonly rejected: Counter<'sandbox_namespace' | 'scope'>;
   private readonly retries: Counter<'sandbox_namespace'>;
+  private readonly readyWaits: Counter<'sandbox_namespace' | 'outcome'>;
 
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
@@ -31,6 +32,12 @@ export class RouterMetrics {
     this.upstreamErrors = new Counter({ name: 'sandbox_router_upstream_errors_total', help: 'Failures talking to a sandbox.', labelNames: ['sandbox_namespace', 'reason'], registers });
     this.authz = new Counter({ name: 'sandbox_router_authz_decisions_total', help: 'Authorization decisions.', labelNames: ['sandbox_namespace', 'decision'], registers });
     this.retries = new Counter({ name: 'sandbox_router_upstream_retries_total', help: 'Connection attempts repeated after a dial failure.', labelNames: ['sandbox_namespace'], registers });
+    this.readyWaits = new Counter({
+      name: 'sandbox_router_ready_waits_total',
+      help: 'Requests that waited for the caches to show their sandbox serving (outcome waited: it did; timeout: --ready-wait ran out).',
+      labelNames: ['sandbox_namespace', 'outcome'],
+      registers,
+    });
     this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
   }
 
@@ -54,6 +61,10 @@ export class RouterMetrics {
 
   public upstreamRetry(namespace: string): void {
     this.retries.inc({ sandbox_namespace: namespace });
+  }
+
+  public readyWait(namespace: string, outcome: 'waited' | 'timeout'): void {
+    this.readyWaits.inc({ sandbox_namespace: namespace, outcome });
   }
 
   public limitRejected(namespace: string, scope: 'sandbox' | 'total'): void {

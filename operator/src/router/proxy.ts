@@ -16,7 +16,7 @@ import type { Authorizer } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
-import type { ResolveRequest, Resolved, Unresolved } from './resolve';
+import type { Resolved, Resolver } from './resolve';
 import type { Logger } from '../runtime/log';
 
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
@@ -25,7 +25,9 @@ export type Dial = (host: string, port: number) => net.Socket;
 export const defaultDial: Dial = (host, port) => net.connect({ host, port });
 
 export interface RouterOptions {
-  readonly resolver: { resolve(req: ResolveRequest): Resolved | Unresolved };
+  readonly resolver: Pick<Resolver, 'settle'>;
+  /** How long a request for a sandbox the caches do not show serving waits for them to (0: answer at once). */
+  readonly readyWaitMs?: number;
   readonly guard: AddressGuard;
   readonly authorizer: Authorizer;
   readonly log: Logger;
@@ -169,18 +171,24 @@ export class Router {
     this.opts.metrics?.authzDecision(target.namespace, decision.allowed);
     if (!decision.allowed) return decision;
     if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
-    const resolved = this.opts.resolver.resolve(target);
-    if ('detail' in resolved) return resolved;
-    const why = this.opts.guard.check(resolved.ip);
-    if (why !== undefined) {
-      this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
-      return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
-    }
+    // The slot is taken before the wait for a not-yet-serving sandbox, so waiting requests count against the limits too.
     const release = this.limits.acquire(`${target.namespace}/${target.id}`);
     if (typeof release !== 'function') {
       this.opts.metrics?.limitRejected(target.namespace, release);
       const detail = release === 'sandbox' ? `Too many concurrent connections to sandbox ${target.namespace}/${target.id}.` : 'Too many concurrent connections through the router.';
       return { status: 429, detail, headers: { 'retry-after': '1' } };
+    }
+    const { result: resolved, outcome } = await this.opts.resolver.settle(target, this.opts.readyWaitMs ?? 0);
+    if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
+    if ('detail' in resolved) {
+      release();
+      return resolved;
+    }
+    const why = this.opts.guard.check(resolved.ip);
+    if (why !== undefined) {
+      release();
+      this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
+      return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
     }
     return { target, resolved, release };
   }

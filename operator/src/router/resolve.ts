@@ -2,13 +2,18 @@
  * A request's sandbox → the address to dial, from the informer caches only (never the API server
  * on the request path, never DNS): the Sandbox by namespace/name, its Pod by the Sandbox's
  * name-hash label (or the pod-name annotation, as the sandbox controller reads it).
+ *
+ * The caches lag the API server: a client that watched its Sandbox turn Ready (or resumed it, or
+ * just claimed it) can ask before the router has seen that. `settle()` therefore lets a request
+ * for a sandbox that is not serving wait a bounded time for the caches to say it is, woken by
+ * the informer events of that sandbox and its Pod, before it answers 404, 409 or 503.
  */
 import { isIP } from 'node:net';
 import { SandboxAnnotations, SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
 import { isPodReady, isReady, podIPsOf, type Pod, type Sandbox } from '../model';
 import { unmapIPv4 } from './guard';
-import type { Store } from '../runtime/types';
+import type { Informer } from '../runtime/types';
 
 /** Pod index: `<namespace>/<sandbox-name-hash label>`. */
 export const POD_NAME_HASH_INDEX = 'router-namespace-name-hash';
@@ -36,8 +41,20 @@ export interface ResolveRequest {
   readonly uid?: string;
 }
 
+/** How a `settle()` ended: served at once, served after waiting, or still not serving when the wait ran out. */
+export type SettleOutcome = 'immediate' | 'waited' | 'timeout';
+
 export class Resolver {
-  public constructor(private readonly sandboxes: Store<Sandbox>, private readonly pods: Store<Pod>) {}
+  /** Waiting requests by `<namespace>/<sandbox name hash>`, the key both a Sandbox's and its Pod's events carry. */
+  private readonly waiters = new Map<string, Set<() => void>>();
+
+  public constructor(private readonly sandboxes: Informer<Sandbox>, private readonly pods: Informer<Pod>) {
+    // Every event of every Sandbox and Pod passes here: with nothing waiting, it costs one check.
+    const wakeSandbox = (s: Sandbox) => this.waiters.size > 0 && this.wake(`${s.metadata.namespace}/${NameHash.of(s.metadata.name)}`);
+    const wakePod = (p: Pod) => this.waiters.size > 0 && podNameHashIndex(p).forEach((key) => this.wake(key));
+    sandboxes.addHandlers({ onAdd: wakeSandbox, onUpdate: (_, s) => wakeSandbox(s), onDelete: wakeSandbox });
+    pods.addHandlers({ onAdd: wakePod, onUpdate: (_, p) => wakePod(p), onDelete: wakePod });
+  }
 
   public resolve(req: ResolveRequest): Resolved | Unresolved {
     const name = `${req.namespace}/${req.id}`;
@@ -61,6 +78,46 @@ export class Resolver {
       return { ip: hint, sandbox, pod };
     }
     return { ip: ips.find((ip) => isIP(ip) === 4) ?? ips[0], sandbox, pod };
+  }
+
+  /**
+   * `resolve()`, but a refusal (every one is about what the cache shows now: absent, suspended, not
+   * ready, a stale pod IP) waits up to `waitMs` for an event of the sandbox or its Pod that makes it
+   * resolvable; at the deadline the cache's latest answer stands.
+   */
+  public settle(req: ResolveRequest, waitMs: number): Promise<{ result: Resolved | Unresolved; outcome: SettleOutcome }> {
+    const first = this.resolve(req);
+    if (!('detail' in first) || waitMs <= 0) return Promise.resolve({ result: first, outcome: 'immediate' });
+    const key = `${req.namespace}/${NameHash.of(req.id)}`;
+    return new Promise((done) => {
+      const finish = (result: Resolved | Unresolved, outcome: SettleOutcome) => {
+        clearTimeout(timer);
+        const set = this.waiters.get(key);
+        set?.delete(check);
+        if (set?.size === 0) this.waiters.delete(key);
+        done({ result, outcome });
+      };
+      const check = () => {
+        const result = this.resolve(req);
+        if (!('detail' in result)) finish(result, 'waited');
+      };
+      const timer = setTimeout(() => finish(this.resolve(req), 'timeout'), waitMs);
+      let set = this.waiters.get(key);
+      if (!set) this.waiters.set(key, (set = new Set()));
+      set.add(check);
+    });
+  }
+
+  /** Requests waiting on some sandbox right now. */
+  public get waiting(): number {
+    let n = 0;
+    for (const set of this.waiters.values()) n += set.size;
+    return n;
+  }
+
+  private wake(key: string): void {
+    const set = this.waiters.get(key);
+    if (set) for (const check of [...set]) check();
   }
 
   /** The Sandbox's live Pod: named by the annotation (or the Sandbox's name) and carrying its name-hash label. */

@@ -30,6 +30,8 @@ export interface InformerMetrics {
   /** A watch ended and will be reopened; reason: closed, gone, stalled, error, error-event, list-error. */
   watchRestarted?(reason: string): void;
   relisted?(objects: number, ms: number): void;
+  /** One watch event applied: transform, cache update and every handler (the queue adds), in ms. */
+  eventHandled?(ms: number): void;
 }
 
 export interface InformerOptions<T extends KubeObject> {
@@ -292,6 +294,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     }, (event) => {
       lastActivity = this.clock.now();
       const end = this.apply(event);
+      this.options.metrics?.eventHandled?.(this.clock.now() - lastActivity);
       if (end) {
         outcome = end;
         handle.abort();

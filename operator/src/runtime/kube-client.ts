@@ -40,6 +40,8 @@ export interface ClientMetrics {
   request?(verb: string, code: string, ms: number, path: string): void;
   /** Time a request waited for the client-side rate limiter. */
   throttled?(ms: number): void;
+  /** The background lane's in-flight bound, after each write's latency moved it (priority-gate.ts). */
+  backgroundLimit?(n: number): void;
 }
 
 export interface KubeClientOptions {
@@ -79,10 +81,16 @@ export interface RawResponse {
 }
 
 const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', resource: 'events', namespaced: true };
-/** Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. */
-const MAX_PENDING_EVENTS = 100;
+/**
+ * Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. Room
+ * for the Events held while claims wait (claim-pressure.ts, up to MAX_HELD_SENDS), which are all
+ * released together when the claims are served.
+ */
+const MAX_PENDING_EVENTS = 1_000;
 const MAX_429_RETRIES = 3;
 const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE']);
+/** Methods whose latency tells how loaded the server is (a list's depends on its size, a watch's on time). */
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 interface Request {
   readonly priority?: RequestPriority;
@@ -257,6 +265,17 @@ export class HttpKubeClient implements KubeClient {
     this.watchAgent.destroy();
   }
 
+  /** send(), telling the gate how long a write took at the server (its background cap follows that). */
+  private async sendSampled(req: Request): Promise<Response> {
+    const started = this.clock.now();
+    const response = await this.send(req);
+    if (WRITES.has(req.method) && response.status < 500 && response.status !== 429) {
+      this.gate!.sample(this.clock.now() - started, this.clock.now());
+      this.metrics.backgroundLimit?.(this.gate!.backgroundCap.current);
+    }
+    return response;
+  }
+
   private async request<T>(req: Request): Promise<T> {
     const { status, text } = await this.exchange(req, true);
     if (status >= 200 && status < 300) return (text ? JSON.parse(text) : {}) as T;
@@ -271,7 +290,7 @@ export class HttpKubeClient implements KubeClient {
       const started = this.clock.now();
       let response: Response;
       try {
-        response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.send(req)) : await this.send(req);
+        response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.sendSampled(req)) : await this.send(req);
       } catch (e) {
         this.metrics.request?.(req.verb, '<error>', this.clock.now() - started, req.path);
         // A keep-alive socket the server closed as we reused it: the request never arrived.

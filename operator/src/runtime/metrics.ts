@@ -49,6 +49,8 @@ export class OperatorMetrics {
   private readonly requests: Counter<'code' | 'method' | 'host'>;
   private readonly requestLatency: Histogram<'verb'>;
   private readonly rateLimiterLatency: Histogram<'verb'>;
+  private readonly backgroundCap: Gauge;
+  private readonly eventHandling: Histogram<'resource'>;
   private readonly watchRestarts: Counter<'resource' | 'reason'>;
   private readonly relists: Counter<'resource'>;
   private readonly leader: Gauge<'name'>;
@@ -90,10 +92,18 @@ export class OperatorMetrics {
     this.requests = new Counter({ name: 'rest_client_requests_total', help: 'Number of HTTP requests, partitioned by status code, method, and host', labelNames: ['code', 'method', 'host'], registers });
     this.requestLatency = new Histogram({ name: 'rest_client_request_duration_seconds', help: 'Request latency in seconds, broken down by verb', labelNames: ['verb'], buckets: REQUEST_BUCKETS, registers });
     this.rateLimiterLatency = new Histogram({ name: 'rest_client_rate_limiter_duration_seconds', help: 'Client side rate limiter latency in seconds', labelNames: ['verb'], buckets: REQUEST_BUCKETS, registers });
+    this.backgroundCap = new Gauge({ name: 'agent_sandbox_client_background_in_flight_limit', help: 'Background API requests (pool refill, Events) the operator lets be in flight now; follows the write latency the API server answers with', registers });
 
     const sizes = this.informerSizes;
     this.watchRestarts = new Counter({ name: 'agent_sandbox_informer_watch_restarts_total', help: 'Watches reopened, by reason (closed, gone, stalled, error, error-event, list-error)', labelNames: ['resource', 'reason'], registers });
     this.relists = new Counter({ name: 'agent_sandbox_informer_relists_total', help: 'Full lists by an informer (start-up and after 410 Gone)', labelNames: ['resource'], registers });
+    this.eventHandling = new Histogram({
+      name: 'agent_sandbox_informer_event_handling_seconds',
+      help: 'Time to apply one watch event: transform, cache update and handlers (queue adds); the wait in the queue after it is workqueue_queue_duration_seconds',
+      labelNames: ['resource'],
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1],
+      registers,
+    });
     new Gauge({
       name: 'agent_sandbox_informer_objects',
       help: 'Objects in an informer cache',
@@ -159,6 +169,7 @@ export class OperatorMetrics {
         this.requestLatency.observe({ verb }, ms / 1000);
       },
       throttled: (ms) => this.rateLimiterLatency.observe({ verb: '' }, ms / 1000),
+      backgroundLimit: (n) => this.backgroundCap.set(n),
     };
   }
 
@@ -166,6 +177,7 @@ export class OperatorMetrics {
     return {
       watchRestarted: (reason) => this.watchRestarts.inc({ resource, reason }),
       relisted: () => this.relists.inc({ resource }),
+      eventHandled: (ms) => this.eventHandling.observe({ resource }, ms / 1000),
     };
   }
 

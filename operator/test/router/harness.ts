@@ -55,6 +55,7 @@ export interface Harness {
   readonly pods: FakeStore<Pod>;
   readonly dialed: string[];
   readonly metrics: RouterMetrics;
+  readonly resolver: Resolver;
   close(): Promise<void>;
 }
 
@@ -72,8 +73,9 @@ export async function startRouter(overrides: Partial<RouterOptions> & { authoriz
   const pods = new FakeStore<Pod>({ [POD_NAME_HASH_INDEX]: podNameHashIndex });
   const dialed: string[] = [];
   const metrics = new RouterMetrics(undefined, false);
+  const resolver = new Resolver(sandboxes, pods);
   const router = new Router({
-    resolver: new Resolver(sandboxes, pods),
+    resolver,
     guard: new AddressGuard(TEST_POD_CIDRS, ['127.0.0.1']),
     authorizer: ALLOW_ALL,
     log: SILENT_LOGGER,
@@ -96,6 +98,7 @@ export async function startRouter(overrides: Partial<RouterOptions> & { authoriz
     pods,
     dialed,
     metrics,
+    resolver,
     port: (listener.server.address() as AddressInfo).port,
     close: async () => {
       router.close();

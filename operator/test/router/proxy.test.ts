@@ -102,6 +102,78 @@ describe('router proxy', () => {
   });
 });
 
+describe('--ready-wait: a request the caches cannot serve yet waits for them', () => {
+  let upstream: Awaited<ReturnType<typeof startUpstream>>;
+  let h: Harness;
+  const route = (id: string) => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port) });
+  const later = (ms: number, fn: () => void) => setTimeout(fn, ms);
+
+  beforeEach(async () => {
+    upstream = await startUpstream(echoHandler);
+    h = await startRouter({ readyWaitMs: 5_000 });
+  });
+
+  afterEach(async () => {
+    await h.close();
+    await upstream.close();
+  });
+
+  test('a Sandbox turning Ready (Sandbox first, then its Pod) while the request waits is served; nothing is left waiting', async () => {
+    const sb = sandbox('late', { ready: false });
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP], { ready: false }));
+    later(50, () => h.sandboxes.put(sandbox('late')));
+    later(100, () => h.pods.put(pod(sb, [UPSTREAM_IP])));
+    const reply = await request(h.port, '/x', route('late'));
+    expect(reply.status).toBe(200);
+    expect(h.resolver.waiting).toBe(0);
+    expect(await h.metrics.registry.metrics()).toMatch(/sandbox_router_ready_waits_total\{sandbox_namespace="default",outcome="waited"\} 1/);
+    expect(h.router.openConnections).toBe(0);
+  });
+
+  test('a resumed Sandbox the cache still shows Suspended, and one the cache has not listed yet, are served once it has', async () => {
+    const sb = sandbox('resumed', { suspended: true });
+    h.sandboxes.put(sb);
+    later(50, () => h.sandboxes.put(sandbox('resumed')));
+    later(80, () => h.pods.put(pod(sb, [UPSTREAM_IP])));
+    const fresh = sandbox('fresh');
+    later(50, () => h.pods.put(pod(fresh, [UPSTREAM_IP])));
+    later(100, () => h.sandboxes.put(fresh));
+    const [resumed, created] = await Promise.all([request(h.port, '/', route('resumed')), request(h.port, '/', route('fresh'))]);
+    expect([resumed.status, created.status]).toEqual([200, 200]);
+  });
+
+  test('one that stays not ready gets the latest answer when the wait runs out, and its slot back', async () => {
+    const short = await startRouter({ readyWaitMs: 150, maxConnectionsPerSandbox: 1 });
+    try {
+      const sb = sandbox('stuck');
+      short.sandboxes.put(sb);
+      later(30, () => short.pods.put(pod(sb, [UPSTREAM_IP], { ready: false })));
+      const started = Date.now();
+      const first = request(short.port, '/', route('stuck'));
+      await new Promise((r) => setTimeout(r, 10));
+      // The waiting request holds the sandbox's only slot.
+      expect((await request(short.port, '/', route('stuck'))).status).toBe(429);
+      expect(await first).toMatchObject({ status: 503, body: JSON.stringify({ detail: 'Sandbox default/stuck is not ready.' }) });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(140);
+      expect(short.resolver.waiting).toBe(0);
+      expect(short.router.openConnections).toBe(0);
+      expect(await short.metrics.registry.metrics()).toMatch(/sandbox_router_ready_waits_total\{sandbox_namespace="default",outcome="timeout"\} 1/);
+      expect(short.dialed).toEqual([]);
+    } finally {
+      await short.close();
+    }
+  });
+
+  test('a sandbox that serves already is not delayed and counts no wait', async () => {
+    const sb = sandbox('ok');
+    h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP]));
+    expect((await request(h.port, '/', route('ok'))).status).toBe(200);
+    expect(await h.metrics.registry.metrics()).not.toMatch(/sandbox_router_ready_waits_total\{/);
+  });
+});
+
 test('before the caches have synced, a sandbox the cache lacks is 503, not 404', async () => {
   let synced = false;
   const h = await startRouter({ cachesSynced: () => synced });

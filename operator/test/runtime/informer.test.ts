@@ -83,10 +83,14 @@ test('applies watch events and resumes from the last bookmark after a clean serv
       res.end(line('BOOKMARK', { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: '12' } }));
     },
   ]);
-  const inf = startInformer({ healthyWatchMs: 0 });
+  const handled: number[] = [];
+  const inf = startInformer({ healthyWatchMs: 0, metrics: { eventHandled: (ms: number) => handled.push(ms) } });
   const second = await server.watchRequest(2);
   expect(second.searchParams.get('resourceVersion')).toBe('12');
   expect(events).toEqual(['add a@1', 'add b@6', 'update a@7', 'delete b']);
+  // Each watch event's handling is timed, the bookmark's too.
+  expect(handled).toHaveLength(4);
+  expect(handled.every((ms) => ms >= 0 && ms < 1000)).toBe(true);
   expect(names(inf)).toEqual(['a']);
   expect(server.lists).toHaveLength(1);
 });

@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { PriorityGate, type RequestPriority } from '../../src/runtime/priority-gate';
+import { BackgroundCap, PriorityGate, type RequestPriority } from '../../src/runtime/priority-gate';
 
 /** A request that finishes when the test says so. */
 function pending() {
@@ -88,5 +88,101 @@ describe('PriorityGate', () => {
 
   test('a limit below 1 is refused with the fix', () => {
     expect(() => new PriorityGate(0)).toThrow('limit must be a whole number of at least 1 (it is 0)');
+  });
+});
+
+describe('BackgroundCap', () => {
+  const feed = (cap: BackgroundCap, ms: number, n: number, from = 0) => {
+    for (let i = 0; i < n; i++) cap.sample(ms, from + i);
+  };
+
+  test('an unloaded server keeps the whole limit', () => {
+    const cap = new BackgroundCap(32);
+    feed(cap, 3, 100);
+    expect(cap.current).toBe(32);
+  });
+
+  test('latency far above the baseline shrinks it towards 1; recovery grows it back', () => {
+    const cap = new BackgroundCap(32);
+    feed(cap, 4, 50);
+    feed(cap, 200, 200, 100);
+    expect(cap.current).toBeLessThanOrEqual(2);
+    feed(cap, 4, 200, 400);
+    expect(cap.current).toBe(32);
+  });
+
+  test('the baseline is the last whole window\'s: a slower server for good is the new normal', () => {
+    const cap = new BackgroundCap(32);
+    feed(cap, 4, 20);
+    // 40 ms for two whole windows: then 40 ms is the baseline, within tolerance, and the cap regrows.
+    for (let w = 1; w <= 3; w++) feed(cap, 40, 200, w * BackgroundCap.WINDOW_MS);
+    expect(cap.current).toBe(32);
+  });
+
+  test('latencies under the floor are noise, never a reason to shrink', () => {
+    const cap = new BackgroundCap(32);
+    feed(cap, 0.5, 20);
+    feed(cap, BackgroundCap.FLOOR_MS * BackgroundCap.TOLERANCE, 200, 100);
+    expect(cap.current).toBe(32);
+  });
+});
+
+describe('PriorityGate background cap', () => {
+  const slow = (gate: PriorityGate) => {
+    for (let i = 0; i < 300; i++) gate.sample(i < 20 ? 4 : 300, i);
+    expect(gate.backgroundCap.current).toBe(1);
+  };
+
+  test('a slow server lets one background request out at a time, while claims still use every slot', async () => {
+    const gate = new PriorityGate(4);
+    slow(gate);
+    const background = [pending(), pending(), pending()];
+    const started: string[] = [];
+    const runs = background.map((r, i) => gate.run('background', async () => { started.push(`bg-${i}`); await r.done; }));
+    const claims = [pending(), pending(), pending()];
+    runs.push(...claims.map((r, i) => gate.run('claim', async () => { started.push(`claim-${i}`); await r.done; })));
+    await tick();
+    expect(started).toEqual(['bg-0', 'claim-0', 'claim-1', 'claim-2']);
+    expect(gate.backgroundActive).toBe(1);
+    background[0].finish();
+    await tick();
+    expect(started).toEqual(['bg-0', 'claim-0', 'claim-1', 'claim-2', 'bg-1']);
+    for (const r of [...background, ...claims]) r.finish();
+    await Promise.all(runs);
+    expect([gate.active, gate.backgroundActive, gate.queued()]).toEqual([0, 0, 0]);
+  });
+
+  test('background never stops: with the cap at its lowest, every background request still runs', async () => {
+    await fc.assert(fc.asyncProperty(
+      fc.array(fc.constantFrom<RequestPriority>('claim', 'normal', 'background'), { minLength: 1, maxLength: 40 }),
+      async (lanes) => {
+        const gate = new PriorityGate(3);
+        slow(gate);
+        let ran = 0;
+        let peakBackground = 0;
+        await Promise.all(lanes.map((lane) => gate.run(lane, async () => {
+          peakBackground = Math.max(peakBackground, gate.backgroundActive);
+          await tick();
+          ran++;
+        })));
+        expect(ran).toBe(lanes.length);
+        expect(peakBackground).toBeLessThanOrEqual(1);
+      },
+    ), { numRuns: 50 });
+  });
+
+  test('a cap that grows back lets waiting background work out at once', async () => {
+    const gate = new PriorityGate(4);
+    slow(gate);
+    const blocker = pending();
+    const started: number[] = [];
+    const runs = [gate.run('background', () => blocker.done), ...[1, 2].map((i) => gate.run('background', async () => { started.push(i); }))];
+    await tick();
+    expect(started).toEqual([]);
+    for (let i = 0; i < 400; i++) gate.sample(4, 1000 + i);
+    await tick();
+    expect(started).toEqual([1, 2]);
+    blocker.finish();
+    await Promise.all(runs);
   });
 });

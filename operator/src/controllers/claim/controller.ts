@@ -28,6 +28,7 @@ import {
   type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
 } from '../../model';
 import { templateGate } from '../../model/template-gate';
+import { claimsFirstDeferral, claimsFirstSends, type Deferral, type DeferredSends } from '../../runtime/claim-pressure';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';
 import { Expectations, OwnWrites } from '../../runtime/expectations';
@@ -98,8 +99,11 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
   });
   // First, so that a pass woken by an event already sees the expectations it settles.
   reconciler.follow(claims, sandboxes);
+  ctx.claimPressure?.follow(claims);
   const waitingOf = (namespace: string | undefined, pool: string) => waitingClaimKeys(claims, namespace ?? '', pool);
-  return new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') })
+  const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') });
+  reconciler.deferLater(claimsFirstDeferral(ctx, (key) => controller.queue.add(key)), claimsFirstSends(ctx));
+  return controller
     .watch(claims)
     .watch(sandboxes, claimKeyOf, { update: claimRelevantChange })
     // Waiting claims poll every 500 ms as a fallback; this wakes them as soon as a member is usable.
@@ -166,6 +170,14 @@ export class ClaimReconciler implements Reconciler {
   });
   /** By claim key. */
   private readonly written = new OwnWrites<SandboxClaim>();
+  /**
+   * Observability annotations computed at a claim's first Ready and held while other claims wait,
+   * by claim key: written later with the values of that moment (a later pass would compute
+   * claim-first-ready-at as `unknown`). Lost on a restart, which then writes `unknown`.
+   */
+  private readonly heldAnnotations = new Map<string, { readonly uid: string; readonly add: Record<string, string> }>();
+  private deferral?: Deferral;
+  private sends?: DeferredSends;
   /** Every pool's warm candidates, ranked as the Sandbox cache changes: a pick does not walk the pool. */
   public readonly candidates: WarmCandidateIndex;
   private readonly now: () => number;
@@ -175,6 +187,12 @@ export class ClaimReconciler implements Reconciler {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
     this.candidates = new WarmCandidateIndex().follow(opts.sandboxes);
+  }
+
+  /** Hold the observability annotations (`deferral`) and Events (`sends`) while claims wait. */
+  public deferLater(deferral: Deferral | undefined, sends: DeferredSends | undefined): void {
+    this.deferral = deferral;
+    this.sends = sends;
   }
 
   /** Settle the expectations and note first sightings from the informers' events. */
@@ -190,6 +208,8 @@ export class ClaimReconciler implements Reconciler {
     // No finalizer: a deleted claim's Sandbox goes by garbage collection.
     if (!cached || cached.metadata.deletionTimestamp) {
       this.written.forget(key);
+      this.heldAnnotations.delete(key);
+      this.deferral?.done(key);
       return undefined;
     }
     const state = this.observe(key, cached);
@@ -205,8 +225,8 @@ export class ClaimReconciler implements Reconciler {
     const status = await this.writeStatus(key, cached, servedStatus(state.claim, acquired, this.now()));
     if (status === 'gone') return undefined;
     if (status === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
-    await this.annotate(key, cached, state.claim, acquired.kind === 'sandbox' ? acquired.sandbox : undefined, status);
-    const requeueAfterMs = servedRequeueMs(plan, state.claim, acquired, state.now);
+    const annotateAfterMs = await this.annotate(key, cached, state.claim, acquired.kind === 'sandbox' ? acquired.sandbox : undefined, status);
+    const requeueAfterMs = minDefined(servedRequeueMs(plan, state.claim, acquired, state.now), annotateAfterMs);
     return requeueAfterMs === undefined ? undefined : { requeueAfterMs };
   }
 
@@ -386,9 +406,13 @@ export class ClaimReconciler implements Reconciler {
     }
   }
 
-  /** Once the status is persisted: the first-Ready latencies and the observability annotations. */
+  /**
+   * Once the status is persisted: the first-Ready latencies and the observability annotations.
+   * While other claims wait the annotations are held (heldAnnotations); the result is when to look
+   * again for them.
+   */
   private async annotate(key: string, cached: SandboxClaim, seen: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaimStatus)
-    : Promise<void> {
+    : Promise<number | undefined> {
     const now = this.now();
     const uid = seen.metadata.uid ?? '';
     const ours = this.annotated.pending(uid, cached, now);
@@ -396,22 +420,40 @@ export class ClaimReconciler implements Reconciler {
     const firstObservedAtMs = this.sightings.saw(claim, now);
     const next = afterStatus({ claim, status, firstObservedAtMs, now, disabled: this.opts.disableAnnotations });
     if (next.firstReady) this.opts.metrics?.firstReady(claim, sandbox, now, firstObservedAtMs);
-    if (!next.patch) return;
+    const held = this.heldAnnotations.get(key);
+    const computed = (next.patch?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
+    // What was held wins: it was computed at the first Ready.
+    const add = { ...computed, ...(held?.uid === uid ? held.add : {}) };
+    for (const [k, v] of Object.entries(add)) if (claim.metadata.annotations?.[k] === v) delete add[k];
+    if (Object.keys(add).length === 0) {
+      this.heldAnnotations.delete(key);
+      return undefined;
+    }
+    const deferred = this.deferral?.defer(key);
+    if (deferred?.defer) {
+      this.heldAnnotations.set(key, { uid, add });
+      return deferred.retryAfterMs;
+    }
     try {
       // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
       // waits behind other claims' writes.
-      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge', next.patch,
-        { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
+      const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge',
+        { metadata: { annotations: add } }, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
+      this.heldAnnotations.delete(key);
       this.written.wrote(key, cached, result, this.now());
-      const added = (next.patch.metadata as { annotations: Record<string, string> }).annotations;
-      this.annotated.expect(uid, { ...ours, ...added }, this.now());
+      this.annotated.expect(uid, { ...ours, ...add }, this.now());
     } catch (error) {
       if (!(error instanceof ApiError && error.notFound)) throw error;
+      this.heldAnnotations.delete(key);
     }
+    return undefined;
   }
 
   private emit(claim: SandboxClaim, event: ClaimEvent): void {
-    if (!this.opts.disableEvents) this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
+    if (this.opts.disableEvents) return;
+    const send = () => this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
+    if (this.sends) this.sends.run(send);
+    else send();
   }
 
   private async deleteQuietly(type: (typeof RESOURCES)[keyof typeof RESOURCES], namespace: string | undefined, name: string,

@@ -8,8 +8,9 @@ import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, controllerRefOf, controllerUidIndex, type PersistentVolumeClaim, type Pod, RESOURCES,
-  type Sandbox, type Service,
+  SANDBOX_SPEC_SHARING, type Sandbox, type Service, slimPod,
 } from '../../model';
+import { claimsFirstDeferral } from '../../runtime/claim-pressure';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import { podNamespace } from '../../runtime/kubeconfig';
@@ -21,16 +22,6 @@ export const NAME_HASH_INDEX = 'namespace-name-hash';
 
 /** Server-side filter of every child informer: only objects carrying the tracking label. */
 export const TRACKED_CHILDREN_SELECTOR = SandboxLabels.SANDBOX_NAME_HASH;
-
-/**
- * The cached Pod keeps metadata, status and `spec.nodeName` only: the controller never reads the
- * rest of a live Pod's spec (it is never updated after creation), and at thousands of sandboxes
- * the specs dominate the operator's memory. Upstream's PodCacheTransform does the same.
- */
-export function slimPod(pod: Pod): Pod {
-  const nodeName = pod.spec?.nodeName;
-  return { ...pod, spec: (nodeName ? { nodeName } : {}) as Pod['spec'] };
-}
 
 /**
  * The Sandbox keys a child's event wakes: its controller when that is a Sandbox, else (unowned or
@@ -49,6 +40,7 @@ export function childOwnerKeys(obj: KubeObject, sandboxesByHash: (namespaceHash:
 export function createSandboxController(ctx: ControllerContext): RunnableController {
   const childIndexes = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
   const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
+    transform: SANDBOX_SPEC_SHARING.transform,
     indexes: { [NAME_HASH_INDEX]: (sb) => [`${sb.metadata.namespace}/${NameHash.of(sb.metadata.name)}`] },
   });
   const pods = ctx.informers.forResource<Pod>(RESOURCES.pods, {
@@ -60,6 +52,7 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
   // Upstream does not watch PVCs; we do, so a PVC deleted or taken over is noticed at once.
   const pvcs = ctx.informers.forResource<PersistentVolumeClaim>(RESOURCES.pvcs, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });
 
+  const wake = (key: string) => controller.queue.add(key);
   const reconciler = new SandboxReconciler({
     client: ctx.client,
     sandboxes,
@@ -69,8 +62,11 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
     clusterDomain: ctx.flags.string('cluster-domain'),
     routerPodLabels: routerLocation(ctx.flags, podNamespace()).routerPodLabels,
     progressStatusWindowMs: ctx.flags.number('sandbox-progress-status-window'),
+    warmMemberProgressWindowMs: ctx.flags.number('sandbox-warm-member-progress-window'),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandbox' }),
+    deferral: claimsFirstDeferral(ctx, wake),
+    ...(ctx.claimPressure ? { membersWanted: (pool: string) => ctx.claimPressure!.membersWanted(pool) } : {}),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-concurrent-workers') });
 

@@ -5,7 +5,7 @@
  */
 import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
 import type { ChildKind } from './desired';
-import { expiredStatus, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
+import { expiredStatus, isBookkeepingOnly, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
 import { SandboxAnnotations } from '../../../../src/api/labels';
@@ -100,6 +100,19 @@ export function decide(obs: Observed): Plan {
   };
 }
 
+/**
+ * Whether all `plan` would write is bookkeeping a client does not wait on: relabelling an existing
+ * Pod (a claimed member's Pod taking the claim's labels) and a status whose conditions change in
+ * observedGeneration only. Such a plan may wait while claims do; anything else (a Pod to create,
+ * readiness, IPs, a Service, a delete) never waits.
+ */
+export function isDeferrable(sandbox: Sandbox, plan: Plan): boolean {
+  if (plan.problem || plan.event) return false;
+  if (!plan.actions.every((a) => a.op === 'patch' && a.kind === 'pod')) return false;
+  if (plan.actions.length === 0 && !plan.writeStatus) return false;
+  return !plan.writeStatus || isBookkeepingOnly(sandbox.status, plan.status);
+}
+
 /** The status when executing `plan` failed with `problem` (the actions are not retried here). */
 export function statusAfterFailure(obs: Observed, plan: Plan, problem: Problem): { status: SandboxStatus; writeStatus: boolean } {
   const status = plan.view ? liveStatus(obs.sandbox, { ...plan.view, problem }, obs.nowMs, obs.clusterDomain) : plan.status;
@@ -139,7 +152,7 @@ export function invalidConfiguration(sandbox: Sandbox): string | undefined {
 }
 
 /**
- * A Sandbox whose Pod would carry every label of the sandbox router's Pods, which the template
+ * A Sandbox whose Pod would carry any label of the sandbox router's Pods, which the template
  * NetworkPolicies admit as the router: refused, whoever made the Sandbox (pools and claims refuse
  * such templates before building; this catches bare Sandboxes and hand edits).
  */

@@ -86,8 +86,13 @@ export function userPodMetadata(sandbox: Sandbox): { labels: Labels; annotations
 /** The podTemplate's label and annotation keys that userPodMetadata drops, `label <key>` / `annotation <key>`, sorted. */
 export function droppedReservedKeys(sandbox: Sandbox): string[] {
   const meta = sandbox.spec.podTemplate.metadata;
+  // A warm pool writes its own labels into a member's podTemplate too (as upstream's does), with the
+  // values the member itself carries: that is the controllers' bookkeeping, not a tenant's forgery,
+  // and saying so would be one Warning per refilled member.
+  const own = sandbox.metadata.labels ?? {};
+  const mirrored = (k: string) => own[k] !== undefined && own[k] === meta?.labels?.[k];
   return [
-    ...Object.keys(meta?.labels ?? {}).filter(isReservedLabelKey).map((k) => `label ${k}`),
+    ...Object.keys(meta?.labels ?? {}).filter((k) => isReservedLabelKey(k) && !mirrored(k)).map((k) => `label ${k}`),
     ...Object.keys(meta?.annotations ?? {}).filter(isReservedAnnotationKey).map((k) => `annotation ${k}`),
   ].sort();
 }

@@ -4,7 +4,7 @@
  * remembered between passes only covers for a lagging cache (our own writes it has not shown yet)
  * and paces progress statuses, so a restarted operator converges from the API objects alone.
  */
-import { decide, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
+import { decide, isDeferrable, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { droppedReservedKeys, FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { isProgressOnly, statusPatch, type Problem } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
@@ -13,6 +13,7 @@ import { SandboxAnnotations } from '../../../../src/api/labels';
 import {
   applyMergePatch, CONTROLLER_UID_INDEX, controllerRefOf, isReady, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service,
 } from '../../model';
+import type { Deferral } from '../../runtime/claim-pressure';
 import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
@@ -38,8 +39,20 @@ export interface SandboxReconcilerOptions {
    * it is written (see isProgressOnly); 0 writes every change at once.
    */
   readonly progressStatusWindowMs?: number;
+  /**
+   * `--sandbox-warm-member-progress-window`: the window for an unclaimed warm pool member, which
+   * no client waits on until it is Ready; 0 uses progressStatusWindowMs.
+   */
+  readonly warmMemberProgressWindowMs?: number;
   readonly now?: () => number;
   readonly log?: Logger;
+  /**
+   * Claims waiting elsewhere: a plan that is bookkeeping only (isDeferrable) waits for them, up to
+   * the deferral's bound. @default - nothing is deferred
+   */
+  readonly deferral?: Deferral;
+  /** Whether claims wait on pool `namespace/name` and it is short of Ready members: its new members are written sooner (priorityOf). @default - never */
+  readonly membersWanted?: (pool: string) => boolean;
 }
 
 const RESOURCE_OF: Record<ChildKind, (typeof RESOURCES)[keyof typeof RESOURCES]> = {
@@ -100,14 +113,23 @@ export class SandboxReconciler implements Reconciler {
     if (!cached || cached.metadata.deletionTimestamp) {
       this.progressHeldSince.delete(key);
       this.written.forget(key);
+      this.opts.deferral?.done(key);
       return;
     }
     const sandbox = this.written.current(key, cached, this.now());
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
+    // A claimed member's relabel and observedGeneration rewrite give way to waiting claims.
+    const bookkeeping = isDeferrable(sandbox, plan);
+    const deferred = this.opts.deferral && bookkeeping ? this.opts.deferral.defer(key) : undefined;
+    if (deferred?.defer) return { requeueAfterMs: Math.min(deferred.retryAfterMs, plan.requeueAfterMs ?? Infinity) };
+    this.opts.deferral?.done(key);
+    // Bookkeeping (a claimed Pod's relabel, an observedGeneration rewrite) serves no one waiting:
+    // it goes in the background lane, which the API server's latency keeps small (priority-gate.ts).
+    const priority = bookkeeping ? 'background' : priorityOf(sandbox, this.opts.membersWanted);
     const created: Array<{ kind: ChildKind; object: KubeObject }> = [];
-    let outcome = await this.execute(sandbox, plan.actions, created);
+    let outcome = await this.execute(sandbox, plan.actions, created, priority);
     if (outcome.kind === 'exists') {
       // The cache missed an object we tried to create (label-less, or our own create not yet
       // seen): decide once more with the live object, e.g. adopt it or refuse it, and with what
@@ -115,7 +137,7 @@ export class SandboxReconciler implements Reconciler {
       for (const c of created) observed = withLiveChild(observed, c.kind, c.object);
       observed = withLiveChild(observed, outcome.child, outcome.object);
       plan = decide(observed);
-      outcome = await this.execute(sandbox, plan.actions, created);
+      outcome = await this.execute(sandbox, plan.actions, created, priority);
       if (outcome.kind === 'exists') outcome = { kind: 'race', detail: `${outcome.child} ${outcome.object.metadata.name} still conflicts` };
     }
     if (outcome.kind === 'gone') return;
@@ -138,12 +160,12 @@ export class SandboxReconciler implements Reconciler {
     }
     if (plan.event) this.opts.client.event(sandbox, 'Warning', plan.event.reason, 'Reconciling', plan.event.note);
     if (writeStatus && outcome.kind === 'done') {
-      const holdMs = this.progressHoldMs(key, sandbox.status, status);
+      const holdMs = this.progressHoldMs(key, sandbox, status);
       if (holdMs > 0) return { requeueAfterMs: Math.min(holdMs, plan.requeueAfterMs ?? holdMs) };
     }
     this.progressHeldSince.delete(key);
     if (writeStatus) {
-      const result = await this.writeStatus(sandbox, status);
+      const result = await this.writeStatus(sandbox, status, priority);
       if (!result) return;
       // The response's resourceVersion tells when the cache has caught up with this write.
       const version = result.metadata?.resourceVersion ?? after.metadata.resourceVersion;
@@ -168,13 +190,24 @@ export class SandboxReconciler implements Reconciler {
    * How much longer a progress-only status may wait, starting the window on first sight; 0 means
    * write now (no window, not progress-only, or the window has run out).
    */
-  private progressHoldMs(key: string, current: Sandbox['status'], next: NonNullable<Sandbox['status']>): number {
-    const windowMs = this.opts.progressStatusWindowMs ?? 0;
-    if (windowMs <= 0 || !isProgressOnly(current, next)) return 0;
+  private progressHoldMs(key: string, sandbox: Sandbox, next: NonNullable<Sandbox['status']>): number {
+    const windowMs = this.progressWindowMs(sandbox);
+    if (windowMs <= 0 || !isProgressOnly(sandbox.status, next)) return 0;
     const now = this.now();
     const since = this.progressHeldSince.get(key) ?? now;
     this.progressHeldSince.set(key, since);
     return Math.max(0, since + windowMs - now);
+  }
+
+  /**
+   * How long `sandbox`'s progress status may wait. An unclaimed warm member gets the longer window:
+   * claims adopt Ready members only, so until it is Ready its status tells no client anything, and
+   * a member Ready within the window is refilled with three writes (its create, its Pod's, one status).
+   */
+  private progressWindowMs(sandbox: Sandbox): number {
+    const base = this.opts.progressStatusWindowMs ?? 0;
+    const warm = this.opts.warmMemberProgressWindowMs ?? 0;
+    return warm > 0 && controllerRefOf(sandbox)?.kind === KINDS.warmPool.kind ? Math.max(base, warm) : base;
   }
 
   /** Everything decide needs, from the caches and our child writes they have not shown yet. */
@@ -214,14 +247,15 @@ export class SandboxReconciler implements Reconciler {
    * Runs the actions in dependency order: PVCs, then Pod and Service together (independent of each
    * other), then the Sandbox's own writes. Stops at the first stage that fails.
    */
-  private async execute(sandbox: Sandbox, actions: readonly Action[], created: Array<{ kind: ChildKind; object: KubeObject }>): Promise<Outcome> {
+  private async execute(sandbox: Sandbox, actions: readonly Action[], created: Array<{ kind: ChildKind; object: KubeObject }>,
+    priority: RequestPriority): Promise<Outcome> {
     const stages = [
       actions.filter((a) => 'kind' in a && a.kind === 'pvc'),
       actions.filter((a) => 'kind' in a && a.kind !== 'pvc'),
       actions.filter((a) => a.op === 'patch-sandbox' || a.op === 'delete-sandbox'),
     ];
     for (const stage of stages) {
-      const outcomes = await Promise.all(stage.map((a) => this.run(sandbox, a, created)));
+      const outcomes = await Promise.all(stage.map((a) => this.run(sandbox, a, created, priority)));
       const bad = outcomes.find((o) => o.kind === 'gone') ?? outcomes.find((o) => o.kind === 'failed')
         ?? outcomes.find((o) => o.kind === 'exists') ?? outcomes.find((o) => o.kind === 'race');
       if (bad) return bad;
@@ -229,10 +263,11 @@ export class SandboxReconciler implements Reconciler {
     return { kind: 'done' };
   }
 
-  private async run(sandbox: Sandbox, action: Action, created: Array<{ kind: ChildKind; object: KubeObject }>): Promise<Outcome> {
+  private async run(sandbox: Sandbox, action: Action, created: Array<{ kind: ChildKind; object: KubeObject }>,
+    priority: RequestPriority): Promise<Outcome> {
     const { client } = this.opts;
     const ns = sandbox.metadata.namespace;
-    const write = { fieldManager: FIELD_MANAGER, priority: priorityOf(sandbox) };
+    const write = { fieldManager: FIELD_MANAGER, priority };
     try {
       switch (action.op) {
         case 'create': {
@@ -321,10 +356,10 @@ export class SandboxReconciler implements Reconciler {
   }
 
   /** Merge patch on /status, without a resourceVersion: this controller is its only writer. Undefined when the Sandbox is gone. */
-  private async writeStatus(sandbox: Sandbox, status: NonNullable<Sandbox['status']>): Promise<Partial<Sandbox> | undefined> {
+  private async writeStatus(sandbox: Sandbox, status: NonNullable<Sandbox['status']>, priority: RequestPriority): Promise<Partial<Sandbox> | undefined> {
     try {
       return await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, sandbox.metadata.namespace, sandbox.metadata.name, 'merge',
-        statusPatch(sandbox.status, status), { fieldManager: FIELD_MANAGER, subresource: 'status', priority: priorityOf(sandbox) });
+        statusPatch(sandbox.status, status), { fieldManager: FIELD_MANAGER, subresource: 'status', priority });
     } catch (error) {
       if (error instanceof ApiError && error.notFound) return undefined;
       throw error;
@@ -334,11 +369,17 @@ export class SandboxReconciler implements Reconciler {
 
 /**
  * Whose wait a write to this Sandbox's objects ends: a claim's (a claimed Sandbox not Ready yet, a
- * cold start) goes first, a warm-pool member's (refill nobody waits for) last.
+ * cold start) goes first, a warm-pool member's (refill nobody waits for) last. A member not Ready
+ * yet of a pool that claims wait on while it is short of Ready members (`membersWanted` of its
+ * `namespace/pool`) is what those claims wait for: it goes with the normal work, not behind Events
+ * and idle refill, or under a steady claim load the pool drains and every claim starts cold.
  */
-export function priorityOf(sandbox: Sandbox): RequestPriority {
+export function priorityOf(sandbox: Sandbox, membersWanted?: (pool: string) => boolean): RequestPriority {
   const owner = controllerRefOf(sandbox);
-  if (owner?.kind === KINDS.warmPool.kind) return 'background';
+  if (owner?.kind === KINDS.warmPool.kind) {
+    const wanted = !isReady(sandbox) && (membersWanted?.(`${sandbox.metadata.namespace}/${owner.name}`) ?? false);
+    return wanted ? 'normal' : 'background';
+  }
   return owner?.kind === KINDS.claim.kind && !isReady(sandbox) ? 'claim' : 'normal';
 }
 

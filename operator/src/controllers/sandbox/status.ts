@@ -139,18 +139,35 @@ function readyCondition(view: StatusView): Omit<ConditionInput, 'observedGenerat
  * suspended, not finished, and the stored status was not Ready either (no status yet, or already
  * DependenciesNotReady). Such a status may wait a moment to be written: a Pod that is Ready a few
  * hundred milliseconds later then costs one status write instead of three (Pending, scheduled,
- * Ready). Readiness gained or lost, errors, suspension and terminal phases are never held.
+ * Ready). Readiness gained or lost, errors, suspension, an unschedulable Pod and terminal phases
+ * are never held.
  */
 export function isProgressOnly(current: SandboxStatus | undefined, next: SandboxStatus): boolean {
   const notReadyYet = (c: Condition | undefined) => c?.status === 'False' && c.reason === SandboxReadyReason.DEPENDENCIES_NOT_READY;
   if (!notReadyYet(findCondition(next.conditions, ConditionType.READY))) return false;
   if (findCondition(next.conditions, ConditionType.FINISHED)) return false;
   if (findCondition(next.conditions, ConditionType.SUSPENDED)?.reason !== SandboxSuspendedReason.NOT_SUSPENDED) return false;
+  // An unschedulable Pod is news: a pool holds such members instead of replacing them.
+  const scheduled = findCondition(next.conditions, ConditionType.POD_SCHEDULED);
+  if (scheduled?.status === 'False' && scheduled.reason === 'Unschedulable') return false;
   const before = findCondition(current?.conditions, ConditionType.READY);
   return before === undefined || notReadyYet(before);
 }
 
 const STATUS_FIELDS = ['conditions', 'service', 'serviceFQDN', 'selector', 'podIPs', 'nodeName'] as const;
+
+/**
+ * Whether `next` differs from `current` in bookkeeping only: every condition keeps its status,
+ * reason and message (an adoption's spec change moves only their observedGeneration), and the
+ * Pod IPs, Service and node stay. Nothing a client waits on changes, so the write may wait while
+ * claims do (runtime/claim-pressure.ts).
+ */
+export function isBookkeepingOnly(current: SandboxStatus | undefined, next: SandboxStatus): boolean {
+  for (const field of ['service', 'serviceFQDN', 'podIPs', 'nodeName'] as const) if (!sameJson(current?.[field], next[field])) return false;
+  const meaning = (conditions: readonly Condition[] | undefined) =>
+    canonical((conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message]).sort());
+  return meaning(current?.conditions) === meaning(next.conditions);
+}
 
 /**
  * Whether `next` must be written. Unchanged status is never written; a change of nodeName alone

@@ -4,17 +4,23 @@
  * our own writes while the caches have not shown them.
  */
 import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './decide';
+import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { TEMPLATE_HASH_INDEX } from '../extension-informers';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
-import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate } from '../../model';
+import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate, sameConditions } from '../../model';
 import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 
 export const TEMPLATE_FIELD_MANAGER = 'sandboxtemplate-controller';
+/**
+ * A deleted template's policy was kept because the server shows a Sandbox the cache did not: look
+ * again after this long, in case that Sandbox's events never reach this key.
+ */
+export const LIVE_CHECK_RETRY_MS = 30_000;
 
 
 export interface TemplateReconcilerOptions extends NetworkPolicyOptions {
@@ -50,6 +56,13 @@ export class TemplateReconciler implements Reconciler {
     this.log = opts.log ?? SILENT_LOGGER;
   }
 
+  /** Whether the server (not the cache) holds a Sandbox labelled with template-ref hash `hash`. */
+  private async sandboxesBuiltFrom(namespace: string | undefined, hash: string): Promise<boolean> {
+    const found = await this.opts.client.list<Sandbox>(RESOURCES.sandboxes, namespace,
+      { labelSelector: `${SandboxLabels.SANDBOX_TEMPLATE_REF_HASH}=${hash}`, limit: 1 });
+    return found.items.length > 0;
+  }
+
   /** Settle the policy writes from the NetworkPolicy informer's events. */
   public follow(informer: Informer<NetworkPolicy>): void {
     this.policyWrites.follow(informer, keyOf);
@@ -71,9 +84,17 @@ export class TemplateReconciler implements Reconciler {
         this.templateWrites.forget(key);
         // The template is gone: its policy stays while Sandboxes built from it remain (the
         // Sandbox informer's delete events bring this key back), then goes.
-        const left = this.opts.sandboxes.byIndex(TEMPLATE_HASH_INDEX, `${namespace}/${NameHash.of(name)}`).length;
+        const hash = NameHash.of(name);
+        const left = this.opts.sandboxes.byIndex(TEMPLATE_HASH_INDEX, `${namespace}/${hash}`).length;
         const action = orphanedPolicyAction(name, existing, left);
         if (action.type === 'delete') {
+          // The cache may not show a Sandbox created a moment before the template went: ask the
+          // server before leaving it unisolated. When the cache shows that Sandbox, its delete
+          // event brings this key back.
+          if (await this.sandboxesBuiltFrom(namespace, hash)) {
+            this.log.debug({ template: key }, 'the cache shows no Sandbox of the deleted template, the server does: its policy stays');
+            return { requeueAfterMs: LIVE_CHECK_RETRY_MS };
+          }
           await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
           this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.now());
           this.log.info({ template: key, policy: action.name }, 'NetworkPolicy of a deleted template removed: no Sandbox built from it is left');
@@ -122,7 +143,7 @@ export class TemplateReconciler implements Reconciler {
       // policy to show in the same cache, and its event brings the template back to say True.
       const shown = action.type === 'create' ? undefined : cachedPolicy;
       const conditions = templateConditions(template, shown, action, this.opts.routerPodLabels, this.now());
-      if (JSON.stringify(conditions) !== JSON.stringify(template.status?.conditions ?? [])) {
+      if (!sameConditions(conditions, template.status?.conditions)) {
         const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', { status: { conditions } }, { ...write, subresource: 'status' });
         this.templateWrites.wrote(key, cached, patched, this.now());
       }

@@ -25,6 +25,8 @@ export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
     readinessGraceMs: flags.duration('sandbox-warm-pool-readiness-grace-period'),
     unschedulableRecheckMs: flags.duration('sandbox-warm-pool-unschedulable-recheck-interval'),
     enableWarmPoolEviction: flags.boolean('enable-warm-pool-eviction'),
+    claimsFirstMaxDeferMs: flags.duration('claims-first-max-defer'),
+    statusWindowMs: flags.duration('sandbox-warm-pool-status-window'),
   };
 }
 
@@ -66,6 +68,7 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
     creations: poolCreationsCounter(ctx.metrics.registry),
+    ...(ctx.claimPressure ? { claimPressure: ctx.claimPressure } : {}),
   });
   registerPoolGauges(ctx.metrics.registry, pools);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
@@ -79,5 +82,9 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
   // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
   controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
   reconciler.follow(sandboxes);
+  // Pools whose refill gave way to claims go on as soon as no claim waits.
+  ctx.claimPressure?.onCalm(() => {
+    for (const key of reconciler.takeHeldForClaims()) controller.queue.add(key);
+  });
   return controller;
 }

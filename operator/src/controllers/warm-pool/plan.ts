@@ -7,6 +7,7 @@
  * the given waves (each recorded first), then the status patch if changed.
  */
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
+import { claimsFirstHold } from './claims-first';
 import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
@@ -14,7 +15,7 @@ import { PoolEventReason, desiredReplicas, type PoolFlags } from './types';
 import { WarmPoolConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
 import { formatGoDuration } from '../../../../src/api/controller-flags';
 import {
-  type ConditionInput, findCondition, isReady, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus,
+  type ConditionInput, findCondition, isReady, sameConditions, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus,
   setCondition, timeMs,
 } from '../../model';
 import { type TemplateGate } from '../../model/template-gate';
@@ -25,6 +26,10 @@ export interface PoolState {
   readonly bucket?: TokenBucket;
   /** Whether the last pass held unschedulable members (events fire on transitions only). */
   readonly notProgressing: boolean;
+  /** When the current stretch of waiting claims began holding refill back (claims-first.ts). */
+  readonly claimsFirstSinceMs?: number;
+  /** When this process last wrote the pool's status (replica counts coalesce after it). */
+  readonly statusWrittenAtMs?: number;
 }
 
 export const INITIAL_POOL_STATE: PoolState = { hold: NO_HOLD, notProgressing: false };
@@ -63,6 +68,8 @@ export interface PoolPlanInput {
   readonly members: PoolMembers;
   /** Creates issued and not yet in the cache (pendingMemberWrites). */
   readonly pendingCreates: number;
+  /** Claims waiting on this pool now (ClaimPressure.waitingFor); refill may give way to them. @default 0 */
+  readonly claimsWaiting?: number;
   readonly state: PoolState;
   readonly flags: PoolFlags;
   readonly now: number;
@@ -86,6 +93,8 @@ export interface PoolPlan {
   readonly state: PoolState;
   /** Look again after this long (grace deadlines, rechecks, the replenish hold, pacing). */
   readonly requeueAfterMs?: number;
+  /** Whether creates gave way to waiting claims this pass (look again when they are served). */
+  readonly heldForClaims: boolean;
 }
 
 /**
@@ -157,12 +166,23 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   // Pods would pass for the router (fail closed: a member made now would run unisolated).
   const deficit = input.template && input.gate.ok ? Math.max(0, desired - active - goingAway - input.pendingCreates) : 0;
   const hold = replenishHold(input.state.hold, active, desired, flags.replenishDelayMs, now);
-  let creates = hold.holding ? 0 : Math.min(deficit, flags.maxBatchSize);
+  const claimsFirst = claimsFirstHold({
+    sinceMs: input.state.claimsFirstSinceMs,
+    claimsWaiting: input.claimsWaiting ?? 0,
+    readyMembers: members.ready.length,
+    desired,
+    maxDeferMs: flags.claimsFirstMaxDeferMs,
+    now,
+  });
+  const holding = hold.holding || (claimsFirst.holding && deficit > 0);
+  let creates = holding ? 0 : Math.min(deficit, flags.maxBatchSize);
   if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - now);
+  // The pool is also woken when its claims are served (the claim's status event, ClaimPressure's calm).
+  if (claimsFirst.holding && deficit > 0 && claimsFirst.untilMs !== undefined) requeues.push(claimsFirst.untilMs - now);
   const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, now);
   creates = grant.granted;
   if (grant.nextTokenAtMs !== undefined) requeues.push(grant.nextTokenAtMs - now);
-  if (!hold.holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
+  if (!holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
 
   // Status.
   const old = pool.status ?? {};
@@ -175,9 +195,16 @@ export function planPool(input: PoolPlanInput): PoolPlan {
     observedGeneration: pool.metadata.generation ?? 0,
     conditions,
   };
-  const statusChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas
-    || old.selector !== status.selector || old.observedGeneration !== status.observedGeneration
-    || JSON.stringify(old.conditions ?? []) !== JSON.stringify(conditions);
+  const meaningChanged = old.selector !== status.selector || old.observedGeneration !== status.observedGeneration
+    || !sameConditions(old.conditions, conditions);
+  const countsChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas;
+  const lastWriteMs = input.state.statusWrittenAtMs;
+  // Replica counts alone change with every claim, refill and Ready member: written at once, a busy
+  // pool's status is rewritten about three times per claim. Such a change waits for the window
+  // after the previous write and goes out as one (`--sandbox-warm-pool-status-window`).
+  const coalesced = countsChanged && !meaningChanged && lastWriteMs !== undefined && now - lastWriteMs < flags.statusWindowMs;
+  if (coalesced) requeues.push(lastWriteMs + flags.statusWindowMs - now);
+  const statusChanged = (countsChanged || meaningChanged) && !coalesced;
 
   const events: PoolEvent[] = [];
   // Why the pool stopped creating, once per cause: the condition in the status is the memory, so a
@@ -219,7 +246,14 @@ export function planPool(input: PoolPlanInput): PoolPlan {
     status,
     statusChanged,
     events,
-    state: { hold: hold.state, ...(grant.bucket ? { bucket: grant.bucket } : {}), notProgressing: held > 0 },
+    state: {
+      hold: hold.state,
+      ...(grant.bucket ? { bucket: grant.bucket } : {}),
+      notProgressing: held > 0,
+      ...(claimsFirst.sinceMs !== undefined ? { claimsFirstSinceMs: claimsFirst.sinceMs } : {}),
+      ...(statusChanged ? { statusWrittenAtMs: now } : lastWriteMs !== undefined ? { statusWrittenAtMs: lastWriteMs } : {}),
+    },
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
+    heldForClaims: claimsFirst.holding && deficit > 0,
   };
 }

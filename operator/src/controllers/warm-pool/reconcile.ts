@@ -4,6 +4,7 @@
  * writes the cache has not shown (member-writes.ts) and the pacing state. Writes in order:
  * adoptions and label fixes, deletes, creates (slow-start waves), then the status if it changed.
  */
+import { lowWaterMark } from './claims-first';
 import { NameHash } from '../../../../src/api/name-hash';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { POOL_LABEL_INDEX } from '../extension-informers';
@@ -11,10 +12,11 @@ import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
 import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
-import { type PoolFlags } from './types';
+import { desiredReplicas, type PoolFlags } from './types';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { templateGate } from '../../model/template-gate';
+import type { ClaimPressure } from '../../runtime/claim-pressure';
 import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 
@@ -46,6 +48,8 @@ export interface PoolReconcilerOptions {
   readonly creations?: { inc(labels: { namespace: string; warmpool: string }): void };
   /** How long a member write the cache has not shown is remembered; tests shorten it. @default MEMBER_WRITE_TTL_MS */
   readonly memberWriteTtlMs?: number;
+  /** Claims waiting, per pool: refill gives way to them (claims-first.ts). @default - refill never waits for claims */
+  readonly claimPressure?: Pick<ClaimPressure, 'waitingFor' | 'busyOn' | 'poolShort' | 'membersWanted'>;
 }
 
 export class WarmPoolReconciler implements Reconciler {
@@ -58,11 +62,25 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly statusWrites = new OwnWrites<SandboxWarmPool>();
   private readonly now: () => number;
   private readonly log: Logger;
+  /** Pools whose creates gave way to waiting claims in their last pass. */
+  private readonly heldForClaims = new Set<string>();
 
   public constructor(private readonly opts: PoolReconcilerOptions) {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
     this.writes = memberWrites(opts.memberWriteTtlMs);
+  }
+
+  /** Refill's lane: with the normal work while claims wait on the pool and it is at its low-water mark, else last. */
+  private refillPriority(poolKey: string): 'normal' | 'background' {
+    return this.opts.claimPressure?.membersWanted(poolKey) ? 'normal' : 'background';
+  }
+
+  /** The pools whose refill waits for claims, forgotten as they are returned (to be woken when none waits). */
+  public takeHeldForClaims(): string[] {
+    const keys = [...this.heldForClaims];
+    this.heldForClaims.clear();
+    return keys;
   }
 
   /** Settle the member writes from the Sandbox informer's events (`sandboxes` is its cache). */
@@ -93,19 +111,26 @@ export class WarmPoolReconciler implements Reconciler {
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
     const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
     const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes);
+    this.opts.claimPressure?.poolShort(key, members.ready.length <= lowWaterMark(desiredReplicas(pool)));
     const plan = planPool({
       pool,
       template,
       gate,
       members,
       pendingCreates: pending.creates,
+      // A pool whose claims were served moments ago counts as still claimed from (the pressure's linger).
+      claimsWaiting: this.opts.claimPressure?.busyOn(key) ? Math.max(1, this.opts.claimPressure.waitingFor(key)) : 0,
       state: memory.state,
       flags,
       now,
     });
     memory.state = plan.state;
+    if (plan.heldForClaims) this.heldForClaims.add(key);
+    else this.heldForClaims.delete(key);
     // Refill is background work: a claim waiting for its write goes first (runtime/priority-gate.ts).
-    const write = { fieldManager: POOL_FIELD_MANAGER, priority: 'background' } as const;
+    // Refill that waiting claims need (the pool at its low-water mark) goes with the normal work, not
+    // behind Events, or under a steady load the pool never catches up; the rest is background.
+    const write = { fieldManager: POOL_FIELD_MANAGER, priority: this.refillPriority(key) };
     const { client } = this.opts;
 
     // Adoption and label fixes are conditional on the cached resourceVersion: a claim that took the
@@ -206,7 +231,8 @@ export class WarmPoolReconciler implements Reconciler {
       // Recorded first, like a delete: the member's watch event can arrive before the response.
       this.writes.expect(key, { pool: pool.metadata.uid ?? '' }, this.now());
       try {
-        await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member, { fieldManager: POOL_FIELD_MANAGER, priority: 'background' });
+        await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member,
+          { fieldManager: POOL_FIELD_MANAGER, priority: this.refillPriority(keyOf(pool)) });
         restartMemberWrite(this.writes, key, sandboxes, this.now());
         this.opts.creations?.inc({ namespace: namespace ?? '', warmpool: pool.metadata.name });
         return true;

@@ -20,6 +20,10 @@ export interface PoolFlags {
   readonly unschedulableRecheckMs: number;
   /** Mark unclaimed warm Pods safe to evict (`--enable-warm-pool-eviction`). */
   readonly enableWarmPoolEviction: boolean;
+  /** Longest refill holds back for waiting claims (`--claims-first-max-defer`); 0 = never. */
+  readonly claimsFirstMaxDeferMs: number;
+  /** How long a change of replica counts alone waits after the previous status write (`--sandbox-warm-pool-status-window`); 0 = none. */
+  readonly statusWindowMs: number;
 }
 
 function flagValue<T extends number | boolean>(values: ControllerFlagValues, name: string): T {
@@ -37,6 +41,8 @@ export function poolFlags(values: ControllerFlagValues = {}): PoolFlags {
     readinessGraceMs: flagValue(values, 'sandbox-warm-pool-readiness-grace-period'),
     unschedulableRecheckMs: flagValue(values, 'sandbox-warm-pool-unschedulable-recheck-interval'),
     enableWarmPoolEviction: flagValue(values, 'enable-warm-pool-eviction'),
+    claimsFirstMaxDeferMs: flagValue(values, 'claims-first-max-defer'),
+    statusWindowMs: flagValue(values, 'sandbox-warm-pool-status-window'),
   };
 }
 

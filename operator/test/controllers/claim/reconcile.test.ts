@@ -10,9 +10,11 @@ import { ClaimReconciler, CLAIM_FIELD_MANAGER } from '../../../src/controllers/c
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
 import { extensionInformers } from '../../../src/controllers/extension-informers';
 import { type NetworkPolicy, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
+import { ClaimPressure, Deferral, DeferredSends, PRESSURE_LINGER_MS } from '../../../src/runtime/claim-pressure';
 import type { ControllerContext } from '../../../src/runtime/context';
 import type { Informer, InformerHandlers, KubeObject } from '../../../src/runtime/types';
 import { FakeClient, FakeStore, apiError } from '../../fake-kube';
+import { FakeClock } from '../../runtime/fake-clock';
 import { policyOf } from '../warm-pool/harness';
 
 const KEY = 'team-a/my-claim';
@@ -84,6 +86,34 @@ describe('ClaimReconciler', () => {
     expect(events(client)).toEqual(['SandboxAdopted Adopted warm pool Sandbox "py-pool-a"']);
     expect(live(client, 'sandboxes', 'py-pool-a').metadata.ownerReferences).toEqual([expect.objectContaining({ uid: 'claim-uid' })]);
     expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'True' });
+  });
+
+  test('while other claims wait, a warm claim is two writes: its annotations (first-Ready time kept) and Event follow when they are served', async () => {
+    const { client, clock, sync, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
+    const fake = new FakeClock(NOW);
+    const pressure = new ClaimPressure(fake);
+    const woken: string[] = [];
+    reconciler.deferLater(new Deferral(pressure, (key) => woken.push(key), 3_000), new DeferredSends(pressure, fake, 3_000));
+    pressure.waitingOn('team-a/other', 'team-a/py-pool');
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 3_000 });
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status']);
+    expect(events(client)).toEqual([]);
+
+    // Served later, when the cache shows the claim Ready: a fresh pass would say `unknown`, the held value wins.
+    clock.now = NOW + 2_000;
+    sync();
+    client.calls.length = 0;
+    pressure.settled('team-a/other');
+    // The pressure lingers after the last claim is served, then lets the held work go.
+    expect([woken, events(client)]).toEqual([[], []]);
+    fake.advance(PRESSURE_LINGER_MS);
+    expect([woken, events(client)]).toEqual([[KEY], ['SandboxAdopted Adopted warm pool Sandbox "py-pool-a"']]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxclaims my-claim']);
+    expect(writeCalls(client)[0].body.metadata.annotations).toEqual({
+      [SandboxAnnotations.CONTROLLER_FIRST_OBSERVED_AT]: rfc3339Nano(NOW),
+      [SandboxAnnotations.CLAIM_FIRST_READY_AT]: rfc3339Nano(NOW),
+    });
   });
 
   test('with events and observability annotations disabled, a warm claim is two writes', async () => {

@@ -1,7 +1,7 @@
 import { foreignRef, pod, sandbox } from './fixtures';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { childOwnerKeys, slimPod } from '../../../src/controllers/sandbox/controller';
+import { childOwnerKeys } from '../../../src/controllers/sandbox/controller';
 import { type Sandbox } from '../../../src/model';
 
 describe('childOwnerKeys: which Sandbox a child event wakes', () => {
@@ -18,13 +18,4 @@ describe('childOwnerKeys: which Sandbox a child event wakes', () => {
   ])('%s', (_name, obj, keys) => {
     expect(childOwnerKeys(obj, lookup)).toEqual(keys);
   });
-});
-
-test('the cached Pod keeps metadata, status and nodeName, nothing else of the spec', () => {
-  const full = pod();
-  const slim = slimPod(full);
-  expect(slim.metadata).toBe(full.metadata);
-  expect(slim.status).toBe(full.status);
-  expect(slim.spec).toEqual({ nodeName: 'kwok-node-0' });
-  expect(slimPod(pod({ nodeName: '' })).spec).toEqual({});
 });

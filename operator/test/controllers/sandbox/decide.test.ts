@@ -490,9 +490,11 @@ describe('decide: InvalidConfiguration', () => {
     });
     const existing = spoof({ annotations: POD_NAME });
     expect(decide(observed(existing, { pods: [pod({ owner: existing })] })).actions).toEqual([]);
-    // Configured router labels: only all of them are refused.
+    // Configured router labels: any one of them is refused (a template and a claim could each add one),
+    // the default one no longer counts.
     const custom = { ...observed(spoof()), routerPodLabels: { app: 'sandbox-router', tier: 'edge' } };
-    expect(summary(decide(custom).actions)).toContain('create pod my-sandbox');
+    expect(decide(custom).actions).toEqual([]);
+    expect(summary(decide({ ...observed(spoof()), routerPodLabels: { tier: 'edge' } }).actions)).toContain('create pod my-sandbox');
     expect(decide({ ...observed(spoof()), routerPodLabels: { team: 'a' } }).actions).toEqual([]);
   });
 

@@ -3,6 +3,7 @@ import { NOW, sandbox } from './fixtures';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
 import { CONTROLLER_UID_INDEX, controllerUidIndex, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';
+import type { Deferral } from '../../../src/runtime/claim-pressure';
 import type { KubeObject } from '../../../src/runtime/types';
 import { FakeClient, FakeStore } from '../../fake-kube';
 
@@ -14,7 +15,7 @@ const byUid = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
 export function setup(
   sb: Sandbox | undefined,
   children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
-  extra: { progressStatusWindowMs?: number; now?: () => number } = {},
+  extra: { progressStatusWindowMs?: number; warmMemberProgressWindowMs?: number; now?: () => number; deferral?: Deferral } = {},
 ) {
   const objects = [...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? [])];
   const client = new FakeClient(() => NOW).seed(resourceOf, ...objects);

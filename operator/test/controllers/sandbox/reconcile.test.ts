@@ -2,8 +2,10 @@ import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtur
 import { KEY, created, setup, statusBody } from './harness';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
+import { ClaimPressure, Deferral, PRESSURE_LINGER_MS } from '../../../src/runtime/claim-pressure';
 import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 import { apiError } from '../../fake-kube';
+import { FakeClock } from '../../runtime/fake-clock';
 
 describe('SandboxReconciler', () => {
   test('a new Sandbox: Pod created under our field manager and the pod-name annotation; status waits for the Pod event', async () => {
@@ -51,6 +53,49 @@ describe('SandboxReconciler', () => {
     const { client, reconciler } = setup({ ...created, status }, { pods: [pod()] });
     await reconciler.reconcile(KEY);
     expect(client.calls).toEqual([]);
+  });
+
+  test('while claims wait, an adopted Sandbox\'s Pod relabel and observedGeneration rewrite wait too, then go when they are served', async () => {
+    const first = setup(created, { pods: [pod()] });
+    await first.reconciler.reconcile(KEY);
+    const status = statusBody(first.client);
+    // The adoption: a spec change (the claim's Pod labels) bumps the generation.
+    const adopted = sandbox({
+      generation: 2,
+      annotations: created.metadata.annotations,
+      spec: {
+        podTemplate: { metadata: { labels: { team: 'a' } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } },
+      },
+    });
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock);
+    const woken: string[] = [];
+    const deferral = new Deferral(pressure, (key) => woken.push(key), 3_000);
+    const { client, reconciler } = setup({ ...adopted, status }, { pods: [pod()] }, { deferral });
+    pressure.waitingOn('team-a/other-claim', 'team-a/pool');
+    await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 3_000 });
+    expect(client.writes).toEqual([]);
+    pressure.settled('team-a/other-claim');
+    clock.advance(PRESSURE_LINGER_MS);
+    expect(woken).toEqual([KEY]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+    expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ status: 'True', observedGeneration: 2 });
+    // Bookkeeping serves no waiting claim: both go in the background lane.
+    expect(client.calls.map((c) => (c.options as any)?.priority)).toEqual(['background', 'background']);
+  });
+
+  test('while claims wait, a Pod to create or a readiness change never waits', async () => {
+    const pressure = new ClaimPressure(new FakeClock());
+    pressure.waitingOn('team-a/other-claim', 'team-a/pool');
+    const deferral = new Deferral(pressure, () => undefined, 3_000);
+    const fresh = setup(sandbox(), {}, { deferral });
+    await fresh.reconciler.reconcile(KEY);
+    expect(fresh.client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox']);
+    const ready = setup(created, { pods: [pod()] }, { deferral });
+    await ready.reconciler.reconcile(KEY);
+    expect(ready.client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+    expect((ready.client.calls[0].options as any).priority).toBe('normal');
   });
 
   test('gone or deleting Sandboxes are left to garbage collection', async () => {
@@ -169,6 +214,21 @@ describe('SandboxReconciler', () => {
     expect(again.client.calls.filter((c) => c.verb === 'event')).toEqual([]);
   });
 
+  test('a warm member\'s own pool labels mirrored in its podTemplate are no Warning; a different value still is', async () => {
+    const poolLabels = { [SandboxLabels.WARM_POOL_SANDBOX]: 'a1b2c3', [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: 'd4e5f6' };
+    const member = sandbox({ labels: poolLabels });
+    member.spec.podTemplate.metadata = { labels: { app: 'mine', ...poolLabels } };
+    const quiet = setup(member);
+    await quiet.reconciler.reconcile(KEY);
+    expect(quiet.client.calls.filter((c) => c.verb === 'event')).toEqual([]);
+
+    const forged = sandbox({ labels: poolLabels });
+    forged.spec.podTemplate.metadata = { labels: { ...poolLabels, [SandboxLabels.WARM_POOL_SANDBOX]: 'other' } };
+    const loud = setup(forged);
+    await loud.reconciler.reconcile(KEY);
+    expect(loud.client.calls.filter((c) => c.verb === 'event').map((c) => c.body.note)).toEqual([expect.stringContaining(`label ${SandboxLabels.WARM_POOL_SANDBOX}`)]);
+  });
+
   test('the shutdownTime timer comes back as requeueAfterMs', async () => {
     const { reconciler } = setup(sandbox({ spec: { shutdownTime: new Date(NOW + 5_000).toISOString() } }));
     await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 5_000 });
@@ -240,6 +300,44 @@ describe('SandboxReconciler', () => {
       expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'DependenciesNotReady' });
     });
 
+    test('an unschedulable Pod is written at once: the pool acts on it', async () => {
+      const unschedulable = pod({ phase: 'Pending', ready: false, ips: [], scheduled: { status: 'False', reason: 'Unschedulable', message: '0/3 nodes' } });
+      const { client, reconciler } = setup(created, { pods: [unschedulable] }, { progressStatusWindowMs: 1000 });
+      await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+      expect(condition(statusBody(client).conditions, 'PodScheduled')).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+    });
+
+    describe('an unclaimed warm pool member waits the longer window', () => {
+      const poolRef = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', name: 'pool', uid: 'pool-uid', controller: true };
+      const claimRef = { ...poolRef, kind: 'SandboxClaim', name: 'claim', uid: 'claim-uid' };
+      const windows = { progressStatusWindowMs: 1000, warmMemberProgressWindowMs: 10_000 };
+
+      test.each([
+        ['a pool member', poolRef, 10_000],
+        ['a claimed Sandbox', claimRef, 1000],
+      ])('%s', async (_name, ref, expectedMs) => {
+        let now = NOW;
+        const owned = { ...created, metadata: { ...created.metadata, ownerReferences: [ref] } };
+        const { client, reconciler } = setup(owned, { pods: [pending()] }, { ...windows, now: () => now });
+        await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: expectedMs });
+        now += expectedMs;
+        await expect(reconciler.reconcile(KEY)).resolves.toBeUndefined();
+        expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+        // Ready inside the window is one write, for both.
+        const second = setup(owned, { pods: [pending()] }, { ...windows, now: () => now });
+        await second.reconciler.reconcile(KEY);
+        second.stores.pods.put(pod());
+        await second.reconciler.reconcile(KEY);
+        expect(second.client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+      });
+
+      test('0 keeps the base window for members too', async () => {
+        const owned = { ...created, metadata: { ...created.metadata, ownerReferences: [poolRef] } };
+        const { reconciler } = setup(owned, { pods: [pending()] }, { progressStatusWindowMs: 1000, warmMemberProgressWindowMs: 0 });
+        await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 1000 });
+      });
+    });
+
     test('errors are never held', async () => {
       const { client, reconciler } = setup(created, { pods: [pod({ owner: null, labels: {} })] }, { progressStatusWindowMs: 1000 });
       await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
@@ -279,5 +377,10 @@ describe('SandboxReconciler', () => {
     expect(priorityOf(owned('SandboxClaim', true))).toBe('normal');
     expect(priorityOf(owned('SandboxWarmPool', false))).toBe('background');
     expect(priorityOf(sandbox())).toBe('normal');
+    // A member of a pool that claims wait on while it is short, not Ready yet, is what they wait for.
+    const wanted = (pool: string) => pool === 'team-a/o';
+    expect(priorityOf(owned('SandboxWarmPool', false), wanted)).toBe('normal');
+    expect(priorityOf(owned('SandboxWarmPool', true), wanted)).toBe('background');
+    expect(priorityOf(owned('SandboxWarmPool', false), () => false)).toBe('background');
   });
 });

@@ -307,9 +307,10 @@ describe('templateConditions', () => {
     expect(labels).toMatchObject({ type: 'PodLabelsAllowed', status: 'False', reason: 'RouterLabelsRefused', observedGeneration: expect.any(Number) });
     expect(labels.message).toMatch(/spec.podTemplate.metadata.labels carries app=sandbox-router.*remove it/);
     expect(byType(conditionsOf(template(), owned(template()))).PodLabelsAllowed).toBe('True/NoRouterLabels');
-    // Configured router labels: all of them make a spoof, some of them do not.
+    // Configured router labels: any one of them is refused, so a claim cannot add the rest.
     const partial = template({ podTemplate: { metadata: { labels: { app: 'r' } }, spec: { containers: [{ name: 'main', image: 'i' }] } } });
-    expect(byType(conditionsOf(partial, owned(partial), { app: 'r', tier: 'edge' })).PodLabelsAllowed).toBe('True/NoRouterLabels');
+    expect(byType(conditionsOf(partial, owned(partial), { app: 'r', tier: 'edge' })).PodLabelsAllowed).toBe('False/RouterLabelsRefused');
     expect(byType(conditionsOf(partial, owned(partial), { app: 'r' })).PodLabelsAllowed).toBe('False/RouterLabelsRefused');
+    expect(byType(conditionsOf(partial, owned(partial), { tier: 'edge' })).PodLabelsAllowed).toBe('True/NoRouterLabels');
   });
 });

@@ -7,7 +7,7 @@ import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { TEMPLATE_HASH_INDEX } from '../../../src/controllers/extension-informers';
 import { desiredNetworkPolicy } from '../../../src/controllers/template/desired';
-import { TEMPLATE_FIELD_MANAGER, TemplateReconciler } from '../../../src/controllers/template/reconcile';
+import { LIVE_CHECK_RETRY_MS, TEMPLATE_FIELD_MANAGER, TemplateReconciler } from '../../../src/controllers/template/reconcile';
 import { type NetworkPolicy, type Sandbox, type SandboxTemplate } from '../../../src/model';
 import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 import { DEFAULT_EXPECTATION_TTL_MS } from '../../../src/runtime/expectations';
@@ -168,9 +168,21 @@ describe('TemplateReconciler', () => {
     expect((await pass()).writes).toEqual([]);
     stores.sandboxes.remove(NS, 'm');
     expect((await pass()).writes).toEqual([`delete networkpolicies ${POLICY}`]);
-    expect(client.calls[0].options).toEqual({ uid: 'policy-uid' });
+    expect(client.calls.find((c) => c.verb === 'delete')!.options).toEqual({ uid: 'policy-uid' });
     // The cache still shows it: not deleted twice.
     expect((await pass()).writes).toEqual([]);
+  });
+
+  test('a deleted template\'s policy stays while the server holds a Sandbox of it the cache does not show yet', async () => {
+    const { client, pass } = setup(undefined, [policyOf(template())]);
+    const member = { metadata: { name: 'm', namespace: NS, labels: { [SandboxLabels.SANDBOX_TEMPLATE_REF_HASH]: NameHash.of('python') } }, spec: {} } as unknown as Sandbox;
+    client.seed(() => 'sandboxes', member);
+    const kept = await pass();
+    expect(kept.writes).toEqual([]);
+    expect(kept.result).toEqual({ requeueAfterMs: LIVE_CHECK_RETRY_MS });
+    expect(client.calls[0]).toMatchObject({ verb: 'list', resource: 'sandboxes', options: { labelSelector: `${SandboxLabels.SANDBOX_TEMPLATE_REF_HASH}=${NameHash.of('python')}`, limit: 1 } });
+    client.live.delete('sandboxes/m');
+    expect((await pass()).writes).toEqual([`delete networkpolicies ${POLICY}`]);
   });
 
   test('a deleted template\'s policy that is someone else\'s is never deleted', async () => {

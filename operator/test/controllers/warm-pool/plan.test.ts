@@ -90,6 +90,51 @@ describe('planPool', () => {
     expect(again.requeueAfterMs).toBeUndefined();
   });
 
+  describe('replica counts coalesce after a status write', () => {
+    const written = (sandboxes: Sandbox[], at: number) => {
+      const p = plan({ sandboxes, now: at });
+      expect(p.statusChanged).toBe(true);
+      return { status: p.status, state: p.state };
+    };
+
+    test('a count change within the window waits for its end, then is written once', () => {
+      const first = written(readyMembers(3), NOW);
+      const fewer = readyMembers(2);
+      const soon = plan({ pool: { ...pool(), status: first.status }, sandboxes: fewer, state: first.state, now: NOW + 300 });
+      expect(soon.statusChanged).toBe(false);
+      expect(soon.requeueAfterMs).toBe(FLAGS.statusWindowMs - 300);
+      const later = plan({ pool: { ...pool(), status: first.status }, sandboxes: fewer, state: soon.state, now: NOW + FLAGS.statusWindowMs });
+      expect(later.statusChanged).toBe(true);
+      expect(later.status.readyReplicas).toBe(2);
+      expect(later.state.statusWrittenAtMs).toBe(NOW + FLAGS.statusWindowMs);
+    });
+
+    test('a condition change is written at once, counts or not', () => {
+      const first = written(readyMembers(3), NOW);
+      const gated = plan({ pool: { ...pool(), status: first.status }, sandboxes: readyMembers(2), state: first.state, now: NOW + 10, gate: { ok: false, reason: 'TemplateNotFound', message: 'gone' } });
+      expect(gated.statusChanged).toBe(true);
+    });
+
+    test('0s writes every change at once', () => {
+      const first = written(readyMembers(3), NOW);
+      const flags = { ...FLAGS, statusWindowMs: 0 };
+      const next = plan({ pool: { ...pool(), status: first.status }, sandboxes: readyMembers(2), state: first.state, now: NOW + 1, flags });
+      expect(next.statusChanged).toBe(true);
+    });
+
+    test('the first write of a process is never held', () => {
+      expect(plan({ pool: { ...pool(), status: { replicas: 5, readyReplicas: 5 } }, sandboxes: readyMembers(3) }).statusChanged).toBe(true);
+    });
+  });
+
+  test('the status as the API server returns it (keys sorted) is not written again', () => {
+    const sandboxes = readyMembers(3);
+    const first = plan({ sandboxes });
+    const fromServer = JSON.parse(JSON.stringify(sortedKeys(first.status)));
+    expect(JSON.stringify(fromServer.conditions)).not.toBe(JSON.stringify(first.status.conditions));
+    expect(plan({ pool: { ...pool(), status: fromServer }, sandboxes }).statusChanged).toBe(false);
+  });
+
   test.each<[string, Setup, number]>([
     ['creates in flight count', { sandboxes: readyMembers(1), pendingCreates: 1 }, 1],
     ['terminating members count', { sandboxes: [...readyMembers(2), member({ deleting: true })] }, 0],
@@ -234,3 +279,10 @@ describe('planPool', () => {
     }));
   });
 });
+
+/** `value` with every object's keys in sorted order, as Go's encoding/json writes an unstructured object. */
+function sortedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortedKeys);
+  if (value && typeof value === 'object') return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortedKeys((value as any)[k])]));
+  return value;
+}

@@ -7,8 +7,10 @@ import { RESOURCE_OF, policyOf, poolStores } from './harness';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { isControlledBy, type Sandbox, type SandboxWarmPool } from '../../../src/model';
+import { ClaimPressure } from '../../../src/runtime/claim-pressure';
 import type { KubeObject, ResourceType } from '../../../src/runtime/types';
 import { FakeClient, apiError } from '../../fake-kube';
+import { FakeClock } from '../../runtime/fake-clock';
 
 const KEY = `${NS}/py-pool`;
 const TTL = 10_000;
@@ -28,7 +30,7 @@ class FlakyServer extends FakeClient {
   }
 }
 
-function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[] } = {}) {
+function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[]; claimPressure?: ClaimPressure } = {}) {
   const clock = { now: NOW };
   const p = o.pool ?? pool();
   const members = o.members ?? [];
@@ -37,7 +39,15 @@ function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[
   stores.pools.put(p);
   stores.templates.put(TEMPLATE);
   stores.sandboxes.put(...members);
-  const reconciler = new WarmPoolReconciler({ client, ...stores, flags: FLAGS, now: () => clock.now, memberWriteTtlMs: TTL });
+  // Status coalescing is the plan's (plan.test.ts); here every change is written at once, so each pass's writes show.
+  const reconciler = new WarmPoolReconciler({
+    client,
+    ...stores,
+    flags: { ...FLAGS, statusWindowMs: 0 },
+    now: () => clock.now,
+    memberWriteTtlMs: TTL,
+    ...(o.claimPressure ? { claimPressure: o.claimPressure } : {}),
+  });
   reconciler.follow(stores.sandboxes);
   /** The writes of one pass, member names masked (the pool picks them at random). */
   const pass = async (r: WarmPoolReconciler = reconciler) => {
@@ -121,6 +131,20 @@ describe('WarmPoolReconciler: members only from a template that is safe to build
 });
 
 describe('WarmPoolReconciler', () => {
+  test('refill goes with the normal work only while claims wait on a pool short of Ready members', async () => {
+    const pressure = new ClaimPressure(new FakeClock(), 10_000);
+    pressure.waitingOn(`${NS}/a-claim`, KEY);
+    // Empty (0 Ready, low water 1) with a claim waiting: its creates are what the claim needs.
+    const short = setup({ claimPressure: pressure });
+    await short.pass();
+    expect(pressure.membersWanted(KEY)).toBe(true);
+    expect(short.client.calls.filter((c) => c.verb === 'create').map((c) => (c.options as any).priority)).toEqual(['normal', 'normal', 'normal']);
+    // Ready members above low water: the claim is served from them, refill waits in the background.
+    const spare = setup({ claimPressure: pressure, members: [member(), member()] });
+    await spare.pass();
+    expect(pressure.membersWanted(KEY)).toBe(false);
+  });
+
   test('an empty pool: every member created from the template, named as its pod-name annotation says, then the status', async () => {
     const { client, pass } = setup();
     expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);

@@ -1,0 +1,296 @@
+/**
+ * Claims waiting for a Sandbox, and the work that steps aside for them.
+ *
+ * On a small cluster the API server is the bound: in a burst, every request the operator sends
+ * that does not serve a claim (a claimed Pod's relabel, a Sandbox status rewrite after adoption,
+ * observability annotations, Events, pool refill) delays the two writes a waiting claim needs.
+ * `ClaimPressure` knows which claims wait, per pool; `Deferral` lets a controller put deferrable
+ * work off while they do, and brings it back when they stop, or after `maxDeferMs` at the latest,
+ * so deferred work is late but never lost or starved under a claim load that never ends
+ * (`--claims-first-max-defer`).
+ *
+ * A claim counts as pressure for `windowMs` after this process first saw it waiting: one that waits
+ * longer (no member, a missing template) is not a burst to make room for, and must not hold the
+ * rest of the operator's work back for as long as it waits.
+ *
+ * The pressure also lingers `lingerMs` after the last waiting claim is served (per pool and in
+ * all): agents that claim one after another leave a gap of a few milliseconds between one claim's
+ * Ready and the next claim's create, and work let go in that gap reaches the API server just as
+ * the next claim's writes do.
+ */
+import { MONOTONIC_CLOCK, type Clock, type TimerHandle } from './clock';
+import type { ControllerContext } from './context';
+import type { Informer, KubeObject } from './types';
+
+/** How long a waiting claim counts as pressure. */
+export const PRESSURE_WINDOW_MS = 10_000;
+
+/** How long the pressure outlasts the last waiting claim. */
+export const PRESSURE_LINGER_MS = 100;
+
+interface Waiting {
+  readonly pool: string;
+  readonly sinceMs: number;
+}
+
+export class ClaimPressure {
+  /** By claim key, in the order first seen waiting (so the oldest are at the front). */
+  private readonly waiting = new Map<string, Waiting>();
+  private readonly perPool = new Map<string, number>();
+  private readonly calmListeners = new Set<() => void>();
+  private readonly shortPools = new Set<string>();
+  /** When each pool's last waiting claim was served, while that is under `lingerMs` ago. */
+  private readonly servedAt = new Map<string, number>();
+  private lastServedMs?: number;
+  private calmTimer?: TimerHandle;
+  private lingerTimer?: TimerHandle;
+
+  /** `clock` measures the windows: the process gives the monotonic one, so a wall-clock step changes nothing. */
+  public constructor(
+    private readonly clock: Clock = MONOTONIC_CLOCK,
+    private readonly windowMs: number = PRESSURE_WINDOW_MS,
+    private readonly lingerMs: number = PRESSURE_LINGER_MS,
+  ) {}
+
+  /** The clock this pressure measures time on (deferrals share it). */
+  public now(): number {
+    return this.clock.now();
+  }
+
+  /** Claim `key` waits for a member of pool `pool` (`namespace/name`). Repeated calls keep the first time. */
+  public waitingOn(key: string, pool: string): void {
+    if (this.waiting.has(key)) return;
+    this.waiting.set(key, { pool, sinceMs: this.now() });
+    this.perPool.set(pool, (this.perPool.get(pool) ?? 0) + 1);
+    this.armCalmTimer();
+  }
+
+  /** Claim `key` has its Sandbox, or is gone. */
+  public settled(key: string): void {
+    const entry = this.waiting.get(key);
+    if (!entry) return;
+    this.remove(key, entry);
+    if (this.lingerMs > 0 && !this.perPool.has(entry.pool)) {
+      const now = this.now();
+      this.servedAt.set(entry.pool, now);
+      this.lastServedMs = now;
+    }
+    this.expire();
+    if (this.waiting.size > 0) return;
+    if (this.lingering(this.lastServedMs)) this.armLingerTimer();
+    else this.notifyCalm();
+  }
+
+  /** Whether any claim waits (within its window), or the last one was served under `lingerMs` ago. */
+  public get busy(): boolean {
+    this.expire();
+    return this.waiting.size > 0 || this.lingering(this.lastServedMs);
+  }
+
+  /** Claims waiting (within their window) on pool `pool`. */
+  public waitingFor(pool: string): number {
+    this.expire();
+    return this.perPool.get(pool) ?? 0;
+  }
+
+  /** Whether claims wait on pool `pool`, or its last one was served under `lingerMs` ago: what its refill gives way to. */
+  public busyOn(pool: string): boolean {
+    if (this.waitingFor(pool) > 0) return true;
+    const at = this.servedAt.get(pool);
+    if (at === undefined) return false;
+    if (this.lingering(at)) return true;
+    this.servedAt.delete(pool);
+    return false;
+  }
+
+  /**
+   * Pool `pool` is short of Ready members (at or under its low-water mark), or no longer: said by
+   * the pool controller on each pass. A short pool's refill is what its waiting claims need.
+   */
+  public poolShort(pool: string, short: boolean): void {
+    if (short) this.shortPools.add(pool);
+    else this.shortPools.delete(pool);
+  }
+
+  /**
+   * Whether claims wait on `pool` and it is short: its new members serve those claims, so their
+   * writes go with the normal work. A pool with Ready members to spare refills in the background.
+   */
+  public membersWanted(pool: string): boolean {
+    return this.shortPools.has(pool) && this.waitingFor(pool) > 0;
+  }
+
+  /** Call `fn` every time the operator turns calm (no claim waits any more); returns the unsubscribe. */
+  public onCalm(fn: () => void): () => void {
+    this.calmListeners.add(fn);
+    return () => this.calmListeners.delete(fn);
+  }
+
+  /** Keep claims of `informer` up to date: waiting while unbound (no status.sandbox) and not deleting. */
+  public follow<T extends KubeObject & { spec: { warmPoolRef?: { name: string } }; status?: { sandbox?: { name?: string } } }>(
+    informer: Informer<T>,
+  ): void {
+    const update = (claim: T) => {
+      const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+      const pool = claim.spec.warmPoolRef?.name;
+      if (pool === undefined || claim.metadata.deletionTimestamp || claim.status?.sandbox?.name) this.settled(key);
+      else this.waitingOn(key, `${claim.metadata.namespace}/${pool}`);
+    };
+    informer.addHandlers({
+      onAdd: update,
+      onUpdate: (_old, claim) => update(claim),
+      onDelete: (claim) => this.settled(`${claim.metadata.namespace}/${claim.metadata.name}`),
+    });
+  }
+
+  private lingering(servedMs: number | undefined): boolean {
+    return servedMs !== undefined && this.now() - servedMs < this.lingerMs;
+  }
+
+  /** The linger after the last served claim ends: calm then, unless claims came back meanwhile. */
+  private armLingerTimer(): void {
+    if (this.lingerTimer !== undefined) this.clock.clearTimeout(this.lingerTimer);
+    this.lingerTimer = this.clock.setTimeout(() => {
+      this.lingerTimer = undefined;
+      if (this.busy) return;
+      this.servedAt.clear();
+      this.notifyCalm();
+    }, Math.max(1, this.lastServedMs! + this.lingerMs - this.now()));
+  }
+
+  private remove(key: string, entry: Waiting): void {
+    this.waiting.delete(key);
+    const left = (this.perPool.get(entry.pool) ?? 1) - 1;
+    if (left > 0) this.perPool.set(entry.pool, left);
+    else this.perPool.delete(entry.pool);
+  }
+
+  /** Claims waiting past their window stop counting (the front of the map is the oldest). */
+  private expire(): void {
+    const cutoff = this.now() - this.windowMs;
+    for (const [key, entry] of this.waiting) {
+      if (entry.sinceMs > cutoff) break;
+      this.remove(key, entry);
+    }
+  }
+
+  /** The oldest claim's window ends without a settle: the operator turns calm then, and must say so. */
+  private armCalmTimer(): void {
+    if (this.calmTimer !== undefined) return;
+    const oldest = this.waiting.values().next().value as Waiting | undefined;
+    if (!oldest) return;
+    this.calmTimer = this.clock.setTimeout(() => {
+      this.calmTimer = undefined;
+      if (!this.busy) this.notifyCalm();
+      else if (this.waiting.size > 0) this.armCalmTimer();
+      else this.armLingerTimer();
+    }, Math.max(1, oldest.sinceMs + this.windowMs - this.now()));
+  }
+
+  private notifyCalm(): void {
+    for (const timer of [this.calmTimer, this.lingerTimer]) if (timer !== undefined) this.clock.clearTimeout(timer);
+    this.calmTimer = undefined;
+    this.lingerTimer = undefined;
+    for (const fn of [...this.calmListeners]) fn();
+  }
+}
+
+/**
+ * Deferrable work of one controller, by key: `defer(key)` says whether the key's deferrable writes
+ * wait now (claims are waiting, and the key has not waited `maxDeferMs` yet). A deferred key is
+ * handed to `wake` when the operator turns calm; the caller also requeues it after the returned
+ * delay, the bound on how late it runs.
+ */
+export class Deferral {
+  private readonly since = new Map<string, number>();
+
+  public constructor(
+    private readonly pressure: ClaimPressure,
+    wake: (key: string) => void,
+    /** The longest a key's deferrable work waits (`--claims-first-max-defer`): under a never-ending load it runs this late. */
+    private readonly maxDeferMs: number,
+  ) {
+    pressure.onCalm(() => {
+      const keys = [...this.since.keys()];
+      this.since.clear();
+      for (const key of keys) wake(key);
+    });
+  }
+
+  /** Keys waiting now. */
+  public get size(): number {
+    return this.since.size;
+  }
+
+  /** Whether `key`'s deferrable work waits now; if so, look again after `retryAfterMs` at the latest. */
+  public defer(key: string): { readonly defer: false } | { readonly defer: true; readonly retryAfterMs: number } {
+    const now = this.pressure.now();
+    if (!this.pressure.busy) {
+      this.since.delete(key);
+      return { defer: false };
+    }
+    const since = this.since.get(key) ?? now;
+    if (now - since >= this.maxDeferMs) {
+      this.since.delete(key);
+      return { defer: false };
+    }
+    this.since.set(key, since);
+    return { defer: true, retryAfterMs: Math.max(1, since + this.maxDeferMs - now) };
+  }
+
+  /** `key` did its deferrable work, or has none left. */
+  public done(key: string): void {
+    this.since.delete(key);
+  }
+}
+
+/** Most fire-and-forget sends a DeferredSends holds; past it they go at once (late work, not lost work). */
+export const MAX_HELD_SENDS = 500;
+
+/**
+ * Fire-and-forget sends (Events) held while claims wait: sent in order when the operator turns
+ * calm, or `maxDeferMs` after the oldest was held, whichever comes first.
+ */
+export class DeferredSends {
+  private held: Array<() => void> = [];
+  private timer?: TimerHandle;
+
+  public constructor(private readonly pressure: ClaimPressure, private readonly clock: Clock, private readonly maxDeferMs: number) {
+    pressure.onCalm(() => this.flush());
+  }
+
+  /** Sends held now. */
+  public get size(): number {
+    return this.held.length;
+  }
+
+  /** Run `send` now, or later if claims wait. */
+  public run(send: () => void): void {
+    if (!this.pressure.busy || this.held.length >= MAX_HELD_SENDS) {
+      send();
+      return;
+    }
+    this.held.push(send);
+    this.timer ??= this.clock.setTimeout(() => this.flush(), this.maxDeferMs);
+  }
+
+  public flush(): void {
+    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    const sends = this.held;
+    this.held = [];
+    for (const send of sends) send();
+  }
+}
+
+/** A controller's Deferral under `--claims-first-max-defer`, or undefined when nothing is to wait (0s, or no claim controller). */
+export function claimsFirstDeferral(ctx: Pick<ControllerContext, 'claimPressure' | 'flags'>, wake: (key: string) => void): Deferral | undefined {
+  const maxDeferMs = ctx.flags.duration('claims-first-max-defer');
+  return ctx.claimPressure && maxDeferMs > 0 ? new Deferral(ctx.claimPressure, wake, maxDeferMs) : undefined;
+}
+
+/** Held Events under `--claims-first-max-defer`, or undefined when nothing is to wait. */
+export function claimsFirstSends(ctx: Pick<ControllerContext, 'claimPressure' | 'flags' | 'clock' | 'intervalClock'>): DeferredSends | undefined {
+  const maxDeferMs = ctx.flags.duration('claims-first-max-defer');
+  return ctx.claimPressure && maxDeferMs > 0 ? new DeferredSends(ctx.claimPressure, ctx.intervalClock ?? ctx.clock, maxDeferMs) : undefined;
+}

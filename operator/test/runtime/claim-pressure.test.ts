@@ -1,0 +1,156 @@
+/** ClaimPressure and Deferral on a manual clock: who waits, for how long, and when deferred work comes back. */
+import { FakeClock } from './fake-clock';
+import { ClaimPressure, Deferral, DeferredSends, PRESSURE_LINGER_MS } from '../../src/runtime/claim-pressure';
+import { FakeStore } from '../fake-kube';
+
+const claim = (name: string, extra: { bound?: boolean; deleting?: boolean; pool?: string } = {}) => ({
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'SandboxClaim',
+  metadata: { name, namespace: 'ns', uid: `${name}-uid`, ...(extra.deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}) },
+  spec: { warmPoolRef: { name: extra.pool ?? 'pool' } },
+  ...(extra.bound ? { status: { sandbox: { name: `${name}-sbx` } } } : {}),
+});
+
+/** A listener that counts its calls. */
+function counter(): (() => void) & { count: number } {
+  const fn = Object.assign(() => { fn.count++; }, { count: 0 });
+  return fn;
+}
+
+describe('ClaimPressure', () => {
+  test('claims count per pool until settled; with no linger the operator turns calm (once) when the last settles', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock, 10_000, 0);
+    const calm = counter();
+    pressure.onCalm(calm);
+    expect(pressure.busy).toBe(false);
+    pressure.waitingOn('ns/a', 'ns/p');
+    pressure.waitingOn('ns/a', 'ns/p');
+    pressure.waitingOn('ns/b', 'ns/q');
+    expect([pressure.busy, pressure.waitingFor('ns/p'), pressure.waitingFor('ns/q'), pressure.waitingFor('ns/r')]).toEqual([true, 1, 1, 0]);
+    pressure.settled('ns/a');
+    expect([pressure.waitingFor('ns/p'), calm.count]).toEqual([0, 0]);
+    pressure.settled('ns/b');
+    pressure.settled('ns/b');
+    expect([pressure.busy, calm.count]).toEqual([false, 1]);
+  });
+
+  test('members are wanted only while claims wait on a pool that is short of Ready members', () => {
+    const pressure = new ClaimPressure(new FakeClock(), 10_000);
+    pressure.poolShort('ns/p', true);
+    expect(pressure.membersWanted('ns/p')).toBe(false);
+    pressure.waitingOn('ns/a', 'ns/p');
+    expect(pressure.membersWanted('ns/p')).toBe(true);
+    pressure.poolShort('ns/p', false);
+    expect(pressure.membersWanted('ns/p')).toBe(false);
+    pressure.poolShort('ns/p', true);
+    pressure.settled('ns/a');
+    expect(pressure.membersWanted('ns/p')).toBe(false);
+  });
+
+  test('a claim waiting past the window stops counting, and its window\'s end turns the operator calm without a settle', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock, 10_000);
+    const calm = counter();
+    pressure.onCalm(calm);
+    pressure.waitingOn('ns/stuck', 'ns/p');
+    clock.advance(4_000);
+    pressure.waitingOn('ns/later', 'ns/p');
+    clock.advance(6_000);
+    expect([pressure.waitingFor('ns/p'), calm.count]).toEqual([1, 0]);
+    clock.advance(4_000);
+    expect([pressure.busy, calm.count, clock.pending]).toEqual([false, 1, 0]);
+  });
+
+  test('follows an informer: unbound claims wait; bound, deleting and deleted ones do not', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock);
+    const store = new FakeStore<any>();
+    pressure.follow(store);
+    store.put(claim('a'), claim('b', { pool: 'other' }), claim('c', { bound: true }), claim('d', { deleting: true }));
+    expect([pressure.waitingFor('ns/pool'), pressure.waitingFor('ns/other')]).toEqual([1, 1]);
+    store.put(claim('a', { bound: true }));
+    store.remove('ns', 'b');
+    expect(pressure.busy).toBe(true);
+    clock.advance(PRESSURE_LINGER_MS);
+    expect(pressure.busy).toBe(false);
+  });
+
+  test('the pressure lingers after the last claim is served: a claim in that gap keeps it busy, then calm comes once, a linger later', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock, 10_000, 100);
+    const calm = counter();
+    pressure.onCalm(calm);
+    pressure.waitingOn('ns/a', 'ns/p');
+    pressure.settled('ns/a');
+    expect([pressure.busy, pressure.busyOn('ns/p'), pressure.waitingFor('ns/p'), pressure.busyOn('ns/q'), calm.count]).toEqual([true, true, 0, false, 0]);
+    clock.advance(60);
+    // The next claim of a sequence arrives in the gap: still the same busy stretch.
+    pressure.waitingOn('ns/b', 'ns/q');
+    clock.advance(60);
+    expect([pressure.busy, pressure.busyOn('ns/p'), pressure.busyOn('ns/q'), calm.count]).toEqual([true, false, true, 0]);
+    pressure.settled('ns/b');
+    clock.advance(99);
+    expect([pressure.busy, calm.count]).toEqual([true, 0]);
+    clock.advance(1);
+    expect([pressure.busy, pressure.busyOn('ns/q'), calm.count, clock.pending]).toEqual([false, false, 1, 0]);
+  });
+
+  test('a claim that waits past its window does not linger: it was never served', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock, 1_000, 100);
+    const calm = counter();
+    pressure.onCalm(calm);
+    pressure.waitingOn('ns/stuck', 'ns/p');
+    clock.advance(1_000);
+    expect([pressure.busy, pressure.busyOn('ns/p'), calm.count]).toEqual([false, false, 1]);
+  });
+});
+
+describe('Deferral', () => {
+  test('defers while claims wait, at most maxDeferMs, and wakes every deferred key when calm', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock);
+    const woken: string[] = [];
+    const deferral = new Deferral(pressure, (key) => woken.push(key), 3_000);
+    expect(deferral.defer('x')).toEqual({ defer: false });
+    pressure.waitingOn('ns/a', 'ns/p');
+    expect(deferral.defer('x')).toEqual({ defer: true, retryAfterMs: 3_000 });
+    clock.advance(1_000);
+    expect(deferral.defer('x')).toEqual({ defer: true, retryAfterMs: 2_000 });
+    expect(deferral.defer('y')).toEqual({ defer: true, retryAfterMs: 3_000 });
+    clock.advance(2_000);
+    // Claims still wait, but x has waited long enough: it runs now (never starved by a load that never ends).
+    expect(deferral.defer('x')).toEqual({ defer: false });
+    pressure.settled('ns/a');
+    expect(deferral.defer('z')).toEqual({ defer: true, retryAfterMs: 3_000 });
+    clock.advance(PRESSURE_LINGER_MS);
+    expect(woken).toEqual(['y', 'z']);
+    expect(deferral.size).toBe(0);
+  });
+});
+
+describe('DeferredSends', () => {
+  test('held in order while claims wait; sent when calm, or maxDeferMs after the first was held', () => {
+    const clock = new FakeClock();
+    const pressure = new ClaimPressure(clock);
+    const sent: string[] = [];
+    const sends = new DeferredSends(pressure, clock, 3_000);
+    sends.run(() => sent.push('calm'));
+    pressure.waitingOn('ns/a', 'ns/p');
+    sends.run(() => sent.push('one'));
+    sends.run(() => sent.push('two'));
+    expect([sent, sends.size]).toEqual([['calm'], 2]);
+    pressure.settled('ns/a');
+    expect(sent).toEqual(['calm']);
+    clock.advance(PRESSURE_LINGER_MS);
+    expect(sent).toEqual(['calm', 'one', 'two']);
+
+    pressure.waitingOn('ns/b', 'ns/p');
+    sends.run(() => sent.push('three'));
+    clock.advance(2_999);
+    expect(sent).toHaveLength(3);
+    clock.advance(1);
+    expect([sent.slice(3), sends.size, clock.pending]).toEqual([['three'], 0, 1]);
+  });
+});
