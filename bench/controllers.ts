@@ -118,7 +118,11 @@ export async function startController(name: 'ours' | 'upstream', o: StartOptions
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
-    name, pid: child.pid!, command, version, logFile,
+    name,
+    pid: child.pid!,
+    command,
+    version,
+    logFile,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');

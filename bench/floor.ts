@@ -29,7 +29,9 @@ export class FloorAdopter {
       while (next < n) {
         const name = `floor-${next++}`;
         await this.client.call('POST', `${CORE}/namespaces/${this.ns}/sandboxes`, {
-          apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name, labels: { 'bench/floor': 'free' } },
+          apiVersion: 'agents.x-k8s.io/v1beta1',
+          kind: 'Sandbox',
+          metadata: { name, labels: { 'bench/floor': 'free' } },
           spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
         });
         const s = await this.client.call('PATCH', `${CORE}/namespaces/${this.ns}/sandboxes/${name}/status`, {

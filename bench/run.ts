@@ -7,7 +7,11 @@
  * bench/results/<id>.json, .md and .png (see report.ts); controller logs and profiles go to
  * test-results/bench/<id>/.
  *
- * Flags: --scenarios burst,cold,refill,sustained,soak,router,agent (soak: bench/scenarios/soak.ts, ours only unless --controllers
+ * Flags: --scenarios burst,cold,refill,sustained,sequential,paced,capacity,soak,router,agent (sequential: --sequential-count 50 claims one
+ *        after another; paced: --paced-rate 20 claims/s for --paced-duration 60 s on a pool covering them; capacity:
+ *        bench/scenarios/capacity.ts, --capacity-rates 5,10,15,20,25,30,40 --capacity-step 40 (s) --capacity-warmup 10 (s)
+ *        --capacity-hold 2 (s) --capacity-pool 20 --capacity-p99-ms 1000, ours and upstream only; scale: bench/scenarios/scale.ts,
+ *        --scale-sandboxes 10000 --scale-pools 1000 --scale-rate 10 --scale-duration 60 (give --nodes 100), not in the default set; soak: bench/scenarios/soak.ts, ours only unless --controllers
  *        is given, with --duration 60m (a duration: 3m, 90s, 1h; seconds when bare), --rates 20 (the first rate), --ttl 30 (s),
  *        --window 300 (s), --sample 10 (s), --delete-every 10, --drain 180 (s), --headroom 5;
  *        router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
@@ -19,23 +23,27 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { connectionFromKubeconfig } from '../tools/control-plane/api';
-import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
-import { Kube, waitFor } from '../tools/control-plane/kube';
 import { BenchClient } from './client';
-import { writeCrds } from './crds';
 import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary } from './controllers';
+import { writeCrds } from './crds';
 import { agentBench } from './data-plane/agent';
-import { flagValue } from './flags';
 import { main as routerBench } from './data-plane/router';
+import { flagValue } from './flags';
 import { FloorAdopter } from './floor';
 import { BenchRun, environment, writeReport } from './report';
 import { burst } from './scenarios/burst';
+import { capacity, CAPACITY_DEFAULTS, CapacityOptions } from './scenarios/capacity';
 import { cold } from './scenarios/cold';
 import { ScenarioContext, ScenarioResult } from './scenarios/common';
+import { paced } from './scenarios/paced';
 import { refill } from './scenarios/refill';
+import { scale, SCALE_DEFAULTS, ScaleOptions } from './scenarios/scale';
+import { sequential } from './scenarios/sequential';
 import { parseDurationS, soak, SOAK_DEFAULTS, SoakOptions } from './scenarios/soak';
 import { sustained } from './scenarios/sustained';
+import { connectionFromKubeconfig } from '../tools/control-plane/api';
+import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
+import { Kube, waitFor } from '../tools/control-plane/kube';
 
 export interface Options {
   scenarios: string[];
@@ -59,6 +67,11 @@ export interface Options {
   smoke: boolean;
   plot: boolean;
   soak: SoakOptions;
+  sequentialCount: number;
+  pacedRate: number;
+  pacedDurationS: number;
+  capacity: CapacityOptions;
+  scale: ScaleOptions;
 }
 
 export function parseArgs(argv: string[]): Options {
@@ -68,7 +81,7 @@ export function parseArgs(argv: string[]): Options {
   const smoke = has('smoke');
   const soakOnly = (get('scenarios') ?? '').split(',').every((s) => s.trim() === 'soak');
   const o: Options = {
-    scenarios: list('scenarios', smoke ? 'burst,cold' : 'burst,cold,refill,sustained'),
+    scenarios: list('scenarios', smoke ? 'burst,cold,sequential,paced,capacity,scale' : 'burst,cold,refill,sustained,sequential,paced,capacity'),
     size: Number(get('size') ?? (smoke ? 5 : 300)),
     coldSize: Number(get('cold-size') ?? (smoke ? 3 : 100)),
     rates: list('rates', smoke ? '5' : '45,100').map(Number),
@@ -88,6 +101,24 @@ export function parseArgs(argv: string[]): Options {
     bothFlags: (get('flags') ?? '').split(' ').filter(Boolean),
     smoke,
     plot: !has('no-plot') && !smoke,
+    sequentialCount: Number(get('sequential-count') ?? (smoke ? 5 : 50)),
+    pacedRate: Number(get('paced-rate') ?? (smoke ? 5 : 20)),
+    pacedDurationS: parseDurationS(get('paced-duration') ?? (smoke ? '2' : '60')),
+    capacity: {
+      rates: list('capacity-rates', smoke ? '2,4' : CAPACITY_DEFAULTS.rates.join(',')).map(Number),
+      stepS: parseDurationS(get('capacity-step') ?? (smoke ? '8' : String(CAPACITY_DEFAULTS.stepS))),
+      warmupS: parseDurationS(get('capacity-warmup') ?? (smoke ? '3' : String(CAPACITY_DEFAULTS.warmupS))),
+      holdS: Number(get('capacity-hold') ?? CAPACITY_DEFAULTS.holdS),
+      pool: Number(get('capacity-pool') ?? (smoke ? 4 : CAPACITY_DEFAULTS.pool)),
+      p99LimitMs: Number(get('capacity-p99-ms') ?? CAPACITY_DEFAULTS.p99LimitMs),
+    },
+    scale: {
+      sandboxes: Number(get('scale-sandboxes') ?? (smoke ? 40 : SCALE_DEFAULTS.sandboxes)),
+      pools: Number(get('scale-pools') ?? (smoke ? 10 : SCALE_DEFAULTS.pools)),
+      rate: Number(get('scale-rate') ?? (smoke ? 2 : SCALE_DEFAULTS.rate)),
+      durationS: parseDurationS(get('scale-duration') ?? (smoke ? '5' : String(SCALE_DEFAULTS.durationS))),
+      holdS: SCALE_DEFAULTS.holdS,
+    },
     soak: {
       rate: Number(get('rates')?.split(',')[0] ?? SOAK_DEFAULTS.rate),
       durationS: get('duration') ? parseDurationS(get('duration')!) : SOAK_DEFAULTS.durationS,
@@ -98,7 +129,10 @@ export function parseArgs(argv: string[]): Options {
       drainS: Number(get('drain') ?? SOAK_DEFAULTS.drainS),
     },
   };
-  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'soak', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'sequential', 'paced', 'capacity', 'scale', 'soak', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  const steps = o.capacity.rates;
+  if (steps.some((r) => !(r > 0)) || steps.some((r, i) => i > 0 && r <= steps[i - 1])) throw new Error(`--capacity-rates: give ascending rates above 0, e.g. 5,10,20 (got ${steps.join(',')})`);
+  if (!(o.capacity.warmupS < o.capacity.stepS)) throw new Error(`--capacity-warmup (${o.capacity.warmupS} s) must be shorter than --capacity-step (${o.capacity.stepS} s)`);
   // `--controllers floor` (or `ours,floor`): the floor is listed like a controller.
   if ((o.controllers as string[]).includes('floor')) {
     o.controllers = o.controllers.filter((c) => (c as string) !== 'floor');
@@ -132,7 +166,7 @@ export function plan(o: Options): Job[] {
           // Alternate which controller goes first, so neither always runs on a cooler machine.
           const order = flip ? [...o.controllers].reverse() : [...o.controllers];
           flip = !flip;
-          const warm = s === 'burst' || s === 'sustained';
+          const warm = s === 'burst' || s === 'sustained' || s === 'sequential' || s === 'paced';
           for (const controller of [...order, ...(warm && o.floor ? ['floor' as const] : [])]) jobs.push({ scenario: s, rate, controller, delay, repeat: r });
         }
       }
@@ -155,6 +189,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
   const client = new BenchClient(connectionFromKubeconfig(kubeconfig), 128);
   const kube = new Kube({ kubeconfig, binDir: cp?.binDir ?? path.dirname(upstreamBin ?? '') });
   let ctrl: RunningController | undefined;
+  let ctrlStartOptions: Parameters<typeof startController>[1] | undefined;
   let floor: FloorAdopter | undefined;
   // Ctrl-C / SIGTERM: stop what this run started (by pid), then exit.
   const onSignal = () => {
@@ -168,18 +203,28 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
     if (job.controller === 'floor') {
       floor = new FloorAdopter(new BenchClient(connectionFromKubeconfig(kubeconfig), 128), ns);
     } else {
-      ctrl = await startController(job.controller, {
-        kubeconfig, settings: DEFAULT_SETTINGS, logDir: path.join(runDir, 'logs'), upstreamBin,
+      ctrlStartOptions = {
+        kubeconfig,
+        settings: DEFAULT_SETTINGS,
+        logDir: path.join(runDir, 'logs'),
+        upstreamBin,
         nodeFlags: job.controller === 'ours'
           ? [...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : [])]
           : undefined,
         oursFlags: o.oursFlags,
         bothFlags: o.bothFlags,
-      });
+      };
+      ctrl = await startController(job.controller, ctrlStartOptions);
     }
     const pids: Record<string, number> = {};
     for (const p of cp?.processes ?? []) pids[p.name] = p.pid;
-    const ctx: ScenarioContext = { client, ns, pid: ctrl?.pid, controlPlanePids: pids, log, timeoutMs: o.timeoutMs };
+    const restart = ctrl && ctrlStartOptions ? async () => {
+      await ctrl!.stop();
+      const t = Date.now();
+      ctrl = await startController(job.controller as 'ours' | 'upstream', ctrlStartOptions!);
+      return { pid: ctrl.pid, startSeconds: (Date.now() - t) / 1000 };
+    } : undefined;
+    const ctx: ScenarioContext = { client, ns, pid: ctrl?.pid, controlPlanePids: pids, log, timeoutMs: o.timeoutMs, ...(restart ? { restart } : {}) };
     const setup = floor?.setup;
     let result: ScenarioResult;
     switch (job.scenario) {
@@ -187,13 +232,22 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
       case 'cold': result = await cold(ctx, o.coldSize); break;
       case 'refill': result = await refill(ctx, o.size); break;
       case 'soak': result = await soak(ctx, o.soak, Math.ceil(o.soak.rate * o.headroomS)); break;
+      case 'sequential': result = await sequential(ctx, o.sequentialCount, setup); break;
+      case 'paced': result = await paced(ctx, o.pacedRate, o.pacedDurationS, setup); break;
+      case 'capacity': result = await capacity(ctx, o.capacity); break;
+      case 'scale': result = await scale(ctx, o.scale); break;
       default: result = await sustained(ctx, job.rate!, o.durationS, Math.ceil(job.rate! * o.headroomS), setup);
     }
     if (floor?.conflicts) result.notes.push(`floor: ${floor.conflicts} adoption conflicts retried`);
     if (client.watchRestarts) result.notes.push(`the harness's watches were resumed ${client.watchRestarts} time(s) (ended by the apiserver)`);
     return {
-      ...result, controller: job.controller, loadAverage1m: { atStart: load0, atEnd: Math.round(os.loadavg()[0] * 100) / 100 }, podReadyDelayMs: job.delay, repeat: job.repeat,
-      command: ctrl?.command.map((a) => a.replace(kubeconfig!, '<kubeconfig>')), version: ctrl?.version,
+      ...result,
+      controller: job.controller,
+      loadAverage1m: { atStart: load0, atEnd: Math.round(os.loadavg()[0] * 100) / 100 },
+      podReadyDelayMs: job.delay,
+      repeat: job.repeat,
+      command: ctrl?.command.map((a) => a.replace(kubeconfig!, '<kubeconfig>')),
+      version: ctrl?.version,
       controlPlaneStartSeconds: Math.round(controlPlaneStartSeconds * 10) / 10,
     };
   } finally {
@@ -250,7 +304,10 @@ export async function main(argv: string[]): Promise<number> {
       const c = run.claims;
       const s = run.soak;
       if (s) log(`${label}: ${s.passed ? 'passed' : 'FAILED'}: leaks ${s.leaks.total}, RSS ${s.rss.startMiB} → ${s.rss.endMiB} MiB (peak ${s.rss.peakMiB})`);
-      log(`${label}: ${c ? `${c.ready}/${c.created} Ready, p50 ${c.latencyMs.p50} p99 ${c.latencyMs.p99} max ${c.latencyMs.max} ms, ${c.claimsPerSecond} claims/s` : `${run.refill!.sandboxes} Ready in ${run.refill!.seconds} s = ${run.refill!.sandboxesPerSecond}/s`}${run.notes.length ? ` (${run.notes.join('; ')})` : ''}`);
+      const summary = c ? `${c.ready}/${c.created} Ready, p50 ${c.latencyMs.p50} p99 ${c.latencyMs.p99} max ${c.latencyMs.max} ms, ${c.claimsPerSecond} claims/s`
+        : run.refill ? `${run.refill.sandboxes} Ready in ${run.refill.seconds} s = ${run.refill.sandboxesPerSecond}/s`
+          : run.capacity ? `capacity ${run.capacity.capacity} claims/s over ${run.capacity.steps.length} step(s)` : 'done';
+      log(`${label}: ${summary}${run.notes.length ? ` (${run.notes.join('; ')})` : ''}`);
     } catch (e) {
       log(`${label}: FAILED: ${(e as Error).message}`);
       runs.push({ scenario: job.scenario + (job.rate ? `-${job.rate}` : ''), controller: job.controller, podReadyDelayMs: job.delay, repeat: job.repeat, params: {}, notes: [], error: (e as Error).message } as any);

@@ -36,6 +36,11 @@ if (jsons.length) {
     if (r.error) check(false, `${what}: ${r.error}`);
     else if (r.claims) check(r.claims.created > 0 && r.claims.ready === r.claims.created, `${what}: ${r.claims.ready}/${r.claims.created} claims Ready`);
     else if (r.refill) check(r.refill.completed, `${what}: refill completed`);
+    if (r.scale) check(r.scale.restart !== undefined, `${what}: the first claim after the restart was served`);
+    else if (r.capacity) {
+      const first = r.capacity.steps[0];
+      check(first !== undefined && first.created > 0 && first.ready === first.created, `${what}: the first capacity step served every claim (${first ? `${first.ready}/${first.created}` : 'no step'})`);
+    }
   }
 }
 check(rc === '0', `bench/run.ts exit code 0 (was ${rc})`);

@@ -91,7 +91,10 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
       const py = of('python');
       const overheadP50Ms = round(sdk.p50 - of('floor')!.p50, 2);
       return {
-        concurrency, overheadP50Ms, overheadP99Ms: round(sdk.p99 - of('floor')!.p99, 2), goalP50: overheadP50Ms <= GOAL_OVERHEAD_P50_MS,
+        concurrency,
+        overheadP50Ms,
+        overheadP99Ms: round(sdk.p99 - of('floor')!.p99, 2),
+        goalP50: overheadP50Ms <= GOAL_OVERHEAD_P50_MS,
         ...(py ? { aheadOfPython: { p50: sdk.p50 < py.p50, p99: sdk.p99 < py.p99 } } : {}),
       };
     });

@@ -94,7 +94,9 @@ function once(agent: http.Agent, target: Target, payload: Payload): Promise<numb
   const body = payload === 'execute' ? JSON.stringify({ command: 'echo ok' }) : undefined;
   return new Promise((resolve, reject) => {
     const req = http.request({
-      agent, host: target.host, port: target.port,
+      agent,
+      host: target.host,
+      port: target.port,
       method: payload === 'execute' ? 'POST' : 'GET',
       path: payload === 'execute' ? '/execute' : `/download/${BLOB}`,
       headers: { ...target.headers, ...(body ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}) },
@@ -184,8 +186,11 @@ export interface RouterBenchReport {
   commands: { router: string[]; runtime: string[] };
   cases: CaseResult[];
   summary: Array<{
-    payload: Payload; concurrency: number;
-    overheadP50Ms: number; p99Ratio: number; throughputRatio: number;
+    payload: Payload;
+    concurrency: number;
+    overheadP50Ms: number;
+    p99Ratio: number;
+    throughputRatio: number;
     goals: { p50: boolean; p99: boolean; throughput: boolean };
     routerCpuMsPerRequest?: number;
   }>;
@@ -209,7 +214,9 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
     operator = await startController('ours', { kubeconfig: cp.kubeconfig, settings: DEFAULT_SETTINGS, logDir: path.join(runDir, 'logs') });
     const ns = await new Kube({ kubeconfig: cp.kubeconfig, binDir: cp.binDir }).createNamespace('bench-router');
     await client.call('POST', `${CORE}/namespaces/${ns}/sandboxes`, {
-      apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: SANDBOX },
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name: SANDBOX },
       spec: { podTemplate: { spec: { containers: [{ name: 'runtime', image: 'agent-sandbox-operator', args: ['runtime'] }] } } },
     });
     await waitFor(async () => readyCondition(await client.call('GET', `${CORE}/namespaces/${ns}/sandboxes/${SANDBOX}`)) || undefined, 60_000, `Sandbox ${SANDBOX} Ready`);
@@ -251,8 +258,15 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
           const r = await load(targets[via], payload, concurrency, o.durationS);
           const cpu1 = { router: procSample(router.pid!).cpuSeconds, runtime: procSample(runtime.pid!).cpuSeconds };
           const result: CaseResult = {
-            payload, concurrency, via, requests: r.latencies.length, errors: r.errors, firstError: r.firstError,
-            seconds: round(r.elapsed, 2), requestsPerSecond: round(r.latencies.length / r.elapsed), latencyMs: stats(r.latencies),
+            payload,
+            concurrency,
+            via,
+            requests: r.latencies.length,
+            errors: r.errors,
+            firstError: r.firstError,
+            seconds: round(r.elapsed, 2),
+            requestsPerSecond: round(r.latencies.length / r.elapsed),
+            latencyMs: stats(r.latencies),
             routerCpuSeconds: via === 'router' ? round(cpu1.router - cpu0.router, 2) : undefined,
             runtimeCpuSeconds: round(cpu1.runtime - cpu0.runtime, 2),
           };
@@ -268,14 +282,22 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
       const p99Ratio = d.latencyMs.p99 ? round(r.latencyMs.p99 / d.latencyMs.p99, 2) : 0;
       const throughputRatio = d.requestsPerSecond ? round(r.requestsPerSecond / d.requestsPerSecond, 2) : 0;
       return {
-        payload, concurrency, overheadP50Ms, p99Ratio, throughputRatio,
+        payload,
+        concurrency,
+        overheadP50Ms,
+        p99Ratio,
+        throughputRatio,
         goals: { p50: overheadP50Ms <= 1, p99: p99Ratio <= 1.3, throughput: throughputRatio >= 0.8 },
         routerCpuMsPerRequest: r.requests ? round((r.routerCpuSeconds! * 1000) / r.requests, 3) : undefined,
       };
     }));
     const hwm = procSample(router.pid!).hwmKiB;
     return {
-      id, options: o, environment: environment(), cases, summary,
+      id,
+      options: o,
+      environment: environment(),
+      cases,
+      summary,
       commands: { router: routerArgs.map((a) => a.replace(cp.kubeconfig, '<kubeconfig>')), runtime: runtimeArgs.map((a) => a.replace(workspace, '<workspace>')) },
       router: { peakRssMiB: round(monitor.peakRssKiB / 1024), vmHwmMiB: round(hwm / 1024) },
       totalSeconds: Math.round((Date.now() - started) / 1000),

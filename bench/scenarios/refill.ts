@@ -14,7 +14,10 @@ export async function refill(ctx: ScenarioContext, size: number): Promise<Scenar
     const ready = sandboxes.readyPoolMembers('bench-pool');
     const secs = seconds ?? ctx.timeoutMs / 1000;
     return {
-      scenario: 'refill', params: { size }, measure, notes: seconds === undefined ? [`timed out: ${ready}/${size} Ready`] : [],
+      scenario: 'refill',
+      params: { size },
+      measure,
+      notes: seconds === undefined ? [`timed out: ${ready}/${size} Ready`] : [],
       refill: { sandboxes: ready, seconds: Math.round(secs * 100) / 100, sandboxesPerSecond: Math.round((ready / secs) * 10) / 10, completed: seconds !== undefined },
     };
   } finally {

@@ -4,8 +4,8 @@
  * absolute schedule, so a slow create call never delays the next arrival.
  */
 import { ClaimTracker } from '../measure';
-import { claimManifest, measured, ScenarioContext, ScenarioResult, sleep } from './common';
 import { poolSetup, WarmSetup } from './burst';
+import { claimManifest, measured, ScenarioContext, ScenarioResult, sleep } from './common';
 
 /** Deterministic exponential inter-arrival times (mulberry32), so both controllers see the same schedule. */
 export function poissonSchedule(rate: number, durationS: number, seed = 42): number[] {
@@ -22,6 +22,24 @@ export function poissonSchedule(rate: number, durationS: number, seed = 42): num
   return out;
 }
 
+/**
+ * Creates claim `<prefix>-<i>` at `schedule[i]` ms from now, on an absolute schedule (a slow create
+ * never delays the next); resolves when every create call returned, with the generator's worst lag (ms).
+ */
+export async function arriveOnSchedule(claims: ClaimTracker, schedule: readonly number[], prefix: string): Promise<number> {
+  const start = Date.now();
+  const inflight: Promise<void>[] = [];
+  let maxLagMs = 0;
+  for (let i = 0; i < schedule.length; i++) {
+    const wait = start + schedule[i] - Date.now();
+    if (wait > 0) await sleep(wait);
+    maxLagMs = Math.max(maxLagMs, -wait);
+    inflight.push(claims.create(claimManifest(`${prefix}-${i}`)));
+  }
+  await Promise.all(inflight);
+  return maxLagMs;
+}
+
 export async function sustained(ctx: ScenarioContext, rate: number, durationS: number, poolSize: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
   const schedule = poissonSchedule(rate, durationS);
   const setupSeconds = await setup(ctx, poolSize, schedule.length);
@@ -33,15 +51,7 @@ export async function sustained(ctx: ScenarioContext, rate: number, durationS: n
   let maxLagMs = 0;
   try {
     const { measure } = await measured(ctx, schedule.length, async () => {
-      const start = Date.now();
-      const inflight: Promise<void>[] = [];
-      for (let i = 0; i < schedule.length; i++) {
-        const wait = start + schedule[i] - Date.now();
-        if (wait > 0) await sleep(wait);
-        maxLagMs = Math.max(maxLagMs, -wait);
-        inflight.push(claims.create(claimManifest(`s-${i}`)));
-      }
-      await Promise.all(inflight);
+      maxLagMs = await arriveOnSchedule(claims, schedule, 's');
       await claims.settle(ctx.timeoutMs);
     });
     const result = claims.result();
@@ -49,7 +59,10 @@ export async function sustained(ctx: ScenarioContext, rate: number, durationS: n
     if (result.ready < schedule.length) notes.push(`${schedule.length - result.ready} of ${schedule.length} claims not Ready within ${ctx.timeoutMs} ms after the last arrival`);
     if (maxLagMs > 50) notes.push(`the load generator fell up to ${Math.round(maxLagMs)} ms behind its arrival schedule`);
     return {
-      scenario: `sustained-${rate} (pool ${poolSize})`, claims: result, measure, notes,
+      scenario: `sustained-${rate} (pool ${poolSize})`,
+      claims: result,
+      measure,
+      notes,
       params: { rate, durationS, claims: schedule.length, poolSize, poolSetupSeconds: Math.round(setupSeconds * 100) / 100, generatorMaxLagMs: Math.round(maxLagMs) },
     };
   } finally {

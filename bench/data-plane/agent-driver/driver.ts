@@ -12,9 +12,9 @@
  * Input: JSON in argv[2]; output: one JSON object on stdout.
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { KubeConfig, Watch } from '@kubernetes/client-node';
 import { SandboxClient } from '../../../sdk/src/index.js';
@@ -108,7 +108,11 @@ async function floorIteration(agent: http.Agent): Promise<number> {
   const url = new URL(input.routerUrl);
   const stdout = await new Promise<string>((resolve, reject) => {
     const req = http.request({
-      agent, host: url.hostname, port: url.port, method: 'POST', path: '/execute',
+      agent,
+      host: url.hostname,
+      port: url.port,
+      method: 'POST',
+      path: '/execute',
       headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'X-Sandbox-ID': claim.status.sandbox.name, 'X-Sandbox-Namespace': input.namespace },
     }, (res) => {
       const chunks: Buffer[] = [];
