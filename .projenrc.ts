@@ -142,7 +142,7 @@ project.testTask.prependSpawn(typecheck);
 // by esbuild (which also resolves the extensionless imports of src/api, the shared contract).
 new TypescriptConfig(project, {
   fileName: 'tsconfig.operator.json',
-  include: ['operator/src/**/*.ts', 'operator/test/**/*.ts', 'src/api/**/*.ts'],
+  include: ['operator/src/**/*.ts', 'operator/test/**/*.ts', 'src/api/**/*.ts', 'bench/memory/probe.ts'],
   compilerOptions: {
     rootDir: '.',
     module: 'esnext',
@@ -308,6 +308,12 @@ new (class extends Component {
 project.addTask('bench', {
   description: 'Side-by-side benchmark on fresh local control planes; results to bench/results/',
   exec: `${tsNode} bench/run.ts`,
+  receiveArgs: true,
+});
+// Heap per 1,000 cached Sandboxes in each cache shape (no cluster): results to bench/results/memory-*.
+project.addTask('bench:memory', {
+  description: 'Heap per 1,000 cached Sandboxes and their Pods, per cache shape; results to bench/results/',
+  exec: `${tsNode} bench/memory/run.ts`,
   receiveArgs: true,
 });
 // Its smoke mode keeps the harness from rotting: a few claims per controller, no timing asserts.

@@ -238,9 +238,12 @@ describe('AgentSandboxSystem', () => {
       sandboxWarmPoolConcurrentWorkers: 2,
       sandboxTemplateConcurrentWorkers: 3,
       sandboxProgressStatusWindow: Duration.millis(250),
+      sandboxWarmMemberProgressWindow: Duration.seconds(20),
+      claimsFirstMaxDefer: Duration.millis(1500),
       sandboxWarmPoolMaxBatchSize: 500,
       sandboxWarmPoolReplenishDelay: Duration.seconds(2),
       sandboxWarmPoolMaxRefillRate: 100,
+      sandboxWarmPoolStatusWindow: Duration.millis(500),
       sandboxWarmPoolReadinessGracePeriod: Duration.minutes(10),
       sandboxWarmPoolUnschedulableRecheckInterval: Duration.seconds(90),
       enableWarmPoolEviction: false,
@@ -269,9 +272,12 @@ describe('AgentSandboxSystem', () => {
       '--sandbox-warm-pool-concurrent-workers=2',
       '--sandbox-template-concurrent-workers=3',
       '--sandbox-progress-status-window=250ms',
+      '--sandbox-warm-member-progress-window=20s',
+      '--claims-first-max-defer=1s500ms',
       '--sandbox-warm-pool-max-batch-size=500',
       '--sandbox-warm-pool-replenish-delay=2s',
       '--sandbox-warm-pool-max-refill-rate=100',
+      '--sandbox-warm-pool-status-window=500ms',
       '--sandbox-warm-pool-readiness-grace-period=10m',
       '--sandbox-warm-pool-unschedulable-recheck-interval=1m30s',
       '--enable-warm-pool-eviction=false',
@@ -507,16 +513,17 @@ describe('the admission policy', () => {
     const waivable = spec.validations.filter((v: any) => v.expression.startsWith('variables.optedOut || '));
     expect(waivable).toHaveLength(spec.validations.length - 2);
     expect(spec.validations.filter((v: any) => !waivable.includes(v)).map(messageOf)).toEqual([
-      expect.stringContaining('spec.podTemplate.metadata.labels carry the sandbox router\'s Pod labels'),
+      expect.stringContaining('spec.podTemplate.metadata.labels carry a label of the sandbox router\'s Pods'),
       expect.stringContaining('agents.x-k8s.io/secure-defaults-opt-out'),
     ]);
   });
 
   test.each<[string, AgentSandboxSystemProps, string]>([
-    ['the default router labels', {}, '"app" in variables.podLabels && variables.podLabels["app"] == "sandbox-router"'],
+    ['the default router labels', {}, '("app" in variables.podLabels && variables.podLabels["app"] == "sandbox-router")'],
+    // Any one pair: a template with one and a claim with the other must not add up to the router.
     ['the bundle router\'s labels', { router: { podLabels: { tier: 'edge', name: 'r' } } },
-      '"name" in variables.podLabels && variables.podLabels["name"] == "r" && "tier" in variables.podLabels && variables.podLabels["tier"] == "edge"'],
-    ['controller.routerPodLabels for a router deployed elsewhere', { controller: { routerPodLabels: { role: 'router' } } }, '"role" in variables.podLabels && variables.podLabels["role"] == "router"'],
+      '("name" in variables.podLabels && variables.podLabels["name"] == "r") || ("tier" in variables.podLabels && variables.podLabels["tier"] == "edge")'],
+    ['controller.routerPodLabels for a router deployed elsewhere', { controller: { routerPodLabels: { role: 'router' } } }, '("role" in variables.podLabels && variables.podLabels["role"] == "router")'],
   ])('the refused router labels follow %s, in both policies', (_, props, expression) => {
     const objects = synth(props);
     for (const name of [POLICY, CLAIM_POLICY]) {

@@ -103,13 +103,17 @@ function containerRules(allowedCapabilities: string[]): Validation[] {
   });
 }
 
-/** Refuse pod labels (`variables.podLabels`, at `field`) that include every router Pod label. Not waivable. */
+/**
+ * Refuse pod labels (`variables.podLabels`, at `field`) that include any one router Pod label: a
+ * template carrying one and a claim the other would otherwise each pass, and the merged Pod would
+ * match the router selector. Not waivable.
+ */
 function routerLabelRule(routerPodLabels: { readonly [key: string]: string }, field: string): Validation {
   const pairs = Object.entries(routerPodLabels).sort(([a], [b]) => a.localeCompare(b));
   const selector = pairs.map(([k, v]) => `${k}=${v}`).join(',');
   return {
-    expression: `!(${pairs.map(([k, v]) => `${q(k)} in variables.podLabels && variables.podLabels[${q(k)}] == ${q(v)}`).join(' && ')})`,
-    message: `${field} carry the sandbox router's Pod labels (${selector}), which the sandbox NetworkPolicies admit as the router; remove them (the ${ALLOW_PRIVILEGED_ANNOTATION} annotation does not waive this).`,
+    expression: `!(${pairs.map(([k, v]) => `(${q(k)} in variables.podLabels && variables.podLabels[${q(k)}] == ${q(v)})`).join(' || ')})`,
+    message: `${field} carry a label of the sandbox router's Pods (${selector}), which the sandbox NetworkPolicies admit as the router; remove it (the ${ALLOW_PRIVILEGED_ANNOTATION} annotation does not waive this).`,
     reason: 'Forbidden',
   };
 }

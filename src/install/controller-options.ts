@@ -51,6 +51,25 @@ export interface ControllerOptions {
    * @default Duration.seconds(1)
    */
   readonly sandboxProgressStatusWindow?: Duration;
+  /**
+   * `--sandbox-warm-member-progress-window` (ours, not upstream's): the same window for an
+   * unclaimed warm pool member. No client waits on a member that is not Ready yet (claims take
+   * Ready members only), so a member Ready within it costs one status write: its create, its Pod's
+   * create and one status write are all a refill needs. An unschedulable Pod is written at once
+   * (the pool acts on it). `Duration.seconds(0)` uses `sandboxProgressStatusWindow`.
+   * @default Duration.seconds(10)
+   */
+  readonly sandboxWarmMemberProgressWindow?: Duration;
+  /**
+   * `--claims-first-max-defer` (ours, not upstream's): while claims wait for a Sandbox, how long
+   * work that does not serve them may wait, so the API server sees the claims' writes first: a
+   * claimed Pod's relabel, status rewrites that change only observedGeneration, claim
+   * observability annotations and Events, and pool refill while the pool keeps Ready members above
+   * its low-water mark. The work runs when no claim waits, or after this long at the latest.
+   * `Duration.seconds(0)` defers nothing.
+   * @default Duration.seconds(5)
+   */
+  readonly claimsFirstMaxDefer?: Duration;
   /** `--sandbox-warm-pool-max-batch-size`: most creates or deletes per pool pass, > 0. @default 300 */
   readonly sandboxWarmPoolMaxBatchSize?: number;
   /**
@@ -61,6 +80,14 @@ export interface ControllerOptions {
   readonly sandboxWarmPoolReplenishDelay?: Duration;
   /** `--sandbox-warm-pool-max-refill-rate`: sandboxes per second per pool, finite ≥ 0; 0 = unpaced. @default 0 */
   readonly sandboxWarmPoolMaxRefillRate?: number;
+  /**
+   * `--sandbox-warm-pool-status-window` (ours, not upstream's): a change of a pool's replica counts
+   * alone waits until this long after the pool's previous status write and goes out as one write, so
+   * `readyReplicas` is at most this late; conditions are written at once. `Duration.seconds(0)`
+   * writes every change at once.
+   * @default Duration.seconds(1)
+   */
+  readonly sandboxWarmPoolStatusWindow?: Duration;
   /** `--sandbox-warm-pool-readiness-grace-period`, > 0. @default Duration.minutes(5) */
   readonly sandboxWarmPoolReadinessGracePeriod?: Duration;
   /** `--sandbox-warm-pool-unschedulable-recheck-interval`, > 0. @default Duration.minutes(1) */

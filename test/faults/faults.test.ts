@@ -52,7 +52,7 @@ async function startOperator(extra: string[] = [], env: NodeJS.ProcessEnv = {}):
 async function checkAndRecord(fault: string, injections: number, recoveryMs: number[], claims: string[], notes?: string,
   claimsServed = claims.length): Promise<void> {
   const v: Violations = await w.settle(claims, 120_000);
-  const quiet = op?.alive ? await quietWindow(op, QUIET_MS) : { cpuPercent: 0, reconcilesPerSecond: 0 };
+  const quiet = op?.alive ? await quietWindow(op, QUIET_MS) : { cpuPercent: 0, reconcilesPerSecond: 0, byController: {} };
   const record: FaultRecord = {
     fault,
     injections,
@@ -67,7 +67,7 @@ async function checkAndRecord(fault: string, injections: number, recoveryMs: num
   };
   records.push(record);
   // eslint-disable-next-line no-console
-  console.log(`${fault}: ${JSON.stringify(record)}`);
+  console.log(`${fault}: ${JSON.stringify(record)}; quiet-window reconciles/s by controller: ${JSON.stringify(quiet.byController)}`);
   expect(v.notServed).toEqual([]);
   expect(v.doubleBound).toEqual([]);
   expect(v.orphans).toEqual([]);

@@ -145,7 +145,7 @@ test('a claim\'s additionalPodMetadata may not carry the router Pod labels', asy
   });
   const url = `/${TEMPLATES}/namespaces/${ns}/sandboxclaims`;
   const refused = await author.request<any>('POST', url, claim('impostor', { app: 'sandbox-router' }));
-  expect(refused).toMatchObject({ status: 403, body: { message: expect.stringContaining('spec.additionalPodMetadata.labels carry the sandbox router\'s Pod labels (app=sandbox-router)') } });
+  expect(refused).toMatchObject({ status: 403, body: { message: expect.stringContaining('spec.additionalPodMetadata.labels carry a label of the sandbox router\'s Pods (app=sandbox-router)') } });
   expect(await author.request<any>('POST', url, claim('fine', { 'sandbox.users.io/team': 'a' }))).toMatchObject({ status: 201 });
 });
 
@@ -184,7 +184,7 @@ describe.each(['Sandbox', 'SandboxTemplate'] as const)('%s', (kind) => {
     for (const client of [author, trusted]) {
       const res = await create(client, objectOf(kind, {}, { app: 'sandbox-router', team: 'x' }, { [ANNOTATION]: 'true' }));
       expect(res.status).toBe(403);
-      expect(res.message).toContain('spec.podTemplate.metadata.labels carry the sandbox router\'s Pod labels (app=sandbox-router)');
+      expect(res.message).toContain('spec.podTemplate.metadata.labels carry a label of the sandbox router\'s Pods (app=sandbox-router)');
     }
     // Another value of the same key is fine.
     expect(await create(author, objectOf(kind, {}, { app: 'sandbox-router-client' }))).toMatchObject({ status: 201 });

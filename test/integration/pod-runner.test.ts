@@ -172,7 +172,8 @@ test('deleting a Pod stops every member of its process group, also one that igno
   // `srv & wait`: the shell dies on SIGTERM, its background server ignores it.
   const script = `(trap "" TERM; exec sleep 300) & echo $! > ${pidFile}.tmp; mv ${pidFile}.tmp ${pidFile}; wait`;
   await createReady(podObject('background', 'true', { command: ['/bin/sh', '-c', script] }, { terminationGracePeriodSeconds: 1 }));
-  const srv = Number(fs.readFileSync(pidFile, 'utf8'));
+  // Ready means the command started; the shell writes the file a moment later (later still on a busy machine).
+  const srv = await waitFor(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 10_000, `the background pid in ${pidFile}`);
   try {
     expect(alive(srv)).toBe(true);
     await api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name=background`, (ev) => (ev.type === 'DELETED' ? true : undefined), {
