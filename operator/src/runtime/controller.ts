@@ -14,6 +14,7 @@ import { ControllerContext, RunnableController } from './context';
 import { Logger } from './log';
 import { ControllerMetrics } from './metrics';
 import { RateLimiter } from './rate-limit';
+import { PROCESS_TURNS, type Turns } from './turns';
 import { ApiError, Informer, KubeObject, Reconciler, keyOf } from './types';
 import { RateLimitedWorkQueue } from './workqueue';
 
@@ -22,6 +23,8 @@ export interface ControllerOptions {
   readonly workers: number;
   /** @default client-go's default controller rate limiter (5 ms → 1000 s per key, 10 qps burst 100 overall) */
   readonly rateLimiter?: RateLimiter;
+  /** When workers yield to I/O between reconciles that do not wait on any. @default PROCESS_TURNS */
+  readonly turns?: Turns;
 }
 
 /** After an optimistic-lock or cache race, look again soon; the watch event usually comes first. */
@@ -107,6 +110,9 @@ export class Controller implements RunnableController {
     for (;;) {
       const key = await this.queue.get();
       if (key === undefined) return;
+      // A queue of keys whose reconciles write nothing would otherwise drain as one microtask chain.
+      const turn = (this.options.turns ?? PROCESS_TURNS).takeTurn();
+      if (turn) await turn;
       if (this.stopping) {
         // Shutting down: leave queued keys to the next leader, which lists everything anyway.
         this.queue.done(key);

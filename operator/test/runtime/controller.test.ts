@@ -3,15 +3,19 @@ import { Controller, onlyUpdates } from '../../src/runtime/controller';
 import { SharedInformer } from '../../src/runtime/informer';
 import { SILENT_LOGGER } from '../../src/runtime/log';
 import { OperatorMetrics } from '../../src/runtime/metrics';
+import { Turns } from '../../src/runtime/turns';
 import { ApiError, InformerHandlers, KubeObject, ReconcileResult, Reconciler, keyOf } from '../../src/runtime/types';
 
 const tick = () => new Promise((r) => setImmediate(r));
 
-function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, workers = 2) {
+/** Workers that never yield between reconciles, so one `tick()` sees every queued key reconciled. */
+const NEVER_YIELD = new Turns(Infinity);
+
+function setup(reconcile: (key: string) => Promise<ReconcileResult | void>, workers = 2, turns: Turns = NEVER_YIELD) {
   const clock = new FakeClock();
   const metrics = new OperatorMetrics({ version: 't', gitCommit: 'c', buildDate: 'd' });
   const reconciler: Reconciler = { name: 'test', reconcile };
-  const controller = new Controller({ log: SILENT_LOGGER, metrics, clock }, reconciler, { workers });
+  const controller = new Controller({ log: SILENT_LOGGER, metrics, clock }, reconciler, { workers, turns });
   return { clock, metrics, controller };
 }
 
@@ -20,6 +24,44 @@ async function metricValue(metrics: OperatorMetrics, name: string, labels: Recor
   const v = m?.values.find((x) => Object.entries(labels).every(([k, val]) => x.labels[k] === val));
   return v?.value;
 }
+
+describe('workers give the event loop back during a queue of reconciles that write nothing', () => {
+  const queueOf = (controller: Controller, n: number) => {
+    for (let i = 0; i < n; i++) controller.queue.add(`ns/s-${i}`);
+  };
+
+  test('a macrotask queued behind 100 I/O-free reconciles runs before the queue is drained, and every key is still reconciled', async () => {
+    let reconciled = 0;
+    let now = 0;
+    // Each reading of the clock is 1 ms later: the slice (2 ms) is spent after a couple of reconciles.
+    const { controller } = setup(async () => void reconciled++, 2, new Turns(2, () => now++));
+    controller.start();
+    queueOf(controller, 100);
+    const seenByIo = await new Promise<number>((resolve) => setImmediate(() => resolve(reconciled)));
+    expect(seenByIo).toBeLessThan(100);
+    while (reconciled < 100) await tick();
+    expect(controller.queue.length).toBe(0);
+    await controller.stop();
+  });
+
+  test('on the real clock with the default slice: a timer set before 40 reconciles of 0.5 ms each fires before the last of them', async () => {
+    let reconciled = 0;
+    const busy = () => {
+      const until = performance.now() + 0.5;
+      while (performance.now() < until);
+    };
+    const { controller } = setup(async () => {
+      busy();
+      reconciled++;
+    }, 2, new Turns());
+    controller.start();
+    queueOf(controller, 40);
+    const seenByTimer = await new Promise<number>((resolve) => setTimeout(() => resolve(reconciled), 0));
+    expect(seenByTimer).toBeLessThan(40);
+    while (reconciled < 40) await tick();
+    await controller.stop();
+  });
+});
 
 test('success forgets the key; an error is retried with backoff; requeueAfterMs comes back after the delay', async () => {
   const calls: string[] = [];
