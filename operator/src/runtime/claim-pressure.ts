@@ -152,9 +152,14 @@ export class ClaimPressure {
     if (this.lingerTimer !== undefined) this.clock.clearTimeout(this.lingerTimer);
     this.lingerTimer = this.clock.setTimeout(() => {
       this.lingerTimer = undefined;
-      if (this.busy) return;
-      this.servedAt.clear();
-      this.notifyCalm();
+      if (!this.busy) {
+        this.servedAt.clear();
+        this.notifyCalm();
+      } else if (this.waiting.size === 0) {
+        // Node's timers count whole milliseconds on their own clock and can fire a little before
+        // the linger ends on this one: wait out the rest. (Claims back meanwhile: their settle calms.)
+        this.armLingerTimer();
+      }
     }, Math.max(1, this.lastServedMs! + this.lingerMs - this.now()));
   }
 

@@ -17,7 +17,29 @@ function counter(): (() => void) & { count: number } {
   return fn;
 }
 
+/** A clock whose timers of over 1 ms fire 1 ms early, as Node's whole-millisecond timers can against performance.now(). */
+class EarlyClock extends FakeClock {
+  public setTimeout(callback: () => void, delayMs: number) {
+    return super.setTimeout(callback, delayMs > 1 ? delayMs - 1 : delayMs);
+  }
+}
+
 describe('ClaimPressure', () => {
+  test('a linger timer that fires a little early waits out the rest: calm still comes once, right after the linger', () => {
+    const clock = new EarlyClock();
+    const pressure = new ClaimPressure(clock, 10_000);
+    const calm = counter();
+    pressure.onCalm(calm);
+    pressure.waitingOn('ns/a', 'ns/p');
+    pressure.settled('ns/a');
+    clock.advance(PRESSURE_LINGER_MS - 1);
+    expect([pressure.busy, calm.count]).toEqual([true, 0]);
+    clock.advance(2);
+    expect([pressure.busy, pressure.busyOn('ns/p'), calm.count]).toEqual([false, false, 1]);
+    clock.advance(20_000);
+    expect(calm.count).toBe(1);
+  });
+
   test('claims count per pool until settled; with no linger the operator turns calm (once) when the last settles', () => {
     const clock = new FakeClock();
     const pressure = new ClaimPressure(clock, 10_000, 0);
