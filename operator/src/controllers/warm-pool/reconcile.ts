@@ -184,6 +184,7 @@ export class WarmPoolReconciler implements Reconciler {
   /** The pool is gone or replaced: forget its pacing, member writes and status writes. */
   private forget(key: string): void {
     this.statusWrites.forget(key);
+    this.opts.claimPressure?.poolShort(key, false);
     const memory = this.memory.get(key);
     if (!memory) return;
     this.memory.delete(key);

@@ -145,6 +145,17 @@ describe('WarmPoolReconciler', () => {
     expect(pressure.membersWanted(KEY)).toBe(false);
   });
 
+  test('a deleted pool is no longer short: its entry in the claim pressure goes with it', async () => {
+    const pressure = new ClaimPressure(new FakeClock(), 10_000);
+    pressure.waitingOn(`${NS}/a-claim`, KEY);
+    const short = setup({ claimPressure: pressure });
+    await short.pass();
+    expect(pressure.membersWanted(KEY)).toBe(true);
+    short.stores.pools.remove(NS, 'py-pool');
+    await short.pass();
+    expect(pressure.membersWanted(KEY)).toBe(false);
+  });
+
   test('an empty pool: every member created from the template, named as its pod-name annotation says, then the status', async () => {
     const { client, pass } = setup();
     expect((await pass()).writes).toEqual([CREATE, CREATE, CREATE, STATUS]);
