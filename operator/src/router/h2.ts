@@ -63,14 +63,17 @@ export class H2Proxy {
     let namespace = '';
     // A client reset shows up as 'close'; the error itself needs no handling.
     stream.on('error', () => undefined);
+    const left = new AbortController();
     stream.once('close', () => {
+      left.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       opts.metrics?.observe(method, ex.status, namespace, seconds);
       ex.log.info({ method, namespace, status: ex.status, http2: true, grpc: ex.grpc, durationMs: Math.round(seconds * 1000), rstCode: stream.rstCode }, 'request');
     });
     if (url.split('?')[0] === '/healthz' && method === 'GET') return this.refuse(ex, 200, '', { status: 'ok' });
     if (method === 'CONNECT' || url === '') return this.refuse(ex, 400, 'CONNECT and requests without a path are not proxied.');
-    void this.router.admit(url, headers).then((admitted) => {
+    void this.router.admit(url, headers, left.signal).then((admitted) => {
+      if ('detail' in admitted && (stream.closed || stream.destroyed)) return;
       if ('detail' in admitted) return this.refuse(ex, admitted.status, admitted.detail, undefined, admitted.headers);
       namespace = admitted.target.namespace;
       this.forward(ex, headers, admitted);

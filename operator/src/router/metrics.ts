@@ -34,7 +34,7 @@ export class RouterMetrics {
     this.retries = new Counter({ name: 'sandbox_router_upstream_retries_total', help: 'Connection attempts repeated after a dial failure.', labelNames: ['sandbox_namespace'], registers });
     this.readyWaits = new Counter({
       name: 'sandbox_router_ready_waits_total',
-      help: 'Requests that waited for the caches to show their sandbox serving (outcome waited: it did; timeout: --ready-wait ran out).',
+      help: 'Requests that waited for the caches to show their sandbox serving (outcome waited: it did; timeout: --ready-wait or the request\'s own timeout ran out; aborted: the client left or the router closed first).',
       labelNames: ['sandbox_namespace', 'outcome'],
       registers,
     });
@@ -63,7 +63,7 @@ export class RouterMetrics {
     this.retries.inc({ sandbox_namespace: namespace });
   }
 
-  public readyWait(namespace: string, outcome: 'waited' | 'timeout'): void {
+  public readyWait(namespace: string, outcome: 'waited' | 'timeout' | 'aborted'): void {
     this.readyWaits.inc({ sandbox_namespace: namespace, outcome });
   }
 

@@ -96,6 +96,8 @@ export interface Refused {
 export class Router {
   private readonly agent: http.Agent;
   private readonly limits: ConnectionLimits;
+  /** Aborted by close(): requests still waiting for their sandbox stop waiting. */
+  private readonly closing = new AbortController();
   /** The dial function behind the address guard: every connection to a sandbox goes through it. */
   public readonly dial: Dial;
   /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
@@ -133,6 +135,7 @@ export class Router {
   }
 
   public close(): void {
+    this.closing.abort();
     this.agent.destroy();
     for (const s of this.tunnels) s.destroy();
   }
@@ -144,17 +147,19 @@ export class Router {
     const log = this.opts.log.child({ requestId });
     let namespace = '';
     let clientGone = false;
+    const left = new AbortController();
     res.on('close', () => {
       clientGone = true;
+      left.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
       log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
-    void this.admit(req.url ?? '/', req.headers).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers, left.signal).then((admitted) => {
+      // The client left while it was being admitted (an auth review or a ready-wait can take a while): send nothing.
+      if (clientGone) return 'detail' in admitted ? undefined : admitted.release();
       if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
-      // The client left while it was being admitted (an auth review can take a while): give the slot back, send nothing.
-      if (clientGone) return admitted.release();
       namespace = admitted.target.namespace;
       this.forward(req, res, admitted, log);
     }, (err: Error) => {
@@ -164,7 +169,7 @@ export class Router {
   }
 
   /** Parse, authorize, resolve, guard and count one request, upgrade or HTTP/2 stream. */
-  public async admit(url: string, headers: http.IncomingHttpHeaders): Promise<Admitted | Refused> {
+  public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal): Promise<Admitted | Refused> {
     const target = parseTarget(url, headers, this.opts.pathRoutingPrefix ?? '');
     if ('detail' in target) return target;
     const decision = await this.opts.authorizer.check({ authorization: headers.authorization, namespace: target.namespace, id: target.id });
@@ -178,19 +183,31 @@ export class Router {
       const detail = release === 'sandbox' ? `Too many concurrent connections to sandbox ${target.namespace}/${target.id}.` : 'Too many concurrent connections through the router.';
       return { status: 429, detail, headers: { 'retry-after': '1' } };
     }
-    const { result: resolved, outcome } = await this.opts.resolver.settle(target, this.opts.readyWaitMs ?? 0);
-    if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
-    if ('detail' in resolved) {
+    try {
+      // The wait ends when the client leaves or the router closes, and never outlasts the request's own timeout.
+      const waitMs = Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity);
+      const signals = signal ? [this.closing.signal, signal] : [this.closing.signal];
+      const { result: resolved, outcome } = await this.opts.resolver.settle(target, waitMs, AbortSignal.any(signals));
+      if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
+      if (outcome === 'aborted') {
+        release();
+        return { status: 499, detail: 'The client closed the request, or the router is shutting down.' };
+      }
+      if ('detail' in resolved) {
+        release();
+        return resolved;
+      }
+      const why = this.opts.guard.check(resolved.ip);
+      if (why !== undefined) {
+        release();
+        this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
+        return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
+      }
+      return { target, resolved, release };
+    } catch (err) {
       release();
-      return resolved;
+      throw err;
     }
-    const why = this.opts.guard.check(resolved.ip);
-    if (why !== undefined) {
-      release();
-      this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
-      return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
-    }
-    return { target, resolved, release };
   }
 
   private forward(req: http.IncomingMessage, res: http.ServerResponse, admitted: Admitted, log: Logger): void {
@@ -291,15 +308,20 @@ export class Router {
     const started = process.hrtime.bigint();
     socket.on('error', () => socket.destroy());
     let clientGone = false;
-    socket.once('close', () => (clientGone = true));
+    const left = new AbortController();
+    socket.once('close', () => {
+      clientGone = true;
+      left.abort();
+    });
     const finish = (status: number, namespace: string) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
       log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
     };
-    void this.admit(req.url ?? '/', req.headers).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers, left.signal).then((admitted) => {
       if ('detail' in admitted) {
         finish(admitted.status, '');
+        if (clientGone) return;
         return rawJson(socket, admitted.status, { detail: admitted.detail }, { ...admitted.headers, 'x-request-id': requestId });
       }
       if (clientGone) return admitted.release();

@@ -41,8 +41,8 @@ export interface ResolveRequest {
   readonly uid?: string;
 }
 
-/** How a `settle()` ended: served at once, served after waiting, or still not serving when the wait ran out. */
-export type SettleOutcome = 'immediate' | 'waited' | 'timeout';
+/** How a `settle()` ended: served at once, served after waiting, still not serving when the wait ran out, or cut short by its signal. */
+export type SettleOutcome = 'immediate' | 'waited' | 'timeout' | 'aborted';
 
 export class Resolver {
   /** Waiting requests by `<namespace>/<sandbox name hash>`, the key both a Sandbox's and its Pod's events carry. */
@@ -83,25 +83,49 @@ export class Resolver {
   /**
    * `resolve()`, but a refusal (every one is about what the cache shows now: absent, suspended, not
    * ready, a stale pod IP) waits up to `waitMs` for an event of the sandbox or its Pod that makes it
-   * resolvable; at the deadline the cache's latest answer stands.
+   * resolvable; at the deadline the cache's latest answer stands. `signal` (the client left, the
+   * router closes) ends the wait at once, with the latest answer and the outcome `aborted`. A
+   * resolve that throws (a malformed object in the cache) rejects, wherever it ran.
    */
-  public settle(req: ResolveRequest, waitMs: number): Promise<{ result: Resolved | Unresolved; outcome: SettleOutcome }> {
+  public settle(req: ResolveRequest, waitMs: number, signal?: AbortSignal): Promise<{ result: Resolved | Unresolved; outcome: SettleOutcome }> {
     const first = this.resolve(req);
     if (!('detail' in first) || waitMs <= 0) return Promise.resolve({ result: first, outcome: 'immediate' });
+    if (signal?.aborted) return Promise.resolve({ result: first, outcome: 'aborted' });
     const key = `${req.namespace}/${NameHash.of(req.id)}`;
-    return new Promise((done) => {
-      const finish = (result: Resolved | Unresolved, outcome: SettleOutcome) => {
+    return new Promise((done, fail) => {
+      const end = () => {
         clearTimeout(timer);
+        signal?.removeEventListener('abort', aborted);
         const set = this.waiters.get(key);
         set?.delete(check);
         if (set?.size === 0) this.waiters.delete(key);
+      };
+      /** The latest answer, or undefined when resolving threw (the wait is then over, rejected). */
+      const latest = (): Resolved | Unresolved | undefined => {
+        try {
+          return this.resolve(req);
+        } catch (err) {
+          end();
+          fail(err);
+          return undefined;
+        }
+      };
+      const finish = (outcome: SettleOutcome) => {
+        const result = latest();
+        if (result === undefined) return;
+        end();
         done({ result, outcome });
       };
       const check = () => {
-        const result = this.resolve(req);
-        if (!('detail' in result)) finish(result, 'waited');
+        const result = latest();
+        if (result !== undefined && !('detail' in result)) {
+          end();
+          done({ result, outcome: 'waited' });
+        }
       };
-      const timer = setTimeout(() => finish(this.resolve(req), 'timeout'), waitMs);
+      const aborted = () => finish('aborted');
+      const timer = setTimeout(() => finish('timeout'), waitMs);
+      signal?.addEventListener('abort', aborted, { once: true });
       let set = this.waiters.get(key);
       if (!set) this.waiters.set(key, (set = new Set()));
       set.add(check);

@@ -1,5 +1,6 @@
 import * as http from 'node:http';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP } from './harness';
+import type { Pod, Sandbox } from '../../src/model';
 
 describe('router proxy', () => {
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -163,6 +164,72 @@ describe('--ready-wait: a request the caches cannot serve yet waits for them', (
     } finally {
       await short.close();
     }
+  });
+
+  const until = async (cond: () => boolean) => {
+    while (!cond()) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  test('a client that hangs up while it waits stops the wait: its slot is back long before --ready-wait (5 s) runs out', async () => {
+    h.sandboxes.put(sandbox('hangup', { ready: false }));
+    const req = http.request({ host: '127.0.0.1', port: h.port, path: '/', headers: route('hangup') });
+    req.on('error', () => undefined);
+    req.end();
+    await until(() => h.resolver.waiting === 1);
+    expect(h.router.openConnections).toBe(1);
+    req.destroy();
+    await until(() => h.router.openConnections === 0);
+    expect(h.resolver.waiting).toBe(0);
+    expect(await h.metrics.registry.metrics()).toMatch(/sandbox_router_ready_waits_total\{sandbox_namespace="default",outcome="aborted"\} 1/);
+  });
+
+  /** A router whose ready-wait (60 s) outlasts the test's own timeout: only the cut under test can end the wait in time. */
+  const withLongWait = async (fn: (long: Harness) => Promise<void>) => {
+    const long = await startRouter({ readyWaitMs: 60_000 });
+    try {
+      await fn(long);
+    } finally {
+      await long.close();
+    }
+  };
+
+  test('the wait never outlasts the request\'s own X-Sandbox-Timeout', () => withLongWait(async (long) => {
+    long.sandboxes.put(sandbox('hurried', { ready: false }));
+    const reply = await request(long.port, '/', { ...route('hurried'), 'x-sandbox-timeout': '0.1' });
+    expect(reply.status).toBe(503);
+    expect(await long.metrics.registry.metrics()).toMatch(/sandbox_router_ready_waits_total\{sandbox_namespace="default",outcome="timeout"\} 1/);
+    expect(long.router.openConnections).toBe(0);
+  }));
+
+  test('closing the router ends the waits at once', () => withLongWait(async (long) => {
+    long.sandboxes.put(sandbox('closing', { ready: false }));
+    const reply = request(long.port, '/', route('closing')).catch((err: Error) => err);
+    await until(() => long.resolver.waiting === 1);
+    long.router.close();
+    await until(() => long.resolver.waiting === 0);
+    expect(long.router.openConnections).toBe(0);
+    await reply;
+  }));
+
+  test('a malformed object in the cache fails the request with a 500 and gives the slot back, whether it is seen first or during the wait', async () => {
+    const broken = (sb: Sandbox) => ({ ...pod(sb, [UPSTREAM_IP]), status: { conditions: 'not a list' } }) as unknown as Pod;
+    const first = sandbox('broken-now');
+    h.sandboxes.put(first);
+    h.pods.put(broken(first));
+    expect((await request(h.port, '/', route('broken-now'))).status).toBe(500);
+    expect(h.router.openConnections).toBe(0);
+    const later_ = sandbox('broken-later', { ready: false });
+    h.sandboxes.put(later_);
+    const reply = request(h.port, '/', route('broken-later'));
+    await until(() => h.resolver.waiting === 1);
+    h.pods.put(broken(later_));
+    expect((await reply).status).toBe(500);
+    expect([h.resolver.waiting, h.router.openConnections]).toEqual([0, 0]);
+    // The router still serves.
+    const ok = sandbox('fine');
+    h.sandboxes.put(ok);
+    h.pods.put(pod(ok, [UPSTREAM_IP]));
+    expect((await request(h.port, '/', route('fine'))).status).toBe(200);
   });
 
   test('a sandbox that serves already is not delayed and counts no wait', async () => {
