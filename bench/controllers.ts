@@ -3,7 +3,7 @@
  * on loopback: our operator bundle (node) and the upstream Go controller built by
  * hack/build-upstream-controller.sh. The exact command lines go into the results.
  */
-import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { ChildProcess, execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { freePort } from '../tools/control-plane/processes';
@@ -46,6 +46,16 @@ export interface RunningController {
   readonly version: string;
   readonly logFile: string;
   stop(): Promise<void>;
+}
+
+/**
+ * Flags only the upstream binary gets: its webhook off, where it has one (v0.5.x has
+ * --enable-webhook and --manage-webhook-certs; v1.0 dropped the webhook and refuses them).
+ */
+export function upstreamOnlyFlags(bin: string): string[] {
+  const help = spawnSync(bin, ['--help'], { encoding: 'utf8' });
+  const text = `${help.stdout ?? ''}${help.stderr ?? ''}`;
+  return ['enable-webhook', 'manage-webhook-certs'].filter((f) => new RegExp(`^\\s+-${f}\\b`, 'm').test(text)).map((f) => `--${f}=false`);
 }
 
 /** Builds the upstream binary (cached) and returns its path. */
@@ -93,7 +103,7 @@ export async function startController(name: 'ours' | 'upstream', o: StartOptions
     started = (log) => log.includes('caches synced; starting controllers');
   } else {
     const bin = o.upstreamBin ?? upstreamBinary();
-    command = [bin, ...flags, '--enable-webhook=false', '--manage-webhook-certs=false'];
+    command = [bin, ...flags, ...upstreamOnlyFlags(bin)];
     version = execFileSync(bin, ['--version']).toString().trim().split('\n')[0];
     // controller-runtime logs "Starting workers" once per controller after its caches synced.
     started = (log) => (log.match(/Starting workers/g) ?? []).length >= 4;

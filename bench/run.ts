@@ -24,7 +24,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { BenchClient } from './client';
-import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary } from './controllers';
+import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary, upstreamOnlyFlags } from './controllers';
 import { writeCrds } from './crds';
 import { agentBench } from './data-plane/agent';
 import { main as routerBench } from './data-plane/router';
@@ -316,7 +316,7 @@ export async function main(argv: string[]): Promise<number> {
   const settings = {
     ...DEFAULT_SETTINGS,
     sharedFlags: sharedFlags(DEFAULT_SETTINGS, '<kubeconfig>', 0, 0).filter((f) => !/bind-address/.test(f)),
-    upstreamOnly: ['--enable-webhook=false', '--manage-webhook-certs=false'],
+    upstreamOnly: upstreamBin ? upstreamOnlyFlags(upstreamBin) : [],
     controlPlane: o.kubeconfig ? 'a running cluster, a fresh namespace per run' : `a fresh control plane per run: startControlPlane({ nodes: ${o.nodes}, podReadyDelayMs, benchmarkMode: true, CRDs applied before kube-controller-manager }); API Priority and Fairness on (the harness and both controllers use the admin client certificate, so their requests are exempt)`,
   };
   const files = writeReport({ id, options: o, settings, environment: environment(upstreamBin), runs, totalSeconds: Math.round((Date.now() - started) / 1000) }, o.out, o.plot);
