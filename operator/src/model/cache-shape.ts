@@ -34,7 +34,7 @@ export function slimPod(pod: Pod): Pod {
   return slim;
 }
 
-/** Variants kept per template: a template edit makes new members differ while the old ones live. */
+/** Variants offered per template: a template edit makes new members differ while the old ones live. */
 const VARIANTS_PER_KEY = 4;
 
 /**
@@ -67,15 +67,21 @@ export class PodSpecSharing {
 
   private share(key: string, spec: PodSpec): PodSpec {
     const refs = this.byKey.get(key) ?? [];
-    for (const ref of refs) {
-      const held = ref.deref();
-      if (held !== undefined && (held === spec || isDeepStrictEqual(held, spec))) return held;
+    for (let i = 0; i < refs.length; i++) {
+      const held = refs[i].deref();
+      if (held !== undefined && (held === spec || isDeepStrictEqual(held, spec))) {
+        // Most recently matched first, so the variant that goes when the list is full is the coldest.
+        if (i > 0) refs.unshift(...refs.splice(i, 1));
+        return held;
+      }
     }
     if (refs.length >= VARIANTS_PER_KEY) this.prune(key);
     const live = this.byKey.get(key) ?? [];
-    if (live.length >= VARIANTS_PER_KEY) return spec;
+    // Full of live variants (old members of an edited template, cold-claimed Sandboxes with their
+    // own env): the coldest stops being offered; the Sandboxes holding it keep it.
+    if (live.length >= VARIANTS_PER_KEY) live.pop();
     deepFreeze(spec);
-    live.push(new WeakRef(spec));
+    live.unshift(new WeakRef(spec));
     this.byKey.set(key, live);
     this.forget.register(spec, key);
     return spec;

@@ -67,14 +67,21 @@ describe('PodSpecSharing: pool members built from one template share one frozen 
     expect(Object.isFrozen(bare.spec.podTemplate.spec)).toBe(false);
   });
 
-  test('up to 4 variants per template are shared (a template edit while old members live); a fifth is kept unshared', () => {
+  test('4 variants per template are offered, most recently matched first: a fifth (a template edit while old members live) replaces the coldest', () => {
     const sharing = new PodSpecSharing();
-    const variants = ['v1', 'v2', 'v3', 'v4', 'v5'].map((tag) => sharing.transform(member(tag, { image: `img:${tag}` })));
-    const again = ['v1', 'v2', 'v3', 'v4', 'v5'].map((tag) => sharing.transform(member(`${tag}-again`, { image: `img:${tag}` })));
-    for (let i = 0; i < 4; i++) expect(again[i].spec.podTemplate.spec).toBe(variants[i].spec.podTemplate.spec);
-    expect(again[4].spec.podTemplate.spec).not.toBe(variants[4].spec.podTemplate.spec);
-    expect(Object.isFrozen(variants[4].spec.podTemplate.spec)).toBe(false);
-    expect(sharing.held).toBe(4);
+    const specOf = (sb: Sandbox) => sb.spec.podTemplate.spec;
+    const [v1, v2, v3, v4] = ['v1', 'v2', 'v3', 'v4'].map((tag) => sharing.transform(member(tag, { image: `img:${tag}` })));
+    // v1 is matched again, so v2 is now the coldest.
+    expect(specOf(sharing.transform(member('v1-again', { image: 'img:v1' })))).toBe(specOf(v1));
+    const v5 = sharing.transform(member('v5', { image: 'img:v5' }));
+    expect(Object.isFrozen(specOf(v5))).toBe(true);
+    // The new template's members share v5's spec: a key full of older variants no longer shuts it out.
+    expect(specOf(sharing.transform(member('v5-again', { image: 'img:v5' })))).toBe(specOf(v5));
+    for (const old of [v1, v3, v4]) expect(specOf(sharing.transform(member(`${old.metadata.name}-2`, { image: old.spec.podTemplate.spec.containers[0].image })))).toBe(specOf(old));
+    // v2's holders keep their (frozen) copy; a new v2 member starts a fresh candidate.
+    const v2again = sharing.transform(member('v2-again', { image: 'img:v2' }));
+    expect(specOf(v2again)).not.toBe(specOf(v2));
+    expect(Object.isFrozen(specOf(v2))).toBe(true);
   });
 
   test('held weakly: once no Sandbox uses a spec it is collected, and a new one takes its place', async () => {
