@@ -18,6 +18,11 @@ export const PATCH_CONTENT_TYPES: { readonly [type in PatchType]: string } = {
 export function resourcePath(type: ResourceType, namespace: string | undefined, name?: string, subresource?: string): string {
   if (subresource && !name) throw new Error(`subresource "${subresource}" of ${type.resource} needs an object name`);
   if (name !== undefined && name === '') throw new Error(`empty object name for ${type.resource}`);
+  // encodeURIComponent leaves `.` and `..` alone, and a URL resolves them: `sandboxtemplates/..`
+  // would address the collection, not an object. No Kubernetes name is either.
+  for (const [what, value] of [['namespace', namespace], ['name', name], ['subresource', subresource]] as const) {
+    if (value === '.' || value === '..') throw new Error(`"${value}" is not a valid ${what} for ${type.resource}: Kubernetes names cannot be . or ..`);
+  }
   const prefix = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
   const ns = type.namespaced && namespace ? `/namespaces/${encodeURIComponent(namespace)}` : '';
   const obj = name === undefined ? '' : `/${encodeURIComponent(name)}`;

@@ -19,6 +19,13 @@ test('a subresource needs a name', () => {
   expect(() => resourcePath(core('pods'), 'ns', undefined, 'status')).toThrow(/needs an object name/);
 });
 
+test('a name, namespace or subresource of . or .. is refused: the URL would resolve it to another path', () => {
+  expect(() => resourcePath(core('pods'), 'ns', '..')).toThrow('".." is not a valid name for pods');
+  expect(() => resourcePath(core('pods'), '.', 'p')).toThrow('"." is not a valid namespace for pods');
+  expect(() => resourcePath(core('pods'), 'ns', 'p', '..')).toThrow('".." is not a valid subresource for pods');
+  expect(resourcePath(core('pods'), 'ns', 'a..b')).toBe('/api/v1/namespaces/ns/pods/a..b');
+});
+
 test('withQuery drops undefined and empty values', () => {
   expect(withQuery('/p', { a: undefined, b: '', c: 0, d: 'x y' })).toBe('/p?c=0&d=x+y');
   expect(withQuery('/p', {})).toBe('/p');
