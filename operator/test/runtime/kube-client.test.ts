@@ -402,6 +402,27 @@ test('a 401 on a watch drops the credentials it carried, so the next watch has n
   c.close();
 });
 
+test('requests waiting for credentials (an exec plugin still running) hold no in-flight slot', async () => {
+  let release!: () => void;
+  const ready = new Promise<void>((r) => (release = r));
+  const credentials: Credentials = {
+    current: async () => {
+      await ready;
+      return { headers: { authorization: 'Bearer slow' } };
+    },
+    rejected: () => true,
+  };
+  server.onOther = (_req, res) => json(res, 200, { metadata: { name: 'p' } });
+  const c = new HttpKubeClient({ connection: { server: server.url, credentials, source: 'test' }, maxInFlight: 1 });
+  const gate = (c as unknown as { gate: { active: number; queued(): number } }).gate;
+  const gets = [1, 2, 3].map(() => c.get(PODS, 'ns', 'p'));
+  await new Promise((r) => setImmediate(r));
+  expect([gate.active, gate.queued()]).toEqual([0, 0]);
+  release();
+  await expect(Promise.all(gets)).resolves.toHaveLength(3);
+  c.close();
+});
+
 test('fixed credentials are not retried after a 401', async () => {
   let calls = 0;
   server.onOther = (_req, res) => {
