@@ -96,8 +96,8 @@ export interface Refused {
 export class Router {
   private readonly agent: http.Agent;
   private readonly limits: ConnectionLimits;
-  /** Aborted by close(): requests still waiting for their sandbox stop waiting. */
-  private readonly closing = new AbortController();
+  /** Requests in admit(), each with the controller that ends its ready-wait (close() aborts them all). */
+  private readonly waits = new Set<AbortController>();
   /** The dial function behind the address guard: every connection to a sandbox goes through it. */
   public readonly dial: Dial;
   /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
@@ -135,7 +135,7 @@ export class Router {
   }
 
   public close(): void {
-    this.closing.abort();
+    for (const cut of this.waits) cut.abort();
     this.agent.destroy();
     for (const s of this.tunnels) s.destroy();
   }
@@ -183,11 +183,16 @@ export class Router {
       const detail = release === 'sandbox' ? `Too many concurrent connections to sandbox ${target.namespace}/${target.id}.` : 'Too many concurrent connections through the router.';
       return { status: 429, detail, headers: { 'retry-after': '1' } };
     }
+    // The wait ends when the client leaves or the router closes, and never outlasts the request's own
+    // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
+    const cut = new AbortController();
+    const onLeft = () => cut.abort();
+    signal?.addEventListener('abort', onLeft, { once: true });
+    if (signal?.aborted) cut.abort();
+    this.waits.add(cut);
     try {
-      // The wait ends when the client leaves or the router closes, and never outlasts the request's own timeout.
       const waitMs = Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity);
-      const signals = signal ? [this.closing.signal, signal] : [this.closing.signal];
-      const { result: resolved, outcome } = await this.opts.resolver.settle(target, waitMs, AbortSignal.any(signals));
+      const { result: resolved, outcome } = await this.opts.resolver.settle(target, waitMs, cut.signal);
       if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
       if (outcome === 'aborted') {
         release();
@@ -207,6 +212,9 @@ export class Router {
     } catch (err) {
       release();
       throw err;
+    } finally {
+      this.waits.delete(cut);
+      signal?.removeEventListener('abort', onLeft);
     }
   }
 
