@@ -45,6 +45,8 @@ const VARIANTS_PER_KEY = 4;
  */
 export class PodSpecSharing {
   private readonly byKey = new Map<string, WeakRef<PodSpec>[]>();
+  /** Per key, the last spec that found the list full: shared once a second equal one comes. */
+  private readonly probation = new Map<string, WeakRef<PodSpec>>();
   private readonly forget = new FinalizationRegistry<string>((key) => this.prune(key));
 
   /** The Sandbox with its pod spec replaced by an equal shared copy, when it has a template to key on. */
@@ -77,9 +79,19 @@ export class PodSpecSharing {
     }
     if (refs.length >= VARIANTS_PER_KEY) this.prune(key);
     const live = this.byKey.get(key) ?? [];
-    // Full of live variants (old members of an edited template, cold-claimed Sandboxes with their
-    // own env): the coldest stops being offered; the Sandboxes holding it keep it.
-    if (live.length >= VARIANTS_PER_KEY) live.pop();
+    if (live.length >= VARIANTS_PER_KEY) {
+      // Full of live variants (old members of an edited template, cold-claimed Sandboxes with env
+      // of their own): a new spec waits on probation, and only one seen twice (a new template's
+      // members) replaces the coldest, so one-off specs cannot push the shared ones out.
+      const waiting = this.probation.get(key)?.deref();
+      if (waiting === undefined || (waiting !== spec && !isDeepStrictEqual(waiting, spec))) {
+        this.probation.set(key, new WeakRef(spec));
+        return spec;
+      }
+      this.probation.delete(key);
+      live.pop();
+      spec = waiting;
+    }
     deepFreeze(spec);
     live.unshift(new WeakRef(spec));
     this.byKey.set(key, live);
@@ -91,6 +103,7 @@ export class PodSpecSharing {
     const live = (this.byKey.get(key) ?? []).filter((r) => r.deref() !== undefined);
     if (live.length === 0) this.byKey.delete(key);
     else this.byKey.set(key, live);
+    if (this.probation.get(key)?.deref() === undefined) this.probation.delete(key);
   }
 }
 

@@ -67,21 +67,34 @@ describe('PodSpecSharing: pool members built from one template share one frozen 
     expect(Object.isFrozen(bare.spec.podTemplate.spec)).toBe(false);
   });
 
-  test('4 variants per template are offered, most recently matched first: a fifth (a template edit while old members live) replaces the coldest', () => {
+  test('4 variants per template are offered, most recently matched first; with all 4 in use, a spec seen twice (a template edit) replaces the coldest', () => {
     const sharing = new PodSpecSharing();
     const specOf = (sb: Sandbox) => sb.spec.podTemplate.spec;
     const [v1, v2, v3, v4] = ['v1', 'v2', 'v3', 'v4'].map((tag) => sharing.transform(member(tag, { image: `img:${tag}` })));
     // v1 is matched again, so v2 is now the coldest.
     expect(specOf(sharing.transform(member('v1-again', { image: 'img:v1' })))).toBe(specOf(v1));
+    // The first v5 waits on probation: its own, not frozen.
     const v5 = sharing.transform(member('v5', { image: 'img:v5' }));
-    expect(Object.isFrozen(specOf(v5))).toBe(true);
-    // The new template's members share v5's spec: a key full of older variants no longer shuts it out.
+    expect(Object.isFrozen(specOf(v5))).toBe(false);
+    // The second is shared with it: a key full of older variants does not shut the new template out.
     expect(specOf(sharing.transform(member('v5-again', { image: 'img:v5' })))).toBe(specOf(v5));
+    expect(Object.isFrozen(specOf(v5))).toBe(true);
     for (const old of [v1, v3, v4]) expect(specOf(sharing.transform(member(`${old.metadata.name}-2`, { image: old.spec.podTemplate.spec.containers[0].image })))).toBe(specOf(old));
-    // v2's holders keep their (frozen) copy; a new v2 member starts a fresh candidate.
-    const v2again = sharing.transform(member('v2-again', { image: 'img:v2' }));
-    expect(specOf(v2again)).not.toBe(specOf(v2));
+    // v2's holders keep their (frozen) copy; it is no longer offered.
+    expect(specOf(sharing.transform(member('v2-again', { image: 'img:v2' })))).not.toBe(specOf(v2));
     expect(Object.isFrozen(specOf(v2))).toBe(true);
+  });
+
+  test('one-off specs (cold-claimed Sandboxes with their own env) never push out the shared variants', () => {
+    const sharing = new PodSpecSharing();
+    const specOf = (sb: Sandbox) => sb.spec.podTemplate.spec;
+    const hot = ['v1', 'v2', 'v3', 'v4'].map((tag) => sharing.transform(member(tag, { image: `img:${tag}` })));
+    for (let i = 0; i < 20; i++) {
+      const oneOff = sharing.transform(member(`cold-${i}`, { image: `img:cold-${i}` }));
+      expect(Object.isFrozen(specOf(oneOff))).toBe(false);
+      const again = sharing.transform(member(`m-${i}`, { image: `img:v${(i % 4) + 1}` }));
+      expect(specOf(again)).toBe(specOf(hot[i % 4]));
+    }
   });
 
   test('held weakly: once no Sandbox uses a spec it is collected, and a new one takes its place', async () => {
