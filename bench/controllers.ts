@@ -53,9 +53,11 @@ export interface RunningController {
  * --enable-webhook and --manage-webhook-certs; v1.0 dropped the webhook and refuses them).
  */
 export function upstreamOnlyFlags(bin: string): string[] {
-  const help = spawnSync(bin, ['--help'], { encoding: 'utf8' });
+  const help = spawnSync(bin, ['--help'], { encoding: 'utf8', timeout: 10_000 });
   const text = `${help.stdout ?? ''}${help.stderr ?? ''}`;
-  return ['enable-webhook', 'manage-webhook-certs'].filter((f) => new RegExp(`^\\s+-${f}\\b`, 'm').test(text)).map((f) => `--${f}=false`);
+  // Go's flag package lists each flag as `  -name` (then a value type or the end of the line).
+  if (help.error || !/^\s+-kubeconfig\b/m.test(text)) throw new Error(`could not read the flags of ${bin} from its --help: ${help.error?.message ?? text.slice(0, 200)}`);
+  return ['enable-webhook', 'manage-webhook-certs'].filter((f) => new RegExp(`^\\s+-${f}(?=\\s|$)`, 'm').test(text)).map((f) => `--${f}=false`);
 }
 
 /** Builds the upstream binary (cached) and returns its path. */

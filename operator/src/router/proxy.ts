@@ -192,11 +192,14 @@ export class Router {
     this.waits.add(cut);
     try {
       const waitMs = Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity);
+      const waitStarted = performance.now();
       const { result: resolved, outcome } = await this.opts.resolver.settle(target, waitMs, cut.signal);
       if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
       if (outcome === 'aborted') {
         release();
-        return { status: 499, detail: 'The client closed the request, or the router is shutting down.' };
+        // 499 (client closed request) is for the log only: nobody is left to read it.
+        if (signal?.aborted) return { status: 499, detail: 'The client closed the request.' };
+        return { status: 503, detail: 'The router is shutting down.', headers: { 'retry-after': '1' } };
       }
       if ('detail' in resolved) {
         release();
@@ -208,7 +211,10 @@ export class Router {
         this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
         return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
       }
-      return { target, resolved, release };
+      // X-Sandbox-Timeout bounds the whole request: what the wait took comes off the forward's share.
+      const waited = outcome === 'immediate' ? 0 : performance.now() - waitStarted;
+      const timed = target.timeoutMs === undefined || waited === 0 ? target : { ...target, timeoutMs: Math.max(1, target.timeoutMs - waited) };
+      return { target: timed, resolved, release };
     } catch (err) {
       release();
       throw err;

@@ -287,12 +287,12 @@ export class HttpKubeClient implements KubeClient {
     let retriedUnauthorized = false;
     for (let attempt = 0; ; attempt++) {
       await this.throttle();
+      // Wait out a credentials refresh (an exec plugin's run) before taking an in-flight slot, so
+      // it holds none and does not count as request or write latency; send() reads them again, current then.
+      if (this.gate) await this.credentials.current();
       const started = this.clock.now();
       let response: Response;
       try {
-        // Wait out a credentials refresh (an exec plugin's run) before taking an in-flight slot, so
-        // it holds none and does not count as write latency; send() reads them again, current then.
-        if (this.gate) await this.credentials.current();
         response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.sendSampled(req)) : await this.send(req);
       } catch (e) {
         this.metrics.request?.(req.verb, '<error>', this.clock.now() - started, req.path);

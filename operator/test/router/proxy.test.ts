@@ -201,14 +201,31 @@ describe('--ready-wait: a request the caches cannot serve yet waits for them', (
     expect(long.router.openConnections).toBe(0);
   }));
 
-  test('closing the router ends the waits at once', () => withLongWait(async (long) => {
+  test('closing the router ends the waits at once, with a 503 to retry', () => withLongWait(async (long) => {
     long.sandboxes.put(sandbox('closing', { ready: false }));
-    const reply = request(long.port, '/', route('closing')).catch((err: Error) => err);
+    const reply = request(long.port, '/', route('closing'));
     await until(() => long.resolver.waiting === 1);
     long.router.close();
     await until(() => long.resolver.waiting === 0);
     expect(long.router.openConnections).toBe(0);
-    await reply;
+    expect(await reply).toMatchObject({ status: 503, headers: expect.objectContaining({ 'retry-after': '1' }) });
+  }));
+
+  test('X-Sandbox-Timeout bounds the wait and the forward together, not each', () => withLongWait(async (long) => {
+    const slow = await startUpstream((_req, res) => void setTimeout(() => res.end('late'), 400));
+    try {
+      const sb = sandbox('slow', { ready: false });
+      long.sandboxes.put(sb);
+      later(300, () => {
+        long.sandboxes.put(sandbox('slow'));
+        long.pods.put(pod(sb, [UPSTREAM_IP]));
+      });
+      // 300 ms waiting + 400 ms answering > 500 ms: a timeout, where a fresh 500 ms for the forward would let it through.
+      const reply = await request(long.port, '/', { 'x-sandbox-id': 'slow', 'x-sandbox-port': String(slow.port), 'x-sandbox-timeout': '0.5' });
+      expect(reply.status).toBe(504);
+    } finally {
+      await slow.close();
+    }
   }));
 
   test('a malformed object in the cache fails the request with a 500 and gives the slot back, whether it is seen first or during the wait', async () => {
