@@ -14,7 +14,7 @@ import { ControllerContext, RunnableController } from './context';
 import { Logger } from './log';
 import { ControllerMetrics } from './metrics';
 import { RateLimiter } from './rate-limit';
-import { PROCESS_TURNS, type Turns } from './turns';
+import { Turns } from './turns';
 import { ApiError, Informer, KubeObject, Reconciler, keyOf } from './types';
 import { RateLimitedWorkQueue } from './workqueue';
 
@@ -23,7 +23,11 @@ export interface ControllerOptions {
   readonly workers: number;
   /** @default client-go's default controller rate limiter (5 ms → 1000 s per key, 10 qps burst 100 overall) */
   readonly rateLimiter?: RateLimiter;
-  /** When workers yield to I/O between reconciles that do not wait on any. @default PROCESS_TURNS */
+  /**
+   * When workers yield to I/O between reconciles that do not wait on any. Each controller has its
+   * own by default: a claim whose watch event just arrived is not charged with the slice the
+   * Sandbox controller's drain has used. @default a Turns of TURN_SLICE_MS
+   */
   readonly turns?: Turns;
 }
 
@@ -50,6 +54,7 @@ export class Controller implements RunnableController {
   private readonly log: Logger;
   private readonly metrics: ControllerMetrics;
   private readonly workers: Promise<void>[] = [];
+  private readonly turns: Turns;
   private started = false;
   private stopping = false;
 
@@ -57,6 +62,7 @@ export class Controller implements RunnableController {
     private readonly options: ControllerOptions) {
     if (!(options.workers >= 1)) throw new Error(`controller ${reconciler.name}: workers must be at least 1 (got ${options.workers})`);
     this.name = reconciler.name;
+    this.turns = options.turns ?? new Turns();
     this.log = ctx.log.child({ controller: this.name });
     this.metrics = ctx.metrics.controller(this.name);
     const clock = ctx.intervalClock ?? ctx.clock;
@@ -111,7 +117,7 @@ export class Controller implements RunnableController {
       const key = await this.queue.get();
       if (key === undefined) return;
       // A queue of keys whose reconciles write nothing would otherwise drain as one microtask chain.
-      const turn = (this.options.turns ?? PROCESS_TURNS).takeTurn();
+      const turn = this.turns.takeTurn();
       if (turn) await turn;
       if (this.stopping) {
         // Shutting down: leave queued keys to the next leader, which lists everything anyway.

@@ -38,6 +38,3 @@ export class Turns {
     return new Promise((resolve) => setImmediate(resolve));
   }
 }
-
-/** The process's turns: every controller's workers share one event loop, so they share one slice. */
-export const PROCESS_TURNS = new Turns();
