@@ -63,18 +63,19 @@ export const MONOTONIC_CLOCK: Clock = {
   ...realTimers,
 };
 
-/** Resolves after `delayMs` on `clock`, or at once when `signal` aborts. */
-export function sleep(clock: Clock, delayMs: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `delayMs` on `clock`, or at once when any of `signals` aborts. */
+export function sleep(clock: Clock, delayMs: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
+  // Any of several signals ends the sleep. Listeners are removed when it ends either way: no
+  // AbortSignal.any, which leaks when one of its signals is long-lived (nodejs/node#55351).
+  const live = signals.filter((s): s is AbortSignal => s !== undefined);
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const onAbort = () => {
+    if (live.some((s) => s.aborted)) return resolve();
+    const finish = () => {
       clock.clearTimeout(handle);
+      for (const s of live) s.removeEventListener('abort', finish);
       resolve();
     };
-    const handle = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, delayMs);
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const handle = clock.setTimeout(finish, delayMs);
+    for (const s of live) s.addEventListener('abort', finish, { once: true });
   });
 }

@@ -198,7 +198,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         this.log.debug({ reason, failures, delayMs: Math.round(delay) }, 'backing off before the next list/watch');
         const woken = new AbortController();
         this.wakeUp = () => woken.abort();
-        await sleep(this.clock, delay, AbortSignal.any([signal, woken.signal]));
+        await sleep(this.clock, delay, signal, woken.signal);
         this.wakeUp = undefined;
       }
     }

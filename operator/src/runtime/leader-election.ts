@@ -168,7 +168,7 @@ export class LeaderElector {
     this.log.info('waiting to acquire the leader lease');
     while (!signal.aborted && !(await this.tryAcquireOrRenew())) {
       this.watchWhileStandingBy();
-      await sleep(this.clock, this.standbyDelay(), AbortSignal.any([signal, this.wake.signal]));
+      await sleep(this.clock, this.standbyDelay(), signal, this.wake.signal);
       if (this.wake.signal.aborted && !signal.aborted) this.wake = new AbortController();
     }
     this.standbyWatch?.abort();
