@@ -6,6 +6,7 @@
 import { App, Chart, Testing } from 'cdk8s';
 import { EXAMPLES } from '../../examples';
 import { AgentSandboxSystem, NameHash, SandboxCrds } from '../../src';
+import { ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME } from '../../src/install/admission-policy';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { Kube, KubectlError, waitFor } from '../../tools/control-plane/kube';
 
@@ -29,6 +30,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (ns) await kube.deleteNamespace(ns);
+  // The bundle's admission policies are cluster-wide: leave the shared cluster without them, so later
+  // files' deliberately privileged objects are not refused by a policy this file happened to apply.
+  for (const kind of ['validatingadmissionpolicybinding', 'validatingadmissionpolicy']) {
+    await kube.kubectl(['delete', kind, ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, '--ignore-not-found']);
+  }
 });
 
 const sandbox = (name: string, spec: any = {}, extra: any = {}) => ({

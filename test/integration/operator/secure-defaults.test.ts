@@ -4,6 +4,7 @@
  * (and its Pod does), a template's opt-out annotation and explicit values win, and a bare Sandbox's
  * Pod gets no service-account token unless the Sandbox asks for one.
  */
+import { withoutAdmissionPolicies } from './admission-policies';
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, poolManifest, templateManifest } from './extensions-api';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
@@ -24,6 +25,9 @@ const HARDENED_CONTAINER = { allowPrivilegeEscalation: false, capabilities: { dr
 beforeAll(async () => {
   await ensureOperatorBundle();
   ns = await kube.createNamespace('secure-defaults');
+  // The opt-out test writes a privilege-escalating template on purpose: it is about the operator's
+  // defaults, which the bundle's admission policy (left by another file) would refuse first.
+  await withoutAdmissionPolicies(api, ns);
   ext = new ExtensionsApi(api, ns);
   rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: true });
   op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });

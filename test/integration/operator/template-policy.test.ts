@@ -6,6 +6,7 @@
  * giving its Pods the router's label are said in the pool's conditions, and nothing is built; a
  * bare Sandbox cannot take the router's label either; a restarted operator cleans up from its caches.
  */
+import { withoutAdmissionPolicies } from './admission-policies';
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, claimManifest, controllerOf, poolManifest, templateManifest } from './extensions-api';
 import { OperatorProcess, ensureOperatorBundle } from './operator-process';
@@ -22,23 +23,11 @@ let ext: ExtensionsApi;
 let rbac: BundleRbac;
 let op: OperatorProcess;
 
-/**
- * These tests are about the operator's own refusals: an admission policy left in the shared cluster
- * by another file (the install bundle's, applied whole by the migration test) would refuse the
- * objects first. Remove its bindings, and wait until the API server no longer applies them.
- */
-async function withoutAdmissionPolicies(): Promise<void> {
-  const bindings = '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings';
-  for (const name of ['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels']) await api.request('DELETE', `${bindings}/${name}`);
-  const probe = sandboxManifest('admission-probe', {}, { labels: { app: 'sandbox-router' } });
-  await waitFor(async () => (await api.request('POST', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?dryRun=All`, probe)).status !== 403,
-    30_000, 'the API server to stop applying the admission policy bindings');
-}
-
 beforeAll(async () => {
   await ensureOperatorBundle();
   ns = await kube.createNamespace('template-policy');
-  await withoutAdmissionPolicies();
+  // These tests are about the operator's own refusals: the bundle's admission policies would refuse first.
+  await withoutAdmissionPolicies(api, ns);
   ext = new ExtensionsApi(api, ns);
   rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: true });
   op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });
