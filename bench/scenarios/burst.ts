@@ -22,13 +22,24 @@ export const poolSetup: WarmSetup = async (ctx, n) => {
   }
 };
 
-export async function burst(ctx: ScenarioContext, size: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
-  const setupSeconds = await setup(ctx, size, size);
-  if (setupSeconds === undefined) throw new Error(`burst: the pool of ${size} did not become Ready within ${ctx.timeoutMs} ms`);
-  await sleep(2000); // let status writes of the fill settle so the window holds the burst only
+/**
+ * The untimed part every warm scenario starts with: `poolSize` Ready members (`total` claims to
+ * come), 2 s for the fill's status writes to settle so the measured window holds the claims only,
+ * a started claim tracker and `connections` warmed client connections. The caller stops `claims`.
+ */
+export async function readyToClaim(ctx: ScenarioContext, scenario: string, poolSize: number, total: number, setup: WarmSetup,
+  connections = 64): Promise<{ setupSeconds: number; claims: ClaimTracker }> {
+  const setupSeconds = await setup(ctx, poolSize, total);
+  if (setupSeconds === undefined) throw new Error(`${scenario}: the pool of ${poolSize} did not become Ready within ${ctx.timeoutMs} ms`);
+  await sleep(2000);
   const claims = new ClaimTracker(ctx.client, ctx.ns);
   await claims.start();
-  await ctx.client.warm(64);
+  await ctx.client.warm(connections);
+  return { setupSeconds, claims };
+}
+
+export async function burst(ctx: ScenarioContext, size: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
+  const { setupSeconds, claims } = await readyToClaim(ctx, 'burst', size, size, setup);
   try {
     const { measure } = await measured(ctx, size, async () => {
       await Promise.all(Array.from({ length: size }, (_, i) => claims.create(claimManifest(`burst-${i}`))));

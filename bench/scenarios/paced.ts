@@ -3,19 +3,13 @@
  * that covers every one of them (rate × duration Ready members, untimed set-up), so the latency is
  * the claim path's under a steady load, not the refill's.
  */
-import { ClaimTracker } from '../measure';
-import { poolSetup, WarmSetup } from './burst';
-import { measured, ScenarioContext, ScenarioResult, sleep } from './common';
+import { poolSetup, readyToClaim, WarmSetup } from './burst';
+import { measured, ScenarioContext, ScenarioResult } from './common';
 import { arriveOnSchedule } from './sustained';
 
 export async function paced(ctx: ScenarioContext, rate: number, durationS: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
   const count = Math.max(1, Math.round(rate * durationS));
-  const setupSeconds = await setup(ctx, count, count);
-  if (setupSeconds === undefined) throw new Error(`paced: the pool of ${count} did not become Ready within ${ctx.timeoutMs} ms`);
-  await sleep(2000);
-  const claims = new ClaimTracker(ctx.client, ctx.ns);
-  await claims.start();
-  await ctx.client.warm(64);
+  const { setupSeconds, claims } = await readyToClaim(ctx, 'paced', count, count, setup);
   let maxLagMs = 0;
   try {
     const { measure } = await measured(ctx, count, async () => {

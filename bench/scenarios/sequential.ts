@@ -3,17 +3,11 @@
  * created only once the previous one is Ready: the latency a single agent sees claiming a warm
  * sandbox, with nothing else going on ("a claim in milliseconds").
  */
-import { ClaimTracker } from '../measure';
-import { poolSetup, WarmSetup } from './burst';
-import { claimManifest, measured, ScenarioContext, ScenarioResult, sleep } from './common';
+import { poolSetup, readyToClaim, WarmSetup } from './burst';
+import { claimManifest, measured, ScenarioContext, ScenarioResult } from './common';
 
 export async function sequential(ctx: ScenarioContext, count: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
-  const setupSeconds = await setup(ctx, count, count);
-  if (setupSeconds === undefined) throw new Error(`sequential: the pool of ${count} did not become Ready within ${ctx.timeoutMs} ms`);
-  await sleep(2000);
-  const claims = new ClaimTracker(ctx.client, ctx.ns);
-  await claims.start();
-  await ctx.client.warm(4);
+  const { setupSeconds, claims } = await readyToClaim(ctx, 'sequential', count, count, setup, 4);
   let timedOut = 0;
   try {
     const { measure } = await measured(ctx, count, async () => {

@@ -4,7 +4,7 @@
  * absolute schedule, so a slow create call never delays the next arrival.
  */
 import { ClaimTracker } from '../measure';
-import { poolSetup, WarmSetup } from './burst';
+import { poolSetup, readyToClaim, WarmSetup } from './burst';
 import { claimManifest, measured, ScenarioContext, ScenarioResult, sleep } from './common';
 
 /** Deterministic exponential inter-arrival times (mulberry32), so both controllers see the same schedule. */
@@ -42,12 +42,7 @@ export async function arriveOnSchedule(claims: ClaimTracker, schedule: readonly 
 
 export async function sustained(ctx: ScenarioContext, rate: number, durationS: number, poolSize: number, setup: WarmSetup = poolSetup): Promise<ScenarioResult> {
   const schedule = poissonSchedule(rate, durationS);
-  const setupSeconds = await setup(ctx, poolSize, schedule.length);
-  if (setupSeconds === undefined) throw new Error(`sustained: the pool of ${poolSize} did not become Ready within ${ctx.timeoutMs} ms`);
-  await sleep(2000);
-  const claims = new ClaimTracker(ctx.client, ctx.ns);
-  await claims.start();
-  await ctx.client.warm(64);
+  const { setupSeconds, claims } = await readyToClaim(ctx, 'sustained', poolSize, schedule.length, setup);
   let maxLagMs = 0;
   try {
     const { measure } = await measured(ctx, schedule.length, async () => {
