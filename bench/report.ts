@@ -205,7 +205,9 @@ export function writeReport(r: BenchReport, out: string, plot: boolean): string[
   fs.writeFileSync(json, JSON.stringify(r, null, 1) + '\n');
   fs.writeFileSync(md, markdown(r));
   const files = [json, md];
-  if (plot) {
+  // plot.py draws claim latencies or a soak's time series; a refill-only run has neither.
+  const plottable = r.runs.some((run) => run.soak !== undefined || (run.claims?.latenciesMs.length ?? 0) > 0);
+  if (plot && plottable) {
     const png = path.join(out, `${r.id}.png`);
     try {
       execFileSync(path.join(__dirname, 'plot.sh'), [json, png], { stdio: ['ignore', 'inherit', 'inherit'] });
