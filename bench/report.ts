@@ -205,7 +205,8 @@ export function writeReport(r: BenchReport, out: string, plot: boolean): string[
   fs.writeFileSync(json, JSON.stringify(r, null, 1) + '\n');
   fs.writeFileSync(md, markdown(r));
   const files = [json, md];
-  // plot.py draws claim latencies or a soak's time series; a refill-only run has neither.
+  // The same test plot.py makes: it draws claim latencies or a soak's time series, which refill-
+  // and capacity-only runs do not have.
   const plottable = r.runs.some((run) => run.soak !== undefined || (run.claims?.latenciesMs.length ?? 0) > 0);
   if (plot && plottable) {
     const png = path.join(out, `${r.id}.png`);
