@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the local control plane from published Go modules (no Docker):
-#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok.
+#   etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok, and for the
+#   real-node mode kubelet and kube-proxy (same Kubernetes module, built in the same go build).
 # Binaries land in a version-keyed cache directory outside the work tree and are
 # reused when present. Every binary is built into a temporary directory and moved
 # into place only when the whole step succeeded, so an interrupted run leaves no
@@ -36,7 +37,7 @@ work() { local d="${CACHE_ROOT}/src/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; 
 
 build_kubernetes() {
   local all=1
-  for b in kube-apiserver kube-controller-manager kube-scheduler; do has "$b" "Kubernetes ${K8S_VERSION}" || all=0; done
+  for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do has "$b" "Kubernetes ${K8S_VERSION}" || all=0; done
   has kubectl "${K8S_VERSION}" version --client || all=0
   if [ "$all" = 1 ]; then log "kubernetes ${K8S_VERSION}: cached"; return; fi
   local t0=$SECONDS src minor sv gomod staging out
@@ -56,7 +57,8 @@ build_kubernetes() {
     for m in $staging; do go mod edit -replace="$m=$m@$sv"; done
     go mod edit -require="k8s.io/kubernetes@${K8S_VERSION}" \
       -tool=k8s.io/kubernetes/cmd/kube-apiserver -tool=k8s.io/kubernetes/cmd/kube-controller-manager \
-      -tool=k8s.io/kubernetes/cmd/kube-scheduler -tool=k8s.io/kubernetes/cmd/kubectl
+      -tool=k8s.io/kubernetes/cmd/kube-scheduler -tool=k8s.io/kubernetes/cmd/kubectl \
+      -tool=k8s.io/kubernetes/cmd/kubelet -tool=k8s.io/kubernetes/cmd/kube-proxy
     log "kubernetes ${K8S_VERSION}: go mod tidy (downloads modules on a cold cache)"
     go mod tidy
     local X=k8s.io/component-base/version C=k8s.io/client-go/pkg/version
@@ -66,7 +68,8 @@ build_kubernetes() {
     log "kubernetes ${K8S_VERSION}: go build (cold: tens of minutes on 2 cores; warm: about a minute)"
     go build -trimpath -ldflags "$ldf" -o "$out/" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl
+      k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl \
+      k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy
     mv -f "$out"/* "$BIN/"
   )
   log "kubernetes ${K8S_VERSION}: built in $((SECONDS - t0))s"

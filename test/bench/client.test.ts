@@ -40,9 +40,11 @@ function send(res: http.ServerResponse, code: number, body: unknown): void {
   res.end(JSON.stringify(body));
 }
 
-test('only loopback servers', () => {
-  for (const ok of ['https://127.0.0.1:6443', 'https://127.8.9.10', 'http://localhost:1']) expect(() => assertLoopback(ok)).not.toThrow();
-  for (const bad of ['https://10.0.0.1:6443', 'https://example.com', 'https://128.0.0.1', 'https://[::2]:1']) {
+test('only loopback servers and the real-node bridge range', () => {
+  for (const ok of ['https://127.0.0.1:6443', 'https://127.8.9.10', 'http://localhost:1', 'https://198.18.0.1:6443', 'http://198.19.3.4']) {
+    expect(() => assertLoopback(ok)).not.toThrow();
+  }
+  for (const bad of ['https://10.0.0.1:6443', 'https://example.com', 'https://128.0.0.1', 'https://[::2]:1', 'https://198.20.0.1', 'https://198.17.255.1']) {
     expect(() => assertLoopback(bad)).toThrow(/only loopback/);
     expect(() => new BenchClient({ server: bad, source: 'test' })).toThrow(/only loopback/);
     expect(() => new ApiClient({ server: bad, source: 'test' })).toThrow(/only loopback/);

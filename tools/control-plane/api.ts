@@ -31,13 +31,15 @@ export interface ApiClientOptions {
 }
 
 /**
- * Throws unless `url` points at 127.0.0.0/8 (or "localhost"). Every client in this harness
- * calls it: the machines forbid any traffic that leaves loopback.
+ * Throws unless `url` points at 127.0.0.0/8 (or "localhost"), or at 198.18.0.0/15: the bridge,
+ * pods and Services that the real-node mode (real-node.ts) creates on this machine. Every client in
+ * this harness calls it: the machines forbid any traffic that leaves them.
  */
 export function assertLoopback(url: string): void {
   const host = new URL(url).hostname;
   if (host === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return;
-  throw new Error(`refusing to connect to ${url}: only loopback (127.0.0.0/8) is allowed`);
+  if (/^198\.1[89]\.\d{1,3}\.\d{1,3}$/.test(host)) return;
+  throw new Error(`refusing to connect to ${url}: only loopback (127.0.0.0/8) and the real-node bridge (198.18.0.0/15) are allowed`);
 }
 
 /** The server and credentials of a kubeconfig's current context, read as the operator reads it. */

@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { Log } from './processes';
 
-export const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok'] as const;
+export const BINARIES = ['etcd', 'kube-apiserver', 'kube-controller-manager', 'kube-scheduler', 'kubectl', 'kwok', 'kubelet', 'kube-proxy'] as const;
 export type Binary = typeof BINARIES[number];
 
 export interface Binaries {

@@ -1,9 +1,11 @@
 /**
  * Keep a local control plane running between commands, for development and demos:
  *
- *   npx ts-node --transpile-only tools/control-plane/cli.ts up [--nodes N] [--pod-ready-delay-ms MS] [--benchmark] [--no-apf] [--no-pod-runner] [--manifest FILE]...
+ *   npx ts-node --transpile-only tools/control-plane/cli.ts up [--nodes N] [--pod-ready-delay-ms MS] [--benchmark] [--no-apf] [--no-pod-runner] [--real-nodes 1] [--manifest FILE]...
  *   npx ts-node --transpile-only tools/control-plane/cli.ts status
  *   npx ts-node --transpile-only tools/control-plane/cli.ts down
+ *
+ * `--real-nodes 1` adds a real node (kubelet, containerd, runc, gVisor; see real-node.ts); it needs root.
  *
  * `up` starts the processes detached, records them in ~/.cache/cdk8s-agent-sandbox/cluster.json
  * and exits; `down` stops exactly those pids and removes the files.
@@ -36,6 +38,7 @@ function parseUpArgs(argv: string[]): ControlPlaneOptions {
       case '--benchmark': opts = { ...opts, benchmarkMode: true }; break;
       case '--no-apf': opts = { ...opts, priorityAndFairness: false }; break;
       case '--no-pod-runner': opts = { ...opts, podRunner: false }; break;
+      case '--real-nodes': opts = { ...opts, realNodes: num('--real-nodes', next()) }; break;
       case '--bin-dir': opts = { ...opts, binDir: next() }; break;
       case '--manifest': manifests.push(path.resolve(next())); break;
       default: throw new Error(`unknown option ${argv[i]}`);
@@ -55,6 +58,7 @@ async function up(argv: string[]): Promise<void> {
     kubeconfig: cp.kubeconfig,
     server: cp.server,
     binDir: cp.binDir,
+    nodeBinDir: cp.realNodes?.artifacts.nodeBinDir,
     startedAt: new Date().toISOString(),
     processes: cp.processes,
   };

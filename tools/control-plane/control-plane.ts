@@ -13,6 +13,10 @@ import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
 import { isLoopbackCidr, splitPodCidr } from './pod-cidr';
 import { podRunnerCommand } from './pod-runner';
+import {
+  BRIDGE_IP, NodeArtifacts, POD_CIDR, RealNodes, SERVICE_CIDR, buildNodeArtifacts, checkRealNodeHost,
+  setUpNetwork, startRealNode, stopNodeNetworking,
+} from './real-node';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
 
 export interface ControlPlaneOptions {
@@ -48,6 +52,14 @@ export interface ControlPlaneOptions {
    * @default true
    */
   readonly podRunner?: boolean;
+  /**
+   * Real nodes (real-node.ts): a kubelet on containerd with runc and gVisor, a bridge pod network
+   * on 198.18.0.0/16 with kube-proxy and kube-router's NetworkPolicy enforcement, images built
+   * locally. Needs root. The API server then listens on the bridge's address 198.18.0.1 (never
+   * on an outside interface), and `nodes` (kwok's fake nodes) defaults to 0. Only 0 or 1.
+   * @default 0
+   */
+  readonly realNodes?: number;
   /** Progress messages. @default stderr */
   readonly log?: Log;
 }
@@ -76,6 +88,8 @@ export interface ControlPlane {
   readonly nodeNames: string[];
   /** The pod runner's half of the pod CIDR; undefined when it does not run. */
   readonly podRunnerCidr?: string;
+  /** Real nodes' names, images and containerd socket; undefined without real nodes. */
+  readonly realNodes?: RealNodes & { readonly artifacts: NodeArtifacts };
   readonly timings: StartupTimings;
   /**
    * Fault injection: sends `signal` (default SIGKILL) to one component and waits until it has
@@ -93,7 +107,10 @@ export interface ControlPlane {
 }
 
 /** Components stop front to back: clients of the apiserver first, etcd last. */
-export const STOP_ORDER = [['pod-runner', 'kwok', 'kube-scheduler', 'kube-controller-manager'], ['kube-apiserver'], ['etcd']];
+export const STOP_ORDER = [
+  ['pod-runner', 'kwok', 'kube-router', 'kube-proxy', 'kubelet', 'kube-scheduler', 'kube-controller-manager'],
+  ['containerd'], ['kube-apiserver'], ['etcd'],
+];
 export const DEFAULT_POD_CIDR = '127.64.0.0/12';
 export const STORAGE_CLASS = 'standard';
 /** Where kube-controller-manager's in-tree hostPath provisioner creates volume directories (fixed upstream). */
@@ -106,12 +123,17 @@ export function knownKubeconfigPath(): string {
 
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = options.log ?? ((m: string) => process.stderr.write(`[control-plane] ${m}\n`));
-  const nodes = options.nodes ?? 3;
+  const realNodeCount = options.realNodes ?? 0;
+  if (realNodeCount !== 0 && realNodeCount !== 1) throw new Error(`realNodes must be 0 or 1 (one kubelet per machine), got ${realNodeCount}`);
+  const real = realNodeCount === 1;
+  if (real) checkRealNodeHost();
+  const nodes = options.nodes ?? (real ? 0 : 3);
   const podCidr = options.podCidr ?? DEFAULT_POD_CIDR;
   // kwok silently falls back to the node IP on a bad CIDR, and pod IPs must never leave loopback.
   if (!isLoopbackCidr(podCidr)) throw new Error(`podCidr must be an IPv4 CIDR inside 127.0.0.0/8, got "${podCidr}"`);
   const tBins = Date.now();
   const bins = await resolveBinaries(log, options.binDir);
+  const artifacts = real ? buildNodeArtifacts(bins.binDir, log) : undefined;
   const binariesMs = Date.now() - tBins;
 
   await reapOrphans(log);
@@ -122,7 +144,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   try {
     const pki = generatePki(path.join(workDir, 'pki'));
     const [etcdPort, etcdPeerPort, apiPort, kcmPort, schedPort, kubeletPort] = await Promise.all([1, 2, 3, 4, 5, 6].map(() => freePort()));
-    const server = `https://127.0.0.1:${apiPort}`;
+    if (real) setUpNetwork();
+    const apiHost = real ? BRIDGE_IP : '127.0.0.1';
+    const server = `https://${apiHost}:${apiPort}`;
     const kubeconfig = path.join(workDir, 'kubeconfig');
     fs.writeFileSync(kubeconfig, kubeconfigYaml(pki, server), { mode: 0o600 });
     const api = new ApiClient(connectionFromKubeconfig(kubeconfig));
@@ -144,21 +168,23 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     log(`etcd ready after ${etcdMs} ms`);
 
     sup.start('kube-apiserver', bins.path('kube-apiserver'), [
-      `--etcd-servers=${etcdUrl}`, '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1',
+      `--etcd-servers=${etcdUrl}`, `--bind-address=${apiHost}`, `--advertise-address=${apiHost}`,
       `--secure-port=${apiPort}`, `--cert-dir=${path.join(workDir, 'apiserver-certs')}`,
       `--tls-cert-file=${pki.adminCert}`, `--tls-private-key-file=${pki.adminKey}`, `--client-ca-file=${pki.caCert}`,
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${pki.saPub}`, `--service-account-signing-key-file=${pki.saKey}`,
-      // Only allocated, never dialled: nothing here routes traffic to a ClusterIP.
-      '--service-cluster-ip-range=10.96.0.0/16',
+      // Without real nodes only allocated, never dialled: nothing routes traffic to a ClusterIP.
+      // With them kube-proxy does, inside the test range like the pods.
+      `--service-cluster-ip-range=${real ? SERVICE_CIDR : '10.96.0.0/16'}`,
       '--authorization-mode=Node,RBAC', '--allow-privileged=true',
       // Publishing a request-header CA spares kcm/scheduler a stream of "missing content for CA
       // bundle" errors from their delegated authentication; no front proxy is actually used.
       `--requestheader-client-ca-file=${pki.caCert}`, '--requestheader-allowed-names=front-proxy-client',
       '--requestheader-username-headers=X-Remote-User', '--requestheader-group-headers=X-Remote-Group',
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      // "none": the default reconciler would write 127.0.0.1 into the kubernetes Endpoints, which validation rejects.
-      '--endpoint-reconciler-type=none',
+      // "none": the default reconciler would write 127.0.0.1 into the kubernetes Endpoints, which
+      // validation rejects. Real nodes' pods reach the API server through that Service, at 198.18.0.1.
+      `--endpoint-reconciler-type=${real ? 'lease' : 'none'}`,
       // The "kubelet" of every node is kwok's server (see kwokServerArgs): pods/portforward (and
       // exec/log) are proxied to the node's InternalIP 127.0.0.1 on its kubeletEndpoint port,
       // verified against the cluster CA, with the admin cert as the client certificate.
@@ -171,8 +197,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     log(`kube-apiserver ready at ${server} after ${apiserverMs} ms`);
 
     const kube = new Kube({ kubeconfig, binDir: bins.binDir, cacheDir: path.join(workDir, 'kubectl-cache') });
+    const kwokRuns = !real || nodes > 0;
     // kwok watches PortForward objects from its start: the CRD must be there first.
-    await applyBeforeControllers(kube, [...options.manifests ?? [], kwokCrdFile(bins.kwokModuleDir, 'portforwards')], log);
+    await applyBeforeControllers(kube, [...options.manifests ?? [], ...kwokRuns ? [kwokCrdFile(bins.kwokModuleDir, 'portforwards')] : []], log);
 
     const componentArgs = (port: number) => [
       `--kubeconfig=${kubeconfig}`, `--authentication-kubeconfig=${kubeconfig}`, `--authorization-kubeconfig=${kubeconfig}`,
@@ -188,16 +215,22 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       // The PV controller's in-tree hostPath provisioner gives the default StorageClass a real,
       // event-driven provisioner (empty directories under /tmp/hostpath_pv, removed on PVC delete).
       '--enable-hostpath-provisioner=true',
+      // kube-router reads a node's pod CIDR from its spec.
+      ...(real ? ['--allocate-node-cidrs=true', `--cluster-cidr=${POD_CIDR}`, '--node-cidr-mask-size=16'] : []),
     ]);
     sup.start('kube-scheduler', bins.path('kube-scheduler'), componentArgs(schedPort));
-    const [kwokCidr, podRunnerCidr] = options.podRunner ?? true ? splitPodCidr(podCidr) : [podCidr, undefined];
+    const [kwokCidr, podRunnerCidr] = options.podRunner ?? !real ? splitPodCidr(podCidr) : [podCidr, undefined];
     const stagesFile = path.join(workDir, 'kwok-stages.yaml');
     fs.writeFileSync(stagesFile, composeStages(bins.kwokModuleDir, options.podReadyDelayMs ?? 0));
-    sup.start('kwok', bins.path('kwok'), [
-      `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
-      `--cidr=${kwokCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
-      ...kwokServerArgs(kubeletPort, pki.adminCert, pki.adminKey),
-    ]);
+    if (kwokRuns) {
+      sup.start('kwok', bins.path('kwok'), [
+        // Beside real nodes kwok must manage only its own, or it takes over their pods' status.
+        `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`,
+        ...(real ? ['--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake'] : ['--manage-all-nodes=true']),
+        `--cidr=${kwokCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
+        ...kwokServerArgs(kubeletPort, pki.adminCert, pki.adminKey),
+      ]);
+    }
     const componentHealth = (port: number) => {
       const c = new ApiClient({ ...connectionFromKubeconfig(kubeconfig), server: `https://127.0.0.1:${port}` });
       return async () => (await c.request('GET', '/healthz')).status === 200;
@@ -213,7 +246,11 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     await kube.applyServerSide([...nodeNames.map(nodeObject), defaultStorageClass()], 'cdk8s-agent-sandbox-harness');
     // Nodes turning Ready prove kwok's controller works; /healthz its kubelet-like server.
     const kwokServerHealthy = componentHealth(kubeletPort);
-    await sup.waitReady('kwok', async () => await allNodesReady(api, nodeNames) && kwokServerHealthy(), 60_000);
+    if (kwokRuns) await sup.waitReady('kwok', async () => await allNodesReady(api, nodeNames) && kwokServerHealthy(), 60_000);
+    const realNodes = artifacts ? {
+      ...await startRealNode({ sup, artifacts, kubeconfig, caCert: pki.caCert, servingCert: pki.adminCert, servingKey: pki.adminKey, api, log }),
+      artifacts,
+    } : undefined;
     if (podRunnerCidr) {
       const dir = podRunnerDir(workDir);
       const runner = podRunnerCommand({ kubeconfig, workDir: dir, cidr: podRunnerCidr, exitWithStdin: !options.detached });
@@ -232,7 +269,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     fs.mkdirSync(cacheRoot(), { recursive: true });
     fs.copyFileSync(kubeconfig, knownKubeconfigPath());
     fs.chmodSync(knownKubeconfigPath(), 0o600);
-    log(`control plane up in ${(totalMs / 1000).toFixed(1)} s (${nodes} nodes Ready); kubeconfig ${kubeconfig} (copy: ${knownKubeconfigPath()})`);
+    log(`control plane up in ${(totalMs / 1000).toFixed(1)} s (${nodes + realNodeCount} nodes Ready); kubeconfig ${kubeconfig} (copy: ${knownKubeconfigPath()})`);
 
     let stopping: Promise<void> | undefined;
     return {
@@ -241,8 +278,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       etcdUrl,
       binDir: bins.binDir,
       workDir,
-      nodeNames,
+      nodeNames: [...nodeNames, ...realNodes?.nodeNames ?? []],
       podRunnerCidr,
+      realNodes,
       get processes() {
         return sup.records;
       },
@@ -266,6 +304,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         const volumeDirs = await hostPathVolumeDirs(kubeconfig);
         await sup.stopAll(STOP_ORDER);
         await stopPodProcesses(workDir, log);
+        if (real) stopNodeNetworking(bins.binDir, artifacts?.nodeBinDir, log);
         removeLeftovers(workDir, kubeconfig, volumeDirs);
         log('control plane stopped');
       })(),
@@ -273,6 +312,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   } catch (e) {
     // Leave nothing running; the error already carries the failing component's log tail.
     await sup.stopAll(STOP_ORDER, 5_000).catch(() => undefined);
+    if (real) stopNodeNetworking(bins.binDir, artifacts?.nodeBinDir, log);
     const kept = path.join(cacheRoot(), 'last-failed-logs');
     fs.rmSync(kept, { recursive: true, force: true });
     fs.mkdirSync(cacheRoot(), { recursive: true });
@@ -286,7 +326,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
  * Stops a control plane started by another process (`cli down`) from its recorded pids and
  * removes its files. Safe to call when some or all processes are already gone.
  */
-export async function stopRecorded(state: { workDir: string; kubeconfig: string; processes: ProcessRecord[] }, log: Log): Promise<void> {
+export async function stopRecorded(state: { workDir: string; kubeconfig: string; processes: ProcessRecord[]; binDir?: string; nodeBinDir?: string }, log: Log): Promise<void> {
   const volumeDirs = await hostPathVolumeDirs(state.kubeconfig);
   const groups = [
     state.processes.filter((p) => !STOP_ORDER.flat().includes(p.name)),
@@ -294,6 +334,7 @@ export async function stopRecorded(state: { workDir: string; kubeconfig: string;
   ];
   await stopProcesses(groups, log);
   await stopPodProcesses(state.workDir, log);
+  if (state.processes.some((p) => p.name === 'kubelet')) stopNodeNetworking(state.binDir, state.nodeBinDir, log);
   removeLeftovers(state.workDir, state.kubeconfig, volumeDirs);
 }
 

@@ -14,7 +14,7 @@ export interface Pki {
   readonly dir: string;
   readonly caCert: string;
   readonly caKey: string;
-  /** Serving and admin client certificate (SANs: localhost, kubernetes.default…, 127.0.0.1). */
+  /** Serving and admin client certificate (SANs: localhost, kubernetes.default…, 127.0.0.1, 198.18.0.1, 198.19.0.1). */
   readonly adminCert: string;
   readonly adminKey: string;
   readonly saKey: string;
@@ -40,7 +40,9 @@ export function generatePki(dir: string): Pki {
     '-subj', '/O=system:masters/CN=cdk8s-agent-sandbox-admin'], dir);
   fs.writeFileSync(path.join(dir, 'admin.ext'), [
     'subjectAltName=DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,' +
-      'DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1',
+      'DNS:kubernetes.default.svc.cluster.local,IP:127.0.0.1,' +
+      // The real-node mode's bridge address (API server, kubelet) and `kubernetes` Service ClusterIP.
+      'IP:198.18.0.1,IP:198.19.0.1',
     'keyUsage=critical,digitalSignature',
     'extendedKeyUsage=serverAuth,clientAuth',
     'basicConstraints=critical,CA:FALSE',

@@ -12,6 +12,8 @@ export interface ClusterState {
   readonly kubeconfig: string;
   readonly server: string;
   readonly binDir: string;
+  /** hack/build-real-node.sh's output, with real nodes. */
+  readonly nodeBinDir?: string;
   readonly startedAt: string;
   readonly processes: ProcessRecord[];
 }

@@ -1,0 +1,442 @@
+/**
+ * Real nodes for the local control plane: a kubelet (built from the same Kubernetes module as the
+ * control plane) on containerd with runc and gVisor, pods on a Linux bridge with the reference CNI
+ * plugins, kube-proxy for Services, and kube-router's NetworkPolicy controller enforcing policies.
+ *
+ * Everything stays on this machine: the pod network is 198.18.0.0/16 and Services 198.19.0.0/16
+ * (RFC 2544's benchmarking range, never routed on the internet), the bridge's address 198.18.0.1
+ * is the only address the API server and the kubelet listen on besides loopback, IP forwarding is
+ * left off (bridged pod-to-pod traffic and pod-to-host traffic need none), a guard drops anything
+ * from the bridge that would leave by another interface, pods get no DNS servers and containerd
+ * pulls from nowhere (every registry resolves to a closed loopback port): images are built locally
+ * (hack/build-images.sh) and imported.
+ */
+import { execFileSync, spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as path from 'path';
+import { stringify as toYaml } from 'yaml';
+import { DEFAULT_OPERATOR_IMAGE } from '../../src/install/operator-deployment';
+import { ApiClient } from './api';
+import { cacheRoot } from './binaries';
+import { Log, freePort, sleep, Supervisor } from './processes';
+
+export const BRIDGE = 'asb0';
+export const BRIDGE_IP = '198.18.0.1';
+export const POD_CIDR = '198.18.0.0/16';
+export const SERVICE_CIDR = '198.19.0.0/16';
+/** The first address of SERVICE_CIDR: the `kubernetes` Service's ClusterIP (it is in the serving cert). */
+export const KUBERNETES_SERVICE_IP = '198.19.0.1';
+export const REAL_NODE_PREFIX = 'real-node-';
+/** The label every real node carries, for nodeSelectors that must land on one. */
+export const REAL_NODE_LABEL = 'agent-sandbox.local/real-node';
+const GUARD_CHAIN = 'AGENT-SANDBOX-GUARD';
+
+export interface NodeImages {
+  /** Name (`agent-sandbox-operator`, `python-sandbox`, `pause`, ...) → image reference. */
+  readonly refs: Record<string, string>;
+  /** Name → OCI archive to import. */
+  readonly archives: Record<string, string>;
+  /** Name → further references the image gets in containerd (e.g. the release's operator image). */
+  readonly aliases: Record<string, string[]>;
+}
+
+/** Paths of what hack/build-real-node.sh and hack/build-images.sh produce. */
+export interface NodeArtifacts {
+  readonly k8sBinDir: string;
+  readonly nodeBinDir: string;
+  readonly images: NodeImages;
+}
+
+const HACK = path.resolve(__dirname, '..', '..', 'hack');
+
+/** Runs a build script, forwarding its progress lines; resolves with its stdout. */
+function runScript(script: string, args: string[], log: Log): string {
+  const r = spawnSync('bash', [path.join(HACK, script), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  for (const line of (r.stderr ?? '').split('\n').filter((l) => l.startsWith('['))) log(line);
+  if (r.status !== 0) throw new Error(`hack/${script} failed (exit ${r.status}):\n${(r.stderr ?? '').split('\n').slice(-30).join('\n')}`);
+  return r.stdout;
+}
+
+/** Builds (or finds cached) the node binaries and images. */
+export function buildNodeArtifacts(k8sBinDir: string, log: Log): NodeArtifacts {
+  const nodeBinDir = runScript('build-real-node.sh', [], log).trim().split('\n').pop()!;
+  const refs: Record<string, string> = {};
+  const archives: Record<string, string> = {};
+  for (const line of runScript('build-images.sh', [nodeBinDir], log).trim().split('\n')) {
+    const [name, ref, archive] = line.split(' ');
+    // The two base images only serve the operator image's build.
+    if (name && ref && archive && !name.startsWith('node-')) {
+      refs[name] = ref;
+      archives[name] = archive;
+    }
+  }
+  for (const need of ['agent-sandbox-operator', 'python-sandbox', 'pause']) {
+    if (!refs[need]) throw new Error(`hack/build-images.sh did not report the ${need} image`);
+  }
+  // The operator image built from this checkout also answers to the reference the library renders by
+  // default (AgentSandboxSystem.DEFAULT_IMAGE, a SandboxTemplate's `runtime: {}`), so synthesized
+  // manifests apply unchanged and nothing is ever pulled.
+  return { k8sBinDir, nodeBinDir, images: { refs, archives, aliases: { 'agent-sandbox-operator': [DEFAULT_OPERATOR_IMAGE] } } };
+}
+
+function run(cmd: string, args: string[], opts: { allowFail?: boolean } = {}): string {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    if (opts.allowFail) return '';
+    const err = e as { stderr?: string; message: string };
+    throw new Error(`${cmd} ${args.join(' ')} failed: ${err.stderr?.trim() || err.message}`);
+  }
+}
+
+/** Refuses to start where real nodes cannot run, naming what is missing. */
+export function checkRealNodeHost(): void {
+  if (process.getuid?.() !== 0) {
+    throw new Error('real nodes need root (kubelet, containerd, bridges and iptables); run as root or without realNodes');
+  }
+  for (const [bin, pkg] of [['containerd', 'containerd'], ['runc', 'runc'], ['iptables', 'iptables'], ['ipset', 'ipset'], ['ip', 'iproute2']]) {
+    if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) {
+      throw new Error(`real nodes need ${bin}: run hack/build-real-node.sh (it installs the Debian package ${pkg})`);
+    }
+  }
+  if (!fs.existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) {
+    throw new Error('real nodes need br_netfilter (NetworkPolicies and Services on bridged traffic): modprobe br_netfilter');
+  }
+}
+
+/**
+ * The pod bridge and the guard rules. The bridge carries BRIDGE_IP so that the API server can
+ * listen there before any pod exists; the guard drops packets from the bridge that would be
+ * forwarded elsewhere and packets for the test range that arrive from elsewhere.
+ */
+export function setUpNetwork(): void {
+  if (!run('ip', ['-o', 'link', 'show', BRIDGE], { allowFail: true })) run('ip', ['link', 'add', BRIDGE, 'type', 'bridge']);
+  if (!run('ip', ['-o', '-4', 'addr', 'show', 'dev', BRIDGE]).includes(`${BRIDGE_IP}/16`)) {
+    run('ip', ['addr', 'add', `${BRIDGE_IP}/16`, 'dev', BRIDGE]);
+  }
+  run('ip', ['link', 'set', BRIDGE, 'up']);
+  // NetworkPolicy (kube-router) and Service DNAT (kube-proxy) see bridged traffic only with this.
+  fs.writeFileSync('/proc/sys/net/bridge/bridge-nf-call-iptables', '1');
+  for (const table of ['mangle', 'filter']) {
+    run('iptables', ['-t', table, '-N', GUARD_CHAIN], { allowFail: true });
+    run('iptables', ['-t', table, '-F', GUARD_CHAIN]);
+  }
+  // mangle FORWARD runs before any filter rule an enforcer inserts, so no ACCEPT can skip it.
+  run('iptables', ['-t', 'mangle', '-A', GUARD_CHAIN, '-i', BRIDGE, '!', '-o', BRIDGE, '-j', 'DROP']);
+  run('iptables', ['-t', 'mangle', '-A', GUARD_CHAIN, '!', '-i', BRIDGE, '-o', BRIDGE, '-j', 'DROP']);
+  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', 'lo', '-j', 'RETURN']);
+  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', BRIDGE, '-j', 'RETURN']);
+  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-d', '198.18.0.0/15', '-j', 'DROP']);
+  for (const [table, chain] of [['mangle', 'FORWARD'], ['filter', 'INPUT']]) {
+    if (!run('iptables', ['-t', table, '-C', chain, '-j', GUARD_CHAIN], { allowFail: true }) && !hasRule(table, chain)) {
+      run('iptables', ['-t', table, '-I', chain, '1', '-j', GUARD_CHAIN]);
+    }
+  }
+}
+
+function hasRule(table: string, chain: string): boolean {
+  return spawnSync('iptables', ['-t', table, '-C', chain, '-j', GUARD_CHAIN]).status === 0;
+}
+
+/** Removes the bridge and the guard; kube-proxy's and kube-router's chains are left to their own cleanup. */
+export function tearDownNetwork(): void {
+  run('ip', ['link', 'del', BRIDGE], { allowFail: true });
+  for (const [table, chain] of [['mangle', 'FORWARD'], ['filter', 'INPUT']]) {
+    while (hasRule(table, chain)) run('iptables', ['-t', table, '-D', chain, '-j', GUARD_CHAIN], { allowFail: true });
+    run('iptables', ['-t', table, '-F', GUARD_CHAIN], { allowFail: true });
+    run('iptables', ['-t', table, '-X', GUARD_CHAIN], { allowFail: true });
+  }
+}
+
+/**
+ * After the node's processes stopped: kills the pods' shims (and with them their containers),
+ * unmounts and removes the node's state, removes kube-proxy's and kube-router's rules (each with
+ * its own cleanup command), then the bridge and the guard.
+ */
+export function stopNodeNetworking(k8sBinDir: string | undefined, nodeBinDir: string | undefined, log: Log): void {
+  cleanRoot(realNodeRoot());
+  if (k8sBinDir) spawnSync(path.join(k8sBinDir, 'kube-proxy'), ['--cleanup'], { stdio: 'ignore', timeout: 30_000 });
+  if (nodeBinDir) spawnSync(path.join(nodeBinDir, 'kube-router'), ['--cleanup-config'], { stdio: 'ignore', timeout: 30_000 });
+  tearDownNetwork();
+  log('real node: pods, state, rules and bridge removed');
+}
+
+/** Where one real-node cluster keeps containerd's and the kubelet's state: on disk, not tmpfs. */
+export function realNodeRoot(): string {
+  return path.join(cacheRoot(), 'real-node');
+}
+
+export interface RealNodeStart {
+  readonly sup: Supervisor;
+  readonly artifacts: NodeArtifacts;
+  readonly kubeconfig: string;
+  readonly caCert: string;
+  readonly servingCert: string;
+  readonly servingKey: string;
+  readonly api: ApiClient;
+  readonly log: Log;
+}
+
+export interface RealNodes {
+  readonly nodeNames: string[];
+  readonly containerdSocket: string;
+  readonly root: string;
+}
+
+/** Starts containerd, the kubelet, kube-proxy and kube-router for one real node, and waits until it is Ready. */
+export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
+  const name = `${REAL_NODE_PREFIX}0`;
+  const root = realNodeRoot();
+  // A previous cluster's state (its pods, containers, mounts) is not ours to keep.
+  cleanRoot(root);
+  const dirs = {
+    containerd: path.join(root, 'containerd'),
+    kubelet: path.join(root, 'kubelet'),
+    cni: path.join(root, 'cni'),
+    bin: path.join(root, 'bin'),
+    runsc: path.join(root, 'runsc'),
+  };
+  for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
+  const socket = path.join(dirs.containerd, 'containerd.sock');
+  _writeContainerdConfig(dirs, o.artifacts);
+  _writeCniConfig(dirs.cni);
+  _writeRunscShimWrapper(dirs.bin, o.artifacts.nodeBinDir);
+
+  const env = { ...process.env, PATH: `${dirs.bin}:${o.artifacts.nodeBinDir}:${process.env.PATH}` };
+  o.sup.start('containerd', 'containerd', ['--config', path.join(dirs.containerd, 'config.toml')], env);
+  await o.sup.waitReady('containerd', async () => fs.existsSync(socket)
+    && spawnSync('ctr', ['--address', socket, 'version'], { timeout: 5_000 }).status === 0, 60_000);
+  importImages(socket, o.artifacts.images, o.log);
+
+  const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics, routerHealth] = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
+  const kubeletConfig = path.join(dirs.kubelet, 'config.yaml');
+  fs.writeFileSync(kubeletConfig, toYaml(kubeletConfiguration(socket, kubeletPort, kubeletHealthz, o)));
+  o.sup.start('kubelet', path.join(o.artifacts.k8sBinDir, 'kubelet'), [
+    `--config=${kubeletConfig}`, `--kubeconfig=${o.kubeconfig}`, `--root-dir=${path.join(dirs.kubelet, 'root')}`,
+    `--hostname-override=${name}`, `--node-ip=${BRIDGE_IP}`, `--node-labels=${REAL_NODE_LABEL}=true`, '--v=1',
+  ], env);
+
+  const proxyConfig = path.join(root, 'kube-proxy.yaml');
+  fs.writeFileSync(proxyConfig, toYaml({
+    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+    kind: 'KubeProxyConfiguration',
+    clientConnection: { kubeconfig: o.kubeconfig },
+    mode: 'iptables',
+    clusterCIDR: POD_CIDR,
+    hostnameOverride: name,
+    bindAddress: BRIDGE_IP,
+    healthzBindAddress: `127.0.0.1:${proxyHealthz}`,
+    metricsBindAddress: `127.0.0.1:${proxyMetrics}`,
+    // NodePorts only on the bridge's address, never on loopback or an outside interface.
+    nodePortAddresses: [`${BRIDGE_IP}/32`],
+    iptables: { localhostNodePorts: false },
+    // 0: leave the kernel's conntrack table size alone (setting it needs CAP_SYS_RESOURCE-like rights).
+    conntrack: { maxPerCore: 0, min: 0 },
+  }));
+  o.sup.start('kube-proxy', path.join(o.artifacts.k8sBinDir, 'kube-proxy'), [`--config=${proxyConfig}`, '--v=1'], env);
+
+  await o.sup.waitReady('kubelet', async () => nodeReady(o.api, name), 180_000);
+  // kube-router reads its Node object at start-up: only once the kubelet registered it.
+  // kube-router's NetworkPolicy controller only: no BGP routing, no service proxy (kube-proxy does that).
+  o.sup.start('kube-router', path.join(o.artifacts.nodeBinDir, 'kube-router'), [
+    `--kubeconfig=${o.kubeconfig}`, `--hostname-override=${name}`,
+    '--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--run-loadbalancer=false',
+    `--health-port=${routerHealth}`, '--metrics-port=0', '--enable-ipv6=false', '--enable-ipv4=true',
+    '--iptables-sync-period=5m', '--v=1',
+  ], env);
+
+  await o.sup.waitReady('kube-proxy', async () => (await fetch(`http://127.0.0.1:${proxyHealthz}/healthz`).catch(() => undefined))?.ok === true, 60_000);
+  await o.sup.waitReady('kube-router', async () => (await fetch(`http://127.0.0.1:${routerHealth}/healthz`).catch(() => undefined))?.ok === true, 60_000);
+  o.log(`real node ${name} Ready (containerd ${socket})`);
+  return { nodeNames: [name], containerdSocket: socket, root };
+}
+
+/** Stops what the kubelet left running (pod sandboxes under runc or runsc) and unmounts its volumes. */
+export function cleanRoot(root: string): void {
+  const socket = path.join(root, 'containerd', 'containerd.sock');
+  // Shims outlive containerd on purpose; ours are found by the root they were started with.
+  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
+    let cmd = '';
+    try {
+      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (/containerd-shim/.test(cmd) && cmd.includes(socket)) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch { /* gone */ }
+    }
+  }
+  const mounts = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')
+    .map((l) => l.split(' ')[1] ?? '').map((m) => m.replace(/\\040/g, ' '))
+    .filter((m) => m.startsWith(root + '/') || m.startsWith('/run/containerd-agent-sandbox'))
+    .sort((a, b) => b.length - a.length);
+  for (const m of mounts) spawnSync('umount', ['-l', m]);
+  fs.rmSync(root, { recursive: true, force: true });
+}
+
+export function _writeContainerdConfig(dirs: Record<string, string>, a: NodeArtifacts): void {
+  const certsDir = path.join(dirs.containerd, 'certs.d', '_default');
+  fs.mkdirSync(certsDir, { recursive: true });
+  // Every registry resolves to a closed loopback port: a missing image fails fast instead of
+  // reaching out of the machine.
+  fs.writeFileSync(path.join(certsDir, 'hosts.toml'), 'server = "http://127.0.0.1:9"\n\n[host."http://127.0.0.1:9"]\n  capabilities = ["pull", "resolve"]\n');
+  const runscToml = path.join(dirs.containerd, 'runsc.toml');
+  fs.writeFileSync(runscToml, [
+    `binary_name = "${path.join(a.nodeBinDir, 'runsc')}"`,
+    `root = "${dirs.runsc}"`,
+    '[runsc_config]',
+    // systrap: gVisor's default platform, needs no KVM.
+    '  platform = "systrap"',
+    '',
+  ].join('\n'));
+  const cri = 'plugins."io.containerd.grpc.v1.cri"';
+  fs.writeFileSync(path.join(dirs.containerd, 'config.toml'), [
+    'version = 2',
+    `root = "${path.join(dirs.containerd, 'root')}"`,
+    `state = "${path.join(dirs.containerd, 'state')}"`,
+    'disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.aufs", "io.containerd.internal.v1.tracing", "io.containerd.tracing.processor.v1.otlp"]',
+    '[grpc]',
+    `  address = "${path.join(dirs.containerd, 'containerd.sock')}"`,
+    '[ttrpc]',
+    `  address = "${path.join(dirs.containerd, 'containerd.sock.ttrpc')}"`,
+    '[debug]',
+    '  level = "info"',
+    `[${cri}]`,
+    `  sandbox_image = "${a.images.refs.pause}"`,
+    // This sandbox lacks CAP_SYS_RESOURCE: without this every container fails on oom_score_adj.
+    '  restrict_oom_score_adj = true',
+    '  enable_selinux = false',
+    '  stream_server_address = "127.0.0.1"',
+    '  stream_server_port = "0"',
+    `[${cri}.containerd]`,
+    '  snapshotter = "overlayfs"',
+    '  default_runtime_name = "runc"',
+    `[${cri}.containerd.runtimes.runc]`,
+    '  runtime_type = "io.containerd.runc.v2"',
+    `[${cri}.containerd.runtimes.runc.options]`,
+    '  SystemdCgroup = false',
+    // The gvisor RuntimeClass's handler: gVisor's own shim, with runsc (see runsc.toml).
+    `[${cri}.containerd.runtimes.runsc]`,
+    '  runtime_type = "io.containerd.runsc.v1"',
+    `[${cri}.containerd.runtimes.runsc.options]`,
+    '  TypeUrl = "io.containerd.runsc.v1.options"',
+    `  ConfigPath = "${runscToml}"`,
+    `[${cri}.cni]`,
+    '  bin_dir = "/usr/lib/cni"',
+    `  conf_dir = "${path.join(dirs.cni, 'net.d')}"`,
+    `[${cri}.registry]`,
+    `  config_path = "${path.join(dirs.containerd, 'certs.d')}"`,
+    '',
+  ].join('\n'));
+}
+
+export function _writeCniConfig(dir: string): void {
+  fs.mkdirSync(path.join(dir, 'net.d'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'net.d', '10-agent-sandbox.conflist'), JSON.stringify({
+    cniVersion: '1.0.0',
+    name: 'agent-sandbox',
+    plugins: [
+      {
+        type: 'bridge',
+        bridge: BRIDGE,
+        // Not the gateway: the bridge plugin would switch on IP forwarding machine-wide. The bridge
+        // already holds BRIDGE_IP; pods route through it by the IPAM route below.
+        isGateway: false,
+        ipMasq: false,
+        // A pod reaching itself through its Service comes back over the same bridge port.
+        hairpinMode: true,
+        ipam: {
+          type: 'host-local',
+          ranges: [[{ subnet: POD_CIDR, rangeStart: '198.18.1.1', rangeEnd: '198.18.255.254', gateway: BRIDGE_IP }]],
+          routes: [{ dst: '0.0.0.0/0', gw: BRIDGE_IP }],
+          dataDir: path.join(dir, 'ipam'),
+        },
+      },
+      { type: 'portmap', capabilities: { portMappings: true } },
+    ],
+  }, null, 2));
+}
+
+/**
+ * gVisor's shim lowers its own oom_score_adj to -999 when it starts and fails if that is refused,
+ * which it is in a sandbox without CAP_SYS_RESOURCE (like this one). It ignores the refusal only
+ * when it believes it runs in a user namespace, which it learns from /proc/self/uid_map. This
+ * wrapper shows the `start` step a one-line uid_map in a private mount namespace and leaves
+ * everything else to the real shim, unchanged. On a node with CAP_SYS_RESOURCE it is not needed.
+ */
+export function _writeRunscShimWrapper(binDir: string, nodeBinDir: string): void {
+  const real = path.join(nodeBinDir, 'containerd-shim-runsc-v1');
+  const map = path.join(binDir, 'shim-uid-map');
+  fs.writeFileSync(map, '0 0 1\n');
+  fs.writeFileSync(path.join(binDir, 'containerd-shim-runsc-v1'), [
+    '#!/bin/sh',
+    `# Generated by tools/control-plane/real-node.ts: see writeRunscShimWrapper there.`,
+    'case " $* " in',
+    `  *" start "*) exec unshare --mount --propagation slave sh -c 'mount --bind "$1" /proc/$$/uid_map && shift && exec "$@"' sh "${map}" "${real}" "$@" ;;`,
+    'esac',
+    `exec "${real}" "$@"`,
+    '',
+  ].join('\n'), { mode: 0o755 });
+}
+
+function kubeletConfiguration(socket: string, port: number, healthzPort: number, o: RealNodeStart): object {
+  return {
+    apiVersion: 'kubelet.config.k8s.io/v1beta1',
+    kind: 'KubeletConfiguration',
+    // This machine's kernel runs cgroup v1, which kubelet 1.35+ refuses unless told otherwise.
+    failCgroupV1: false,
+    cgroupDriver: 'cgroupfs',
+    containerRuntimeEndpoint: `unix://${socket}`,
+    address: BRIDGE_IP,
+    port,
+    readOnlyPort: 0,
+    healthzBindAddress: '127.0.0.1',
+    healthzPort,
+    tlsCertFile: o.servingCert,
+    tlsPrivateKeyFile: o.servingKey,
+    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: o.caCert } },
+    authorization: { mode: 'Webhook' },
+    // No cluster DNS and no host resolver: nothing in a pod can look up, let alone reach, an outside name.
+    clusterDomain: 'cluster.local',
+    resolvConf: '',
+    failSwapOn: false,
+    serializeImagePulls: false,
+    // Disposable test node on a shared disk: evict only when really short.
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
+    imageGCHighThresholdPercent: 100,
+    imageGCLowThresholdPercent: 99,
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
+    protectKernelDefaults: false,
+    maxPods: 110,
+    syncFrequency: '10s',
+    nodeStatusReportFrequency: '10s',
+    shutdownGracePeriod: '0s',
+  };
+}
+
+function importImages(socket: string, images: NodeImages, log: Log): void {
+  const t0 = Date.now();
+  for (const [name, archive] of Object.entries(images.archives)) {
+    // --no-unpack would leave the CRI to unpack on first use; unpacking now keeps pod start honest.
+    run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', '--base-name', images.refs[name].replace(/:[^:/]+$/, ''), archive]);
+  }
+  for (const [name, aliases] of Object.entries(images.aliases)) {
+    for (const alias of aliases) run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'tag', '--force', images.refs[name], alias]);
+  }
+  const listed = run('ctr', ['--address', socket, '-n', 'k8s.io', 'images', 'ls', '-q']).split('\n');
+  const missing = [...Object.values(images.refs), ...Object.values(images.aliases).flat()].filter((r) => !listed.includes(r));
+  if (missing.length) throw new Error(`containerd lacks ${missing.join(', ')} after import (has: ${listed.join(', ')})`);
+  log(`imported ${Object.keys(images.archives).length} images into containerd in ${Date.now() - t0} ms`);
+}
+
+async function nodeReady(api: ApiClient, name: string): Promise<boolean> {
+  const res = await api.request<{ status?: { conditions?: Array<{ type: string; status: string }> } }>('GET', `/api/v1/nodes/${name}`);
+  if (res.status !== 200) return false;
+  const node = res.body;
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+export { sleep };
