@@ -59,6 +59,7 @@ async function up(argv: string[]): Promise<void> {
     server: cp.server,
     binDir: cp.binDir,
     nodeBinDir: cp.realNodes?.artifacts.nodeBinDir,
+    images: cp.realNodes?.artifacts.images.refs,
     startedAt: new Date().toISOString(),
     processes: cp.processes,
   };

@@ -203,7 +203,8 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
   _writeRunscShimWrapper(dirs.bin, o.artifacts.nodeBinDir);
 
   const env = { ...process.env, PATH: `${dirs.bin}:${o.artifacts.nodeBinDir}:${process.env.PATH}` };
-  o.sup.start('containerd', 'containerd', ['--config', path.join(dirs.containerd, 'config.toml')], env);
+  const containerd = run('sh', ['-c', 'command -v containerd']).trim();
+  o.sup.start('containerd', containerd, ['--config', path.join(dirs.containerd, 'config.toml')], env);
   await o.sup.waitReady('containerd', async () => fs.existsSync(socket)
     && spawnSync('ctr', ['--address', socket, 'version'], { timeout: 5_000 }).status === 0, 60_000);
   importImages(socket, o.artifacts.images, o.log);

@@ -14,6 +14,8 @@ export interface ClusterState {
   readonly binDir: string;
   /** hack/build-real-node.sh's output, with real nodes. */
   readonly nodeBinDir?: string;
+  /** The real node's images (name → reference). */
+  readonly images?: Record<string, string>;
   readonly startedAt: string;
   readonly processes: ProcessRecord[];
 }
