@@ -7,6 +7,7 @@
  *
  * Durations are milliseconds in typed values and Go-style strings (`5m`, `30s`) on the command line.
  */
+import { parseCidr } from './network-policy-defaults';
 import { checkDns1123Label, checkDns1123Subdomain, checkLabelValue, checkQualifiedName } from './validation';
 
 /** How a flag's value is typed and spelled on the command line. */
@@ -49,6 +50,17 @@ const hostPort = (value: string) =>
     : undefined;
 
 const optionalNamespace = (value: string) => (value === '' ? undefined : checkDns1123Label(value));
+/** Comma-separated network CIDRs (`198.18.0.0/15,fd00:10::/56`); empty text is none. */
+const cidrList = (value: string) => {
+  for (const cidr of value === '' ? [] : value.split(',')) {
+    const parsed = parseCidr(cidr.trim());
+    if (!parsed || parsed.prefix === 0) return `"${cidr}" is not a network CIDR; use forms like "198.18.0.0/15" or "fd00:10::/56", comma-separated`;
+    if (parsed.address & ((1n << BigInt(parsed.bitsTotal - parsed.prefix)) - 1n)) {
+      return `"${cidr}" has host bits set; give the network address of the block (e.g. "198.18.0.0/15")`;
+    }
+  }
+  return undefined;
+};
 const refillRate = (value: number) =>
   value >= 0 ? undefined : `must be 0 (unpaced) or a positive rate in sandboxes per second (it is ${value})`;
 
@@ -114,6 +126,7 @@ export const CONTROLLER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'disable-claim-observability-annotations', type: 'bool', default: false, description: 'Persist no first-observed or trace-context annotations on claims.' },
   { flag: 'router-namespace', type: 'string', default: '', description: 'Namespace of the sandbox router Pods, which the default per-template NetworkPolicy admits; empty means the namespace the operator runs in. Ours only.', validate: optionalNamespace },
   { flag: 'router-pod-labels', type: 'string', default: '', description: 'Labels of the sandbox router Pods as key=value,key2=value2, which the default per-template NetworkPolicy admits; empty means app=sandbox-router. Ours only.', validate: labelList },
+  { flag: 'cluster-cidrs', type: 'string', default: '', description: 'The cluster\'s own address ranges (Pods, Services, nodes, the API server) that lie outside the private ranges, comma-separated; the default per-template NetworkPolicy\'s public-internet egress leaves them out too, so sandboxes cannot reach them. Ours only.', validate: cidrList },
   { flag: 'log-level', type: 'string', default: 'info', description: 'Least severe log level written.', validate: logLevel },
   { flag: 'kubeconfig', type: 'string', default: '', description: 'Path to a kubeconfig; empty means $KUBECONFIG, then the in-cluster service account, then ~/.kube/config.' },
 ];

@@ -136,10 +136,12 @@ export function routerPeer(
 }
 
 /** The public internet: all IPv4 and IPv6 addresses minus private, link-local, CGNAT and ULA ranges. */
-export function publicInternetPeers(): NetworkPolicyPeerJson[] {
+export function publicInternetPeers(clusterCidrs: readonly string[] = []): NetworkPolicyPeerJson[] {
+  const extra = (bits: number, known: readonly string[]) => clusterCidrs
+    .filter((c) => parseCidr(c)?.bitsTotal === bits && !known.includes(c));
   return [
-    { ipBlock: { cidr: IPV4_ANY_CIDR, except: [...PUBLIC_INTERNET_IPV4_EXCEPT] } },
-    { ipBlock: { cidr: IPV6_ANY_CIDR, except: [...PUBLIC_INTERNET_IPV6_EXCEPT] } },
+    { ipBlock: { cidr: IPV4_ANY_CIDR, except: [...PUBLIC_INTERNET_IPV4_EXCEPT, ...extra(32, PUBLIC_INTERNET_IPV4_EXCEPT)] } },
+    { ipBlock: { cidr: IPV6_ANY_CIDR, except: [...PUBLIC_INTERNET_IPV6_EXCEPT, ...extra(128, PUBLIC_INTERNET_IPV6_EXCEPT)] } },
   ];
 }
 
@@ -151,18 +153,19 @@ export function publicInternetPeers(): NetworkPolicyPeerJson[] {
  * {@link PUBLIC_DNS_NAMESERVERS} instead.
  *
  * Same as upstream's `buildDefaultNetworkPolicySpec`, except that egress also excludes
- * {@link CGNAT_CIDR}.
+ * {@link CGNAT_CIDR}, and the cluster's own ranges outside the private ones (`--cluster-cidrs`).
  */
 export function defaultSandboxNetworkPolicySpec(
   templateName: string,
   routerNamespace: string = DEFAULT_SYSTEM_NAMESPACE,
   routerPodLabels: { readonly [key: string]: string } = defaultRouterPodLabels(),
+  clusterCidrs: readonly string[] = [],
 ): NetworkPolicySpecJson {
   return {
     podSelector: sandboxTemplateSelector(templateName),
     policyTypes: ['Ingress', 'Egress'],
     ingress: [{ from: [routerPeer(routerNamespace, routerPodLabels)] }],
-    egress: [{ to: publicInternetPeers() }],
+    egress: [{ to: publicInternetPeers(clusterCidrs) }],
   };
 }
 

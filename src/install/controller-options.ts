@@ -113,6 +113,15 @@ export interface ControllerOptions {
    * @default { app: 'sandbox-router' }
    */
   readonly routerPodLabels?: { [key: string]: string };
+  /**
+   * `--cluster-cidrs` (ours): the cluster's own address ranges (Pods, Services, nodes, the API
+   * server's address) that lie outside the private ranges (RFC 1918, link-local, CGNAT). The default
+   * per-template NetworkPolicy allows egress to the public internet, which upstream defines as
+   * everything but those private ranges; on a cluster whose Pod or Service range is elsewhere (public
+   * space, RFC 2544's 198.18.0.0/15), list it here, or sandboxes can reach other Pods and the API server.
+   * @default - none
+   */
+  readonly clusterCidrs?: string[];
   /** `--log-level`. @default ControllerLogLevel.INFO */
   readonly logLevel?: ControllerLogLevel;
   /** `--kubeconfig`; in a cluster the pod's service account is used. @default - in-cluster config */

@@ -103,6 +103,7 @@ export function resolveOperator(
       continue;
     }
     values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false })
+      : Array.isArray(value) ? value.join(',')
       : value !== null && typeof value === 'object' && !Array.isArray(value) ? formatLabelList(value) : value as ControllerFlagValue;
   }
   if (routerPodLabels) {

@@ -22,6 +22,8 @@ import { Log, freePort, sleep, Supervisor } from './processes';
 
 export const BRIDGE = 'asb0';
 export const BRIDGE_IP = '198.18.0.1';
+/** Everything of the real-node cluster: the bridge, the pods, the Services. */
+export const CLUSTER_CIDR = '198.18.0.0/15';
 export const POD_CIDR = '198.18.0.0/16';
 export const SERVICE_CIDR = '198.19.0.0/16';
 /** The first address of SERVICE_CIDR: the `kubernetes` Service's ClusterIP (it is in the serving cert). */
@@ -126,7 +128,7 @@ export function setUpNetwork(): void {
   run('iptables', ['-t', 'mangle', '-A', GUARD_CHAIN, '!', '-i', BRIDGE, '-o', BRIDGE, '-j', 'DROP']);
   run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', 'lo', '-j', 'RETURN']);
   run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', BRIDGE, '-j', 'RETURN']);
-  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-d', '198.18.0.0/15', '-j', 'DROP']);
+  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-d', CLUSTER_CIDR, '-j', 'DROP']);
   for (const [table, chain] of [['mangle', 'FORWARD'], ['filter', 'INPUT']]) {
     if (!run('iptables', ['-t', table, '-C', chain, '-j', GUARD_CHAIN], { allowFail: true }) && !hasRule(table, chain)) {
       run('iptables', ['-t', table, '-I', chain, '1', '-j', GUARD_CHAIN]);

@@ -15,7 +15,7 @@ import { AgentSandboxSystem } from '../../src/install';
 import { SandboxRuntimeClass } from '../../src/runtime-class';
 import { ControlPlane, startControlPlane } from '../control-plane/control-plane';
 import { Kube } from '../control-plane/kube';
-import { POD_CIDR } from '../control-plane/real-node';
+import { CLUSTER_CIDR, POD_CIDR } from '../control-plane/real-node';
 
 export const SYSTEM_NAMESPACE = 'agent-sandbox-system';
 export const ROUTER_SERVICE = 'sandbox-router-svc';
@@ -42,8 +42,10 @@ export interface RealSystem {
 export function platformObjects(): any[] {
   const chart: Chart = Testing.chart();
   new AgentSandboxSystem(chart, 'system', {
-    // The pod network here is in 198.18.0.0/15, outside the router's default private ranges.
+    // This cluster's Pods, Services and API server are in 198.18.0.0/15, outside the private ranges
+    // that the router dials by default and that the default sandbox NetworkPolicy keeps sandboxes from.
     router: { replicas: 1, args: [`--allowed-pod-cidrs=${POD_CIDR}`] },
+    controller: { clusterCidrs: [CLUSTER_CIDR] },
   });
   SandboxRuntimeClass.gvisor(chart, 'gvisor');
   return Testing.synth(chart);

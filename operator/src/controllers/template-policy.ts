@@ -16,6 +16,8 @@ export interface RouterLocation {
   readonly routerNamespace: string;
   /** Labels of the router Pods; undefined for app=sandbox-router. */
   readonly routerPodLabels?: { readonly [key: string]: string };
+  /** `--cluster-cidrs`: the cluster's ranges outside the private ones, left out of the default egress. */
+  readonly clusterCidrs: readonly string[];
 }
 
 /**
@@ -41,7 +43,8 @@ export function routerLocation(flags: OperatorFlags, ownNamespace: string | unde
   const labels = parseLabelList(flags.string('router-pod-labels'));
   // The flag table validated the value at startup; an unparsable one cannot get here.
   const routerPodLabels = typeof labels === 'string' || Object.keys(labels).length === 0 ? undefined : labels;
-  return { routerNamespace: flags.string('router-namespace') || ownNamespace || DEFAULT_SYSTEM_NAMESPACE, routerPodLabels };
+  const clusterCidrs = flags.string('cluster-cidrs').split(',').map((c) => c.trim()).filter(Boolean);
+  return { routerNamespace: flags.string('router-namespace') || ownNamespace || DEFAULT_SYSTEM_NAMESPACE, routerPodLabels, clusterCidrs };
 }
 
 /** The pools a NetworkPolicy event concerns: those of the template(s) the policy belongs to or blocks. */

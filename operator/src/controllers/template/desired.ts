@@ -26,6 +26,8 @@ export interface NetworkPolicyOptions {
   readonly routerNamespace?: string;
   /** Labels of the router Pods (`--router-pod-labels`). @default { app: 'sandbox-router' } */
   readonly routerPodLabels?: { readonly [key: string]: string };
+  /** The cluster's ranges outside the private ones, which the default egress also leaves out (`--cluster-cidrs`). @default none */
+  readonly clusterCidrs?: readonly string[];
 }
 
 export { isUnmanaged };
@@ -52,7 +54,7 @@ export function desiredNetworkPolicy(template: SandboxTemplate, options: Network
   const name = template.metadata.name;
   let spec: NetworkPolicySpecJson;
   if (usesDefaultNetworkPolicy(template)) {
-    spec = defaultSandboxNetworkPolicySpec(name, options.routerNamespace, options.routerPodLabels);
+    spec = defaultSandboxNetworkPolicySpec(name, options.routerNamespace, options.routerPodLabels, options.clusterCidrs);
   } else {
     const custom = template.spec.networkPolicy ?? {};
     spec = {
