@@ -51,6 +51,20 @@ export function platformObjects(): any[] {
   return Testing.synth(chart);
 }
 
+/** Applies {@link platformObjects} with kubectl and waits for its Deployments; returns the file applied. */
+export async function installPlatform(kube: Kube, dir: string, log: (m: string) => void): Promise<string> {
+  const objects = platformObjects();
+  const bundleFile = path.join(dir, 'platform.yaml');
+  fs.writeFileSync(bundleFile, objects.map((x) => toYaml(x)).join('---\n'));
+  log(`applying the install bundle (${objects.length} objects): kubectl apply --server-side -f ${bundleFile}`);
+  await kube.kubectl(['apply', '--server-side', '--field-manager=platform', '-f', bundleFile]);
+  for (const d of objects.filter((x) => x.kind === 'Deployment')) {
+    await kube.kubectl(['rollout', 'status', `deployment/${d.metadata.name}`, '-n', d.metadata.namespace, '--timeout=240s'], { timeoutMs: 250_000 });
+  }
+  log('operator and router Deployments rolled out');
+  return bundleFile;
+}
+
 export async function startRealSystem(o: RealSystemOptions): Promise<RealSystem> {
   const stops: Array<() => Promise<unknown>> = [];
   const stop = async () => {
@@ -63,15 +77,7 @@ export async function startRealSystem(o: RealSystemOptions): Promise<RealSystem>
     const cp = await startControlPlane({ realNodes: 1, manifests: [writeCrds()], log: o.log, detached: o.detached });
     stops.unshift(() => cp.stop());
     const kube = new Kube({ kubeconfig: cp.kubeconfig, binDir: cp.binDir, cacheDir: path.join(cp.workDir, 'kubectl-cache') });
-    const objects = platformObjects();
-    const bundleFile = path.join(cp.workDir, 'platform.yaml');
-    fs.writeFileSync(bundleFile, objects.map((x) => toYaml(x)).join('---\n'));
-    o.log(`applying the install bundle (${objects.length} objects): kubectl apply --server-side -f ${bundleFile}`);
-    await kube.kubectl(['apply', '--server-side', '--field-manager=platform', '-f', bundleFile]);
-    for (const d of objects.filter((x) => x.kind === 'Deployment')) {
-      await kube.kubectl(['rollout', 'status', `deployment/${d.metadata.name}`, '-n', d.metadata.namespace, '--timeout=240s'], { timeoutMs: 250_000 });
-    }
-    o.log('operator and router Deployments rolled out');
+    const bundleFile = await installPlatform(kube, cp.workDir, o.log);
     return { cp, kube, images: cp.realNodes!.artifacts.images.refs, bundleFile, stop };
   } catch (err) {
     await stop();

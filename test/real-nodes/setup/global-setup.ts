@@ -4,24 +4,25 @@
  * variables (workers are forked after global setup and inherit them).
  *
  * REAL_NODES_REUSE=1 uses a cluster left running by `tools/control-plane/cli.ts up --real-nodes 1`
- * with the platform applied (`npm run demo -- --real-nodes --keep` leaves one); teardown leaves it.
+ * (it applies the platform there too); teardown leaves it running.
  */
-import { ENV } from '../../../tools/control-plane/kube';
+import { ENV, Kube } from '../../../tools/control-plane/kube';
 import { readState, stateFile } from '../../../tools/control-plane/state';
 import { isRunning } from '../../../tools/control-plane/processes';
-import { startRealSystem } from '../../../tools/demo/real-system';
+import { installPlatform, startRealSystem } from '../../../tools/demo/real-system';
 import { IMAGES_ENV } from '../e2e';
 
 export default async function globalSetup(): Promise<void> {
+  const log = (m: string) => process.stderr.write(`[real-nodes] ${m}\n`);
   if (process.env.REAL_NODES_REUSE === '1') {
     const state = readState();
     if (!state || !state.processes.every(isRunning) || !state.images) {
       throw new Error(`REAL_NODES_REUSE=1 but no running real-node cluster is recorded in ${stateFile()}; run "tools/control-plane/cli.ts up --real-nodes 1"`);
     }
     exportEnv(state.kubeconfig, state.binDir, state.workDir, state.images);
+    await installPlatform(Kube.fromEnv(), state.workDir, log);
     return;
   }
-  const log = (m: string) => process.stderr.write(`[real-nodes] ${m}\n`);
   const system = await startRealSystem({ log });
   (globalThis as any).__CONTROL_PLANE__ = { stop: system.stop };
   exportEnv(system.cp.kubeconfig, system.cp.binDir, system.cp.workDir, system.images);
