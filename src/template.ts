@@ -2,8 +2,9 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { EnvVarsInjectionPolicy, NetworkPolicyManagement, VolumeClaimTemplatesPolicy } from './api/enums';
 import { KINDS } from './api/groups';
+import { HardeningDefault, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, parseOptOuts } from './api/secure-defaults';
 import { ErrorList, checkDns1123Subdomain } from './api/validation';
-import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
+import { PodSecurityOptions, SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
 import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
@@ -72,6 +73,13 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     this.runtime = props.runtime;
     this.apiObject = _customResource(this, KINDS.template, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
+    // The operator fills in each hardening default a template leaves unset, unless the template
+    // opts out by annotation: a default switched off here must say so, or it comes back.
+    const optOuts = hardeningOptOuts(props.security);
+    if (optOuts.length > 0) {
+      const given = parseOptOuts(props.metadata?.annotations?.[SECURE_DEFAULTS_OPT_OUT_ANNOTATION]);
+      this.apiObject.metadata.addAnnotation(SECURE_DEFAULTS_OPT_OUT_ANNOTATION, [...new Set([...given, ...optOuts])].join(','));
+    }
 
     // The Git-owned NetworkPolicy is named after the template: a bad name would be reported as the
     // policy's, so it fails here, naming the template's field.
@@ -123,4 +131,13 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
       volumeClaimTemplatesPolicy: this.volumeClaimTemplatesPolicy,
     });
   }
+}
+
+/** The operator's hardening defaults that `security` switches off, as the opt-out annotation names them. */
+function hardeningOptOuts(security: PodSecurityOptions | undefined): string[] {
+  return [
+    ...(security?.runAsNonRoot === false ? [HardeningDefault.RUN_AS_NON_ROOT] : []),
+    ...(security?.seccompRuntimeDefault === false ? [HardeningDefault.SECCOMP_PROFILE] : []),
+    ...(security?.hardenContainers === false ? [HardeningDefault.ALLOW_PRIVILEGE_ESCALATION, HardeningDefault.DROP_CAPABILITIES] : []),
+  ];
 }

@@ -8,6 +8,22 @@ import { SandboxTemplate } from '../src/template';
 const containers = [{ image: 'python:3.12-slim', ports: [{ number: 8888 }] }];
 
 describe('SandboxTemplate', () => {
+  test('a hardening default switched off is also opted out of by annotation, or the operator would put it back', () => {
+    const chart = Testing.chart();
+    new SandboxTemplate(chart, 'relaxed', {
+      metadata: { name: 'relaxed', annotations: { 'agents.x-k8s.io/secure-defaults-opt-out': 'runAsNonRoot' } },
+      containers: [{ image: 'x', security: { runAsUser: 1000 } }],
+      security: { seccompRuntimeDefault: false, hardenContainers: false },
+    });
+    new SandboxTemplate(chart, 'hardened', { metadata: { name: 'hardened' }, containers: [{ image: 'x' }] });
+    const [relaxed, hardened] = Testing.synth(chart);
+    expect(relaxed.metadata.annotations).toEqual({
+      'agents.x-k8s.io/secure-defaults-opt-out': 'runAsNonRoot,seccompProfile,allowPrivilegeEscalation,dropCapabilities',
+    });
+    expect(relaxed.spec.podTemplate.spec.securityContext).toEqual({ runAsNonRoot: true });
+    expect(hardened.metadata.annotations).toBeUndefined();
+  });
+
   test('defaults: secure pod, operator-managed default policy, injection disallowed', () => {
     const chart = Testing.chart();
     new SandboxTemplate(chart, 'tpl', { metadata: { name: 'python' }, containers });
