@@ -209,7 +209,7 @@ project.addTask('synth', {
 
 // The local control plane (built from Go modules; see README).
 project.addTask('cluster:build', { description: 'Build or reuse the control-plane binaries', exec: 'hack/build-control-plane.sh' });
-project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK, pod runner)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
+project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK, pod runner; --real-nodes 1 adds a real node)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
 project.addTask('cluster:down', { description: 'Stop the local control plane started by cluster:up', exec: `${tsNode} tools/control-plane/cli.ts down` });
 
 // Integration tests share one control plane, started by the jest global setup.
@@ -224,6 +224,20 @@ const integration = project.addTask('test:integration', {
 const faults = project.addTask('test:faults', {
   description: 'Fault injection against a real local control plane and the real operator (builds the operator bundle first)',
   steps: [{ spawn: operatorBuild.name }, { exec: 'jest -c test/faults/jest.config.js --ci --runInBand', receiveArgs: true }],
+});
+
+// The real-node suite: a control plane with a real node (kubelet, containerd, runc, gVisor, kube-proxy,
+// kube-router), the operator image built from operator/Dockerfile, the platform applied with kubectl.
+// Needs root; its global setup builds or reuses the node binaries and images (hack/build-real-node.sh,
+// hack/build-images.sh).
+const realNodes = project.addTask('test:real-nodes', {
+  description: 'End-to-end on a real node: runc and gVisor sandboxes, NetworkPolicy, hardening, suspend/resume, SDKs (root)',
+  exec: 'jest -c test/real-nodes/jest.config.js --ci --runInBand',
+  receiveArgs: true,
+});
+project.addTask('node:build', {
+  description: 'Build or reuse the real-node binaries (gVisor, kube-router, local-path-provisioner, pause) and images (operator, Python sandbox)',
+  exec: 'hack/build-images.sh "$(hack/build-real-node.sh | tail -1)"',
 });
 
 // The jsii bindings: build the Python, Java and Go packages and use the Python one for real.
@@ -332,6 +346,7 @@ all.spawn(operatorTests);
 all.spawn(sdkTests);
 all.spawn(integration);
 all.spawn(faults);
+all.spawn(realNodes);
 all.spawn(bindings);
 all.spawn(benchSmoke);
 

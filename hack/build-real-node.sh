@@ -7,6 +7,8 @@
 #     last version whose shim speaks containerd 1.6's start protocol (later ones print a JSON
 #     bootstrap that Debian's containerd 1.6 cannot read);
 #   - kube-router (its NetworkPolicy controller enforces NetworkPolicies), from its Go module;
+#   - Rancher's local-path-provisioner, the dynamic PV provisioner kind ships (volumes a non-root
+#     sandbox can write, which the in-tree hostPath provisioner's 0750 root directories are not);
 #   - pause, the pod sandbox's init process, compiled from the C source in the Kubernetes module.
 # Go and C builds land in a version-keyed cache directory outside the work tree and are reused
 # when present; each is built in a scratch directory and moved into place only when it succeeded.
@@ -17,8 +19,10 @@ set -euo pipefail
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
 GVISOR_VERSION="${GVISOR_VERSION:-v0.0.0-20260508212337-96dad6a2da94}"
 KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.10.0}"
+LOCAL_PATH_VERSION="${LOCAL_PATH_VERSION:-v0.0.30}"
 CACHE_ROOT="${AGENT_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cdk8s-agent-sandbox}"
 BIN="${CACHE_ROOT}/nodebin/gvisor-${GVISOR_VERSION}_kube-router-${KUBE_ROUTER_VERSION}_k8s-${K8S_VERSION}"
+# Each binary is checked on its own below, so adding one to this list keeps the others cached.
 APT_PACKAGES=(containerd runc containernetworking-plugins iptables ipset conntrack buildah mmdebstrap)
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
@@ -75,6 +79,24 @@ build_kube_router() {
   log "kube-router: built in $((SECONDS - t0))s"
 }
 
+build_local_path() {
+  if [ -x "$BIN/local-path-provisioner" ]; then log "local-path-provisioner ${LOCAL_PATH_VERSION}: cached"; return; fi
+  local t0=$SECONDS src
+  src=$(work "local-path-${LOCAL_PATH_VERSION}")
+  (
+    cd "$src"
+    go mod init local/local-path-bin >/dev/null 2>&1
+    go mod edit -go=1.26.0 -require="github.com/rancher/local-path-provisioner@${LOCAL_PATH_VERSION}" \
+      -tool=github.com/rancher/local-path-provisioner
+    log "local-path-provisioner ${LOCAL_PATH_VERSION}: go mod tidy"
+    go mod tidy
+    log "local-path-provisioner ${LOCAL_PATH_VERSION}: go build"
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$src/local-path-provisioner" github.com/rancher/local-path-provisioner
+  )
+  mv -f "$src/local-path-provisioner" "$BIN/local-path-provisioner"
+  log "local-path-provisioner: built in $((SECONDS - t0))s"
+}
+
 build_pause() {
   if [ -x "$BIN/pause" ]; then log "pause (Kubernetes ${K8S_VERSION}): cached"; return; fi
   local src dir
@@ -92,6 +114,7 @@ T0=$SECONDS
 install_packages
 build_pause
 build_kube_router
+build_local_path
 build_gvisor
 log "all node binaries ready in $((SECONDS - T0))s: $BIN"
 echo "$BIN"

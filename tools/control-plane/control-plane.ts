@@ -108,7 +108,7 @@ export interface ControlPlane {
 
 /** Components stop front to back: clients of the apiserver first, etcd last. */
 export const STOP_ORDER = [
-  ['pod-runner', 'kwok', 'kube-router', 'kube-proxy', 'kubelet', 'kube-scheduler', 'kube-controller-manager'],
+  ['pod-runner', 'kwok', 'local-path-provisioner', 'kube-router', 'kube-proxy', 'kubelet', 'kube-scheduler', 'kube-controller-manager'],
   ['containerd'], ['kube-apiserver'], ['etcd'],
 ];
 export const DEFAULT_POD_CIDR = '127.64.0.0/12';
@@ -243,7 +243,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     log(`kube-controller-manager and kube-scheduler healthy after ${controllersMs} ms`);
 
     const nodeNames = Array.from({ length: nodes }, (_, i) => `kwok-node-${i}`);
-    await kube.applyServerSide([...nodeNames.map(nodeObject), defaultStorageClass()], 'cdk8s-agent-sandbox-harness');
+    // A real node brings its own default StorageClass (local-path, see real-node.ts).
+    const harnessObjects = [...nodeNames.map(nodeObject), ...real ? [] : [defaultStorageClass()]];
+    if (harnessObjects.length > 0) await kube.applyServerSide(harnessObjects, 'cdk8s-agent-sandbox-harness');
     // Nodes turning Ready prove kwok's controller works; /healthz its kubelet-like server.
     const kwokServerHealthy = componentHealth(kubeletPort);
     if (kwokRuns) await sup.waitReady('kwok', async () => await allNodesReady(api, nodeNames) && kwokServerHealthy(), 60_000);

@@ -250,8 +250,76 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
 
   await o.sup.waitReady('kube-proxy', async () => (await fetch(`http://127.0.0.1:${proxyHealthz}/healthz`).catch(() => undefined))?.ok === true, 60_000);
   await o.sup.waitReady('kube-router', async () => (await fetch(`http://127.0.0.1:${routerHealth}/healthz`).catch(() => undefined))?.ok === true, 60_000);
+  await startLocalPathProvisioner(o, path.join(root, 'local-path'), env);
   o.log(`real node ${name} Ready (containerd ${socket})`);
   return { nodeNames: [name], containerdSocket: socket, root };
+}
+
+export const LOCAL_PATH_NAMESPACE = 'local-path-storage';
+export const LOCAL_PATH_STORAGE_CLASS = 'local-path';
+
+/**
+ * Rancher's local-path-provisioner as a host process, with the objects its install manifest would
+ * create (namespace, the helper Pods' ServiceAccount, the ConfigMap with the setup and teardown
+ * scripts, the StorageClass, here the default one). Its helper Pod runs the stock Python image (it
+ * has /bin/sh), makes each volume's directory under `dataDir` with mode 0777, and removes it on
+ * delete: volumes a non-root sandbox can write, kept across suspend and resume.
+ */
+async function startLocalPathProvisioner(o: RealNodeStart, dataDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const configDir = path.join(path.dirname(dataDir), 'local-path-config');
+  fs.mkdirSync(configDir, { recursive: true });
+  const config = { nodePathMap: [{ node: 'DEFAULT_PATH_FOR_NON_LISTED_NODES', paths: [dataDir] }] };
+  const helperPod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'helper-pod' },
+    spec: {
+      tolerations: [{ key: 'node.kubernetes.io/disk-pressure', operator: 'Exists', effect: 'NoSchedule' }],
+      containers: [{ name: 'helper-pod', image: o.artifacts.images.refs['python-sandbox'], imagePullPolicy: 'Never' }],
+    },
+  };
+  fs.writeFileSync(path.join(configDir, 'config.json'), JSON.stringify(config));
+  fs.writeFileSync(path.join(configDir, 'helperPod.yaml'), toYaml(helperPod));
+  const objects = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: LOCAL_PATH_NAMESPACE } },
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'local-path-provisioner', namespace: LOCAL_PATH_NAMESPACE } },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'local-path-config', namespace: LOCAL_PATH_NAMESPACE },
+      data: {
+        'config.json': JSON.stringify(config),
+        'setup': '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+        'teardown': '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+        'helperPod.yaml': toYaml(helperPod),
+      },
+    },
+    {
+      apiVersion: 'storage.k8s.io/v1',
+      kind: 'StorageClass',
+      metadata: { name: LOCAL_PATH_STORAGE_CLASS, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+      provisioner: 'rancher.io/local-path',
+      volumeBindingMode: 'WaitForFirstConsumer',
+      reclaimPolicy: 'Delete',
+    },
+  ];
+  for (const obj of objects) {
+    const res = await o.api.request('POST', collectionPath(obj), obj);
+    if (res.status >= 300 && res.status !== 409) throw new Error(`creating ${(obj as any).kind} for local-path-provisioner: HTTP ${res.status} ${JSON.stringify(res.body)}`);
+  }
+  o.sup.start('local-path-provisioner', path.join(o.artifacts.nodeBinDir, 'local-path-provisioner'), [
+    '--debug', 'start', `--kubeconfig=${o.kubeconfig}`, `--namespace=${LOCAL_PATH_NAMESPACE}`,
+    `--helper-image=${o.artifacts.images.refs['python-sandbox']}`, '--service-account-name=local-path-provisioner',
+    `--config=${path.join(configDir, 'config.json')}`, `--helper-pod-file=${path.join(configDir, 'helperPod.yaml')}`,
+    '--provisioner-name=rancher.io/local-path',
+  ], env);
+}
+
+function collectionPath(obj: any): string {
+  const base = obj.apiVersion === 'v1' ? '/api/v1' : `/apis/${obj.apiVersion}`;
+  const plural = { Namespace: 'namespaces', ServiceAccount: 'serviceaccounts', ConfigMap: 'configmaps', StorageClass: 'storageclasses' }[obj.kind as string];
+  return obj.metadata.namespace ? `${base}/namespaces/${obj.metadata.namespace}/${plural}` : `${base}/${plural}`;
 }
 
 /** Stops what the kubelet left running (pod sandboxes under runc or runsc) and unmounts its volumes. */
