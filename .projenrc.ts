@@ -37,7 +37,7 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   jestOptions: {
     updateSnapshot: javascript.UpdateSnapshot.NEVER,
     jestConfig: {
-      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/operator/', '<rootDir>/test/integration/', '<rootDir>/test/faults/'],
+      testPathIgnorePatterns: ['/node_modules/', '<rootDir>/operator/', '<rootDir>/test/integration/', '<rootDir>/test/faults/', '<rootDir>/test/real-nodes/'],
       // The operator image's tag is the package version: 0.0.0 here, the release's in the release build.
       snapshotSerializers: ['<rootDir>/test/release/version-serializer.ts'],
     },
@@ -198,6 +198,8 @@ project.gitignore.exclude('/sdk/dist/', '/examples/agent-typescript/dist/');
 project.addTask('demo', {
   description: 'Start everything locally, run the example agent (examples/agent-typescript) through the router, stop everything',
   exec: `${tsNode} tools/demo/demo.ts`,
+  // --real-nodes: the same against a real node (root; tools/demo/real-system.ts).
+  receiveArgs: true,
 });
 
 // The main job: the release bundle and every example, to dist/.

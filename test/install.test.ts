@@ -252,6 +252,7 @@ describe('AgentSandboxSystem', () => {
       disableClaimObservabilityAnnotations: true,
       routerNamespace: 'edge',
       routerPodLabels: { app: 'edge-router' },
+      clusterCidrs: ['198.18.0.0/15', 'fd00:10::/56'],
       logLevel: ControllerLogLevel.DEBUG,
       kubeconfig: '/etc/kube/config',
     };
@@ -286,6 +287,7 @@ describe('AgentSandboxSystem', () => {
       '--disable-claim-observability-annotations=true',
       '--router-namespace=edge',
       '--router-pod-labels=app=edge-router',
+      '--cluster-cidrs=198.18.0.0/15,fd00:10::/56',
       '--log-level=debug',
       '--kubeconfig=/etc/kube/config',
     ]);

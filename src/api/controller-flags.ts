@@ -55,7 +55,7 @@ const cidrList = (value: string) => {
   for (const cidr of value === '' ? [] : value.split(',')) {
     const parsed = parseCidr(cidr.trim());
     if (!parsed || parsed.prefix === 0) return `"${cidr}" is not a network CIDR; use forms like "198.18.0.0/15" or "fd00:10::/56", comma-separated`;
-    if (parsed.address & ((1n << BigInt(parsed.bitsTotal - parsed.prefix)) - 1n)) {
+    if (parsed.address % 2n ** BigInt(parsed.bitsTotal - parsed.prefix) !== 0n) {
       return `"${cidr}" has host bits set; give the network address of the block (e.g. "198.18.0.0/15")`;
     }
   }

@@ -104,7 +104,7 @@ export function resolveOperator(
     }
     values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false })
       : Array.isArray(value) ? value.join(',')
-      : value !== null && typeof value === 'object' && !Array.isArray(value) ? formatLabelList(value) : value as ControllerFlagValue;
+        : value !== null && typeof value === 'object' && !Array.isArray(value) ? formatLabelList(value) : value as ControllerFlagValue;
   }
   if (routerPodLabels) {
     for (const field of ['routerNamespace', 'routerPodLabels'] as const) {

@@ -3,6 +3,7 @@ import {
   CONTROLLER_FLAGS, controllerFlag, flagPropertyName, formatGoDuration, formatLabelList, parseControllerFlagValue, parseGoDuration,
   parseLabelList, portOfBindAddress, renderControllerArgs, validateControllerFlagValues,
 } from '../../src/api/controller-flags';
+import { PUBLIC_INTERNET_IPV4_EXCEPT, PUBLIC_INTERNET_IPV6_EXCEPT, defaultSandboxNetworkPolicySpec } from '../../src/api/network-policy-defaults';
 
 function flag(name: string) {
   const found = controllerFlag(name);
@@ -42,6 +43,7 @@ describe('the controller flag table', () => {
       'disable-claim-observability-annotations': ['bool', false],
       'router-namespace': ['string', ''],
       'router-pod-labels': ['string', ''],
+      'cluster-cidrs': ['string', ''],
       'log-level': ['string', 'info'],
       'kubeconfig': ['string', ''],
     });
@@ -203,5 +205,29 @@ describe('label lists (--router-pod-labels)', () => {
     expect(typeof result).toBe('string');
     expect(result).toContain(problem);
     expect(result).toContain('write labels as key=value,key2=value2');
+  });
+});
+
+describe('--cluster-cidrs', () => {
+  test.each([
+    ['198.18.0.0/15', undefined],
+    ['198.18.0.0/15,fd00:10::/56', undefined],
+    ['', undefined],
+    ['198.18.0.1/15', 'has host bits set; give the network address of the block'],
+    ['198.18.0.0', 'is not a network CIDR'],
+    ['0.0.0.0/0', 'is not a network CIDR'],
+    ['198.18.0.0/15,nope', '"nope" is not a network CIDR'],
+  ])('%j', (value, problem) => {
+    const problems = validateControllerFlagValues({ 'cluster-cidrs': value });
+    if (problem === undefined) expect(problems).toEqual([]);
+    else expect(problems).toEqual([{ flag: 'cluster-cidrs', message: expect.stringContaining(problem) }]);
+  });
+
+  test('the default egress leaves the cluster\'s ranges out as well, per address family, without repeating a private one', () => {
+    const spec = defaultSandboxNetworkPolicySpec('t', 'ns', undefined, ['198.18.0.0/15', '10.0.0.0/8', 'fd00:10::/56']);
+    const [v4, v6] = spec.egress![0].to!.map((p) => p.ipBlock!);
+    expect(v4.except).toEqual([...PUBLIC_INTERNET_IPV4_EXCEPT, '198.18.0.0/15']);
+    expect(v6.except).toEqual([...PUBLIC_INTERNET_IPV6_EXCEPT, 'fd00:10::/56']);
+    expect(defaultSandboxNetworkPolicySpec('t').egress![0].to![0].ipBlock!.except).toEqual([...PUBLIC_INTERNET_IPV4_EXCEPT]);
   });
 });

@@ -12,6 +12,7 @@ import { SandboxTemplate, SandboxTemplateProps } from '../../src/template';
 import { SandboxWarmPool } from '../../src/warm-pool';
 import { ENV, Kube } from '../../tools/control-plane/kube';
 import { sleep } from '../../tools/control-plane/processes';
+import { agentServiceAccount } from '../../tools/demo/real-pool';
 import { ROUTER_SERVICE, SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
 
 export const IMAGES_ENV = 'REAL_NODE_IMAGES';
@@ -97,25 +98,7 @@ export class RouterForward {
  * (the router's `--auth=kubernetes` reviews `get` on the Sandbox or its claim), and a token of it.
  */
 export async function agentToken(k: Kube, namespace: string): Promise<string> {
-  await k.applyServerSide([
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent', namespace } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'agent', namespace },
-      rules: [
-        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'agent', namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent' },
-      subjects: [{ kind: 'ServiceAccount', name: 'agent', namespace }],
-    },
-  ], 'real-nodes-test');
+  await k.applyServerSide(agentServiceAccount(namespace), 'real-nodes-test');
   return (await k.kubectl(['create', 'token', 'agent', '-n', namespace, '--duration=1h'])).trim();
 }
 
@@ -126,7 +109,9 @@ export interface ExecResult {
 }
 
 /** Runs a command in a sandbox through the router (`/execute` of the legacy runtime API). */
-export async function execute(routerUrl: string, token: string, namespace: string, sandbox: string, command: string, timeoutMs = 60_000): Promise<ExecResult> {
+export async function execute(
+  routerUrl: string, token: string, namespace: string, sandbox: string, command: string, timeoutMs = 60_000,
+): Promise<ExecResult> {
   const res = await fetch(`${routerUrl}/execute`, {
     method: 'POST',
     headers: { 'authorization': `Bearer ${token}`, 'content-type': 'application/json', 'x-sandbox-id': sandbox, 'x-sandbox-namespace': namespace, 'x-sandbox-port': '8888' },
@@ -140,12 +125,18 @@ export async function execute(routerUrl: string, token: string, namespace: strin
 
 /** Python that tries a TCP connection and prints `open` or the error's class. */
 export function probeCommand(host: string, port: number, timeoutSeconds = 3): string {
-  const py = `import socket\ntry:\n    socket.create_connection((${JSON.stringify(host)}, ${port}), ${timeoutSeconds}).close(); print('open')\nexcept Exception as e:\n    print(type(e).__name__)`;
+  const py = [
+    'import socket',
+    'try:',
+    `    socket.create_connection((${JSON.stringify(host)}, ${port}), ${timeoutSeconds}).close(); print('open')`,
+    'except Exception as e:',
+    '    print(type(e).__name__)',
+  ].join('\n');
   return `python3 -c ${shellQuote(py)}`;
 }
 
 export function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
+  return `'${s.replace(/'/g, '\'\\\'\'')}'`;
 }
 
 /** Waits until `check` returns a value (not undefined), polling. */

@@ -5,8 +5,8 @@
  * template that switches each default off shows the opposite, so none of these checks can pass on
  * a node that ignores the settings.
  */
-import { Kube } from '../../tools/control-plane/kube';
 import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
+import { Kube } from '../../tools/control-plane/kube';
 
 let k: Kube;
 let ns: string;

@@ -6,9 +6,9 @@
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
+import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
 import { Kube } from '../../tools/control-plane/kube';
 import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
-import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
 
 let k: Kube;
 let ns: string;

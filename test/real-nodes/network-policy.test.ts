@@ -5,12 +5,12 @@
  * router still reaches the sandbox; once the policy is gone, the same probes from the same sandbox
  * connect, so a pass cannot come from a network that was never open.
  */
-import { parse as parseYaml } from 'yaml';
 import * as fs from 'fs';
+import { parse as parseYaml } from 'yaml';
+import { RouterForward, agentToken, eventually, execute, kube, pods, probeCommand, pythonPool, writeArtifact } from './e2e';
 import { Kube } from '../../tools/control-plane/kube';
 import { KUBERNETES_SERVICE_IP } from '../../tools/control-plane/real-node';
 import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
-import { RouterForward, agentToken, eventually, execute, kube, pods, probeCommand, pythonPool, writeArtifact } from './e2e';
 
 let k: Kube;
 let ns: string;

@@ -3,8 +3,8 @@
  * gVisor (the gvisor RuntimeClass the bundle ships), reached through the router Pod.
  */
 import { execFileSync } from 'child_process';
-import { Kube } from '../../tools/control-plane/kube';
 import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
+import { Kube } from '../../tools/control-plane/kube';
 
 const HOST_KERNEL = execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim();
 let k: Kube;

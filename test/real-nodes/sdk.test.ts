@@ -7,8 +7,8 @@
  */
 import { execFile, execFileSync } from 'child_process';
 import * as path from 'path';
-import { Kube } from '../../tools/control-plane/kube';
 import { RouterForward, agentToken, eventually, kube, pods, pythonPool } from './e2e';
+import { Kube } from '../../tools/control-plane/kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const AGENT = path.join(ROOT, 'test', 'integration', 'sdk', 'fixtures', 'agent.mjs');
@@ -22,7 +22,9 @@ beforeAll(async () => {
   k = kube();
   ns = await k.createNamespace('sdk');
   await k.applyServerSide(pythonPool(ns, 'pool', {
-    runtimeClass: 'gvisor', runAsUser: 1000, replicas: 2,
+    runtimeClass: 'gvisor',
+    runAsUser: 1000,
+    replicas: 2,
     extra: { runtime: { filesPort: 8080, grpcPort: 9090 } },
   }), 'real-nodes-test');
   token = await agentToken(k, ns);

@@ -34,11 +34,14 @@ function ignored(file: string): boolean {
   });
 }
 
-test('two stages: a Node 22 build stage and the distroless Node 22 runtime', () => {
+test('two stages: a Node 22 build stage and the distroless Node 22 runtime, each a build argument with that default', () => {
   expect(froms).toEqual([
-    { image: 'node:22-slim', name: 'build' },
-    { image: 'gcr.io/distroless/nodejs22-debian12:nonroot', name: undefined },
+    { image: '${BUILD_IMAGE}', name: 'build' },
+    { image: '${RUNTIME_IMAGE}', name: undefined },
   ]);
+  // Global ARGs (before the first FROM) are what FROM lines may use.
+  const globalArgs = instructions.filter((i) => i.stage === -1 && i.op === 'ARG').map((i) => i.args);
+  expect(globalArgs).toEqual(['BUILD_IMAGE=node:22-slim', 'RUNTIME_IMAGE=gcr.io/distroless/nodejs22-debian12:nonroot']);
 });
 
 test('what the build stage copies from the context exists and is not ignored', () => {

@@ -13,11 +13,11 @@ import { composeStages } from './kwok-stages';
 import { generatePki, kubeconfigYaml } from './pki';
 import { isLoopbackCidr, splitPodCidr } from './pod-cidr';
 import { podRunnerCommand } from './pod-runner';
-import {
-  BRIDGE_IP, NodeArtifacts, POD_CIDR, RealNodes, SERVICE_CIDR, buildNodeArtifacts, checkRealNodeHost,
-  setUpNetwork, startRealNode, stopNodeNetworking,
-} from './real-node';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
+import {
+  BRIDGE_IP, NodeArtifacts, POD_CIDR, RealNodes, SERVICE_CIDR, buildNodeArtifacts, checkRealNodeHost, cleanRoot,
+  realNodeRoot, setUpNetwork, startRealNode, stopNodeNetworking,
+} from './real-node';
 
 export interface ControlPlaneOptions {
   /** Fake nodes to create. @default 3 */
@@ -304,7 +304,9 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       },
       stop: () => stopping ??= (async () => {
         const volumeDirs = await hostPathVolumeDirs(kubeconfig);
-        await sup.stopAll(STOP_ORDER);
+        // A real node's Pods (the operator's among them) outlive containerd in their shims: they go
+        // before the API server, which would otherwise wait out their watches.
+        await sup.stopAll(STOP_ORDER, undefined, (i) => (real && STOP_ORDER[i].includes('containerd') ? cleanRoot(realNodeRoot()) : undefined));
         await stopPodProcesses(workDir, log);
         if (real) stopNodeNetworking(bins.binDir, artifacts?.nodeBinDir, log);
         removeLeftovers(workDir, kubeconfig, volumeDirs);
@@ -328,7 +330,10 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
  * Stops a control plane started by another process (`cli down`) from its recorded pids and
  * removes its files. Safe to call when some or all processes are already gone.
  */
-export async function stopRecorded(state: { workDir: string; kubeconfig: string; processes: ProcessRecord[]; binDir?: string; nodeBinDir?: string }, log: Log): Promise<void> {
+export async function stopRecorded(
+  state: { workDir: string; kubeconfig: string; processes: ProcessRecord[]; binDir?: string; nodeBinDir?: string },
+  log: Log,
+): Promise<void> {
   const volumeDirs = await hostPathVolumeDirs(state.kubeconfig);
   const groups = [
     state.processes.filter((p) => !STOP_ORDER.flat().includes(p.name)),

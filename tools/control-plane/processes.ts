@@ -209,12 +209,14 @@ export class Supervisor {
    * Stops every process: those not named in `groups` first, then group by group (all of a
    * group in parallel), each with SIGTERM and SIGKILL after `timeoutMs`.
    */
-  public async stopAll(groups: string[][], timeoutMs = 10_000): Promise<void> {
+  public async stopAll(groups: string[][], timeoutMs = 10_000, afterGroup?: (index: number) => void): Promise<void> {
     const byName = new Map(this.running.map((r) => [r.name, r]));
     const ordered = groups.map((g) => g.map((n) => byName.get(n)).filter((r): r is Running => !!r));
     const rest = this.running.filter((r) => !groups.flat().includes(r.name));
-    for (const group of [rest, ...ordered]) {
+    await Promise.all(rest.map((r) => this.stopOne(r, timeoutMs)));
+    for (const [i, group] of ordered.entries()) {
       await Promise.all(group.map((r) => this.stopOne(r, timeoutMs)));
+      afterGroup?.(i);
     }
     process.removeListener('exit', this.killAllSync);
   }

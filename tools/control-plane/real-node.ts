@@ -15,10 +15,10 @@ import { execFileSync, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { stringify as toYaml } from 'yaml';
-import { DEFAULT_OPERATOR_IMAGE } from '../../src/install/operator-deployment';
 import { ApiClient } from './api';
 import { cacheRoot } from './binaries';
 import { Log, freePort, sleep, Supervisor } from './processes';
+import { DEFAULT_OPERATOR_IMAGE } from '../../src/install/operator-deployment';
 
 export const BRIDGE = 'asb0';
 export const BRIDGE_IP = '198.18.0.1';
@@ -53,7 +53,7 @@ const HACK = path.resolve(__dirname, '..', '..', 'hack');
 
 /** Runs a build script, forwarding its progress lines; resolves with its stdout. */
 function runScript(script: string, args: string[], log: Log): string {
-  const r = spawnSync('bash', [path.join(HACK, script), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 << 20 });
+  const r = spawnSync('bash', [path.join(HACK, script), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 });
   for (const line of (r.stderr ?? '').split('\n').filter((l) => l.startsWith('['))) log(line);
   if (r.status !== 0) throw new Error(`hack/${script} failed (exit ${r.status}):\n${(r.stderr ?? '').split('\n').slice(-30).join('\n')}`);
   return r.stdout;
@@ -200,9 +200,9 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
   };
   for (const d of Object.values(dirs)) fs.mkdirSync(d, { recursive: true });
   const socket = path.join(dirs.containerd, 'containerd.sock');
-  _writeContainerdConfig(dirs, o.artifacts);
-  _writeCniConfig(dirs.cni);
-  _writeRunscShimWrapper(dirs.bin, o.artifacts.nodeBinDir);
+  writeContainerdConfig(dirs, o.artifacts);
+  writeCniConfig(dirs.cni);
+  writeRunscShimWrapper(dirs.bin, o.artifacts.nodeBinDir);
 
   const env = { ...process.env, PATH: `${dirs.bin}:${o.artifacts.nodeBinDir}:${process.env.PATH}` };
   const containerd = run('sh', ['-c', 'command -v containerd']).trim();
@@ -322,32 +322,61 @@ function collectionPath(obj: any): string {
   return obj.metadata.namespace ? `${base}/namespaces/${obj.metadata.namespace}/${plural}` : `${base}/${plural}`;
 }
 
-/** Stops what the kubelet left running (pod sandboxes under runc or runsc) and unmounts its volumes. */
+/**
+ * Stops what the kubelet left running and removes the node's state. Pod processes (pause, the
+ * containers, gVisor's sandbox and gofer) outlive the kubelet and containerd, and even their shims:
+ * they are found by the kubelet's cgroup (`/kubepods`) and killed, then the shims, then the Pods'
+ * network namespaces and the node's mounts go.
+ */
 export function cleanRoot(root: string): void {
   const socket = path.join(root, 'containerd', 'containerd.sock');
-  // Shims outlive containerd on purpose; ours are found by the root they were started with.
-  for (const pid of fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
-    let cmd = '';
-    try {
-      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-    } catch {
-      continue;
-    }
-    if (/containerd-shim/.test(cmd) && cmd.includes(socket)) {
+  for (let round = 0; round < 20; round++) {
+    // Shims outlive containerd on purpose; ours are found by the socket they were started with.
+    const victims = [...procs().filter(({ cmd }) => /containerd-shim/.test(cmd) && cmd.includes(socket)), ...podProcessesLeft()];
+    if (victims.length === 0) break;
+    for (const { pid } of victims) {
       try {
-        process.kill(Number(pid), 'SIGKILL');
+        process.kill(pid, 'SIGKILL');
       } catch { /* gone */ }
     }
+    spawnSync('sleep', ['0.1']);
+  }
+  // containerd's CRI pins each Pod's network namespace under /var/run/netns as cni-<uuid>.
+  const netnsDir = '/var/run/netns';
+  for (const ns of fs.existsSync(netnsDir) ? fs.readdirSync(netnsDir).filter((n) => n.startsWith('cni-')) : []) {
+    spawnSync('umount', ['-l', path.join(netnsDir, ns)]);
+    fs.rmSync(path.join(netnsDir, ns), { force: true });
   }
   const mounts = fs.readFileSync('/proc/self/mounts', 'utf8').split('\n')
     .map((l) => l.split(' ')[1] ?? '').map((m) => m.replace(/\\040/g, ' '))
-    .filter((m) => m.startsWith(root + '/') || m.startsWith('/run/containerd-agent-sandbox'))
+    .filter((m) => m.startsWith(root + '/'))
     .sort((a, b) => b.length - a.length);
   for (const m of mounts) spawnSync('umount', ['-l', m]);
   fs.rmSync(root, { recursive: true, force: true });
 }
 
-export function _writeContainerdConfig(dirs: Record<string, string>, a: NodeArtifacts): void {
+/** Processes still in the kubelet's Pod cgroups (none after a clean stop). */
+export function podProcessesLeft(): Array<{ pid: number; cmd: string }> {
+  return procs().filter(({ pid }) => {
+    try {
+      return /^\d+:[^:]*:\/kubepods(\/|$)/m.test(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+    } catch {
+      return false;
+    }
+  });
+}
+
+function procs(): Array<{ pid: number; cmd: string }> {
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid).flatMap((p) => {
+    try {
+      return [{ pid: Number(p), cmd: fs.readFileSync(`/proc/${p}/cmdline`, 'utf8') }];
+    } catch {
+      return [];
+    }
+  });
+}
+
+function writeContainerdConfig(dirs: Record<string, string>, a: NodeArtifacts): void {
   const certsDir = path.join(dirs.containerd, 'certs.d', '_default');
   fs.mkdirSync(certsDir, { recursive: true });
   // Every registry resolves to a closed loopback port: a missing image fails fast instead of
@@ -403,7 +432,7 @@ export function _writeContainerdConfig(dirs: Record<string, string>, a: NodeArti
   ].join('\n'));
 }
 
-export function _writeCniConfig(dir: string): void {
+function writeCniConfig(dir: string): void {
   fs.mkdirSync(path.join(dir, 'net.d'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'net.d', '10-agent-sandbox.conflist'), JSON.stringify({
     cniVersion: '1.0.0',
@@ -437,13 +466,13 @@ export function _writeCniConfig(dir: string): void {
  * wrapper shows the `start` step a one-line uid_map in a private mount namespace and leaves
  * everything else to the real shim, unchanged. On a node with CAP_SYS_RESOURCE it is not needed.
  */
-export function _writeRunscShimWrapper(binDir: string, nodeBinDir: string): void {
+function writeRunscShimWrapper(binDir: string, nodeBinDir: string): void {
   const real = path.join(nodeBinDir, 'containerd-shim-runsc-v1');
   const map = path.join(binDir, 'shim-uid-map');
   fs.writeFileSync(map, '0 0 1\n');
   fs.writeFileSync(path.join(binDir, 'containerd-shim-runsc-v1'), [
     '#!/bin/sh',
-    `# Generated by tools/control-plane/real-node.ts: see writeRunscShimWrapper there.`,
+    '# Generated by tools/control-plane/real-node.ts: see writeRunscShimWrapper there.',
     'case " $* " in',
     `  *" start "*) exec unshare --mount --propagation slave sh -c 'mount --bind "$1" /proc/$$/uid_map && shift && exec "$@"' sh "${map}" "${real}" "$@" ;;`,
     'esac',

@@ -6,10 +6,18 @@
  * TypeScript agent of examples/agent-typescript against it through the router: it claims a sandbox,
  * writes and runs a Python program, prints its output and the claim → Ready and claim → first
  * result latencies. Everything it started is stopped at the end, also on Ctrl-C.
+ *
+ * `--real-nodes` (root): the same agent against a real node instead (real-system.ts): the operator
+ * and the router as Pods of the image built from operator/Dockerfile, a gVisor warm pool of the
+ * stock Python image with the runtime injected, and the agent reaching the router through the
+ * port-forward the SDK opens, with a ServiceAccount token.
  */
 import { execFileSync, spawn } from 'child_process';
 import * as path from 'path';
 import { LocalSystem, NAMESPACE, startLocalSystem } from './local-system';
+import { agentServiceAccount, pythonPoolObjects } from './real-pool';
+import { startRealSystem } from './real-system';
+import { Kube } from '../control-plane/kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const AGENT_SOURCE = path.join(ROOT, 'examples', 'agent-typescript', 'agent.ts');
@@ -17,19 +25,39 @@ const AGENT_BUNDLE = path.join(ROOT, 'examples', 'agent-typescript', 'dist', 'ag
 const POOL = 'python-pool';
 const say = (m: string) => process.stderr.write(`[demo] ${m}\n`);
 
-let system: LocalSystem | undefined;
+let system: Pick<LocalSystem, 'kube'> | undefined;
 let stopSystem: () => Promise<void> = async () => undefined;
+const REAL_NODES = process.argv.includes('--real-nodes');
+
+/** The real-node system, a gVisor warm pool on it, and what the agent needs to reach it. */
+async function startReal(): Promise<{ kube: Kube; env: Record<string, string> }> {
+  const real = await startRealSystem({ log: say, onStop: (stop) => (stopSystem = stop) });
+  say(`creating a gVisor SandboxTemplate "python" of the stock Python image and SandboxWarmPool "${POOL}" (2 warm sandboxes)`);
+  await real.kube.applyServerSide([...pythonPoolObjects(NAMESPACE, POOL, real.images['python-sandbox']), ...agentServiceAccount(NAMESPACE)], 'demo');
+  await real.kube.wait([`sandboxwarmpool/${POOL}`, '--for=jsonpath={.status.readyReplicas}=2'], NAMESPACE, 240_000);
+  const token = (await real.kube.kubectl(['create', 'token', 'agent', '-n', NAMESPACE, '--duration=1h'])).trim();
+  return { kube: real.kube, env: { KUBECONFIG: real.cp.kubeconfig, SANDBOX_TOKEN: token } };
+}
 
 async function main(): Promise<void> {
   say('building the example agent');
   execFileSync('npx', ['esbuild', AGENT_SOURCE, '--bundle', '--platform=node', '--target=node20', '--format=esm', '--packages=external', `--outfile=${AGENT_BUNDLE}`, '--log-level=warning'], { cwd: ROOT, stdio: 'inherit' });
-  system = await startLocalSystem({ pool: POOL, replicas: 2, log: say, onStop: (stop) => (stopSystem = stop) });
-
-  say(`running the agent (examples/agent-typescript) through the router at ${system.routerUrl}`);
+  let env: Record<string, string>;
+  if (REAL_NODES) {
+    const real = await startReal();
+    system = real;
+    env = real.env;
+    say('running the agent (examples/agent-typescript) through a port-forward to the router Service on the real node');
+  } else {
+    const local = await startLocalSystem({ pool: POOL, replicas: 2, log: say, onStop: (stop) => (stopSystem = stop) });
+    system = local;
+    env = { KUBECONFIG: local.kubeconfig, ROUTER_URL: local.routerUrl };
+    say(`running the agent (examples/agent-typescript) through the router at ${local.routerUrl}`);
+  }
   const code = await new Promise<number | null>((resolve) => {
     const agent = spawn(process.execPath, [AGENT_BUNDLE], {
       stdio: 'inherit',
-      env: { ...process.env, KUBECONFIG: system!.kubeconfig, ROUTER_URL: system!.routerUrl, SANDBOX_POOL: POOL, SANDBOX_NAMESPACE: NAMESPACE },
+      env: { ...process.env, ...env, SANDBOX_POOL: POOL, SANDBOX_NAMESPACE: NAMESPACE },
     });
     agent.on('exit', (c) => resolve(c));
   });

@@ -7,8 +7,8 @@
  * (it applies the platform there too); teardown leaves it running.
  */
 import { ENV, Kube } from '../../../tools/control-plane/kube';
-import { readState, stateFile } from '../../../tools/control-plane/state';
 import { isRunning } from '../../../tools/control-plane/processes';
+import { readState, stateFile } from '../../../tools/control-plane/state';
 import { installPlatform, startRealSystem } from '../../../tools/demo/real-system';
 import { IMAGES_ENV } from '../e2e';
 
