@@ -326,6 +326,13 @@ project.addTask('bench', {
   exec: `${tsNode} bench/run.ts`,
   receiveArgs: true,
 });
+// Real nodes against KWOK in one run: cold create → Ready under runc and gVisor, the runtime
+// injection's cost, warm claim → first result through the router (root; results to bench/results/).
+project.addTask('bench:real-nodes', {
+  description: 'Real node vs KWOK: cold create under runc and gVisor, injection cost, warm claim to first result (root)',
+  exec: `${tsNode} bench/real-nodes.ts`,
+  receiveArgs: true,
+});
 // Heap per 1,000 cached Sandboxes in each cache shape (no cluster): results to bench/results/memory-*.
 project.addTask('bench:memory', {
   description: 'Heap per 1,000 cached Sandboxes and their Pods, per cache shape; results to bench/results/',

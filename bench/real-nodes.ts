@@ -1,0 +1,203 @@
+/**
+ * Real nodes against KWOK, in one run: `npx ts-node --transpile-only bench/real-nodes.ts [--cold N] [--warm N]`
+ * (root; `npm run bench:real-nodes`).
+ *
+ * On a real node (tools/demo/real-system.ts: the operator and router as Pods of the local image):
+ * - cold sandbox create → Ready, one claim at a time on a pool with no warm members (the operator
+ *   builds the Sandbox from the template): under runc, under gVisor, and under runc without the
+ *   runtime injected (a stock `python3 -m http.server` behind the same readiness probe), whose
+ *   difference to runc is what the injection costs at Pod start (init container copying node and the
+ *   bundle, then node starting);
+ * - warm claim → first command result through the router (`POST /execute` of `echo ok` to the router
+ *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool.
+ * Then the same warm measurement on the KWOK control plane with the pod runner
+ * (tools/demo/local-system.ts: the same operator and router as local processes, the runtime as a
+ * local process on a loopback address). Each claim is timed from its create request until the
+ * claim's Ready condition is seen (polling every 10 ms) and, for warm claims, until the command's
+ * answer arrives. Results: bench/results/real-nodes-<date>.json and .md.
+ */
+import * as fs from 'fs';
+import * as path from 'path';
+import { Chart, Duration, Testing } from 'cdk8s';
+import { Probe } from '../src/probe';
+import { SandboxRuntimeClass } from '../src/runtime-class';
+import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
+import { SandboxWarmPool } from '../src/warm-pool';
+import { ApiClient, connectionFromKubeconfig } from '../tools/control-plane/api';
+import { Kube } from '../tools/control-plane/kube';
+import { sleep } from '../tools/control-plane/processes';
+import { NAMESPACE, startLocalSystem } from '../tools/demo/local-system';
+import { agentServiceAccount } from '../tools/demo/real-pool';
+import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/demo/real-system';
+import { ROOT } from './controllers';
+import { flagValue } from './flags';
+import { Stats, round, stats } from './measure';
+import { environment } from './report';
+
+const log = (m: string) => process.stderr.write(`[bench real-nodes] ${m}\n`);
+const CLAIMS_PATH = (ns: string) => `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxclaims`;
+const isReady = (o: any) => o?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+
+interface Timed { readyMs: number; firstResultMs?: number }
+
+function pool(ns: string, name: string, replicas: number, image: string, extra: Partial<SandboxTemplateProps>): any[] {
+  const chart: Chart = Testing.chart();
+  const template = new SandboxTemplate(chart, `${name}-t`, {
+    metadata: { name, namespace: ns },
+    containers: [{ image, resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '512Mi' } }, security: { runAsUser: 1000, runAsGroup: 1000 } }],
+    terminationGracePeriod: Duration.seconds(1),
+    ...extra,
+  });
+  new SandboxWarmPool(chart, `${name}-p`, { metadata: { name, namespace: ns }, template, replicas });
+  return Testing.synth(chart);
+}
+
+/** One claim: create → Ready → (optionally) first command result through the router → delete. */
+async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number, router?: { url: string; token?: string }): Promise<Timed> {
+  const name = `bench-${poolName}-${i}`;
+  const t0 = performance.now();
+  await api.call('POST', CLAIMS_PATH(ns), { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: poolName } } });
+  let claim: any;
+  for (;;) {
+    claim = (await api.request('GET', `${CLAIMS_PATH(ns)}/${name}`)).body;
+    if (isReady(claim) && claim.status?.sandbox?.name) break;
+    if (performance.now() - t0 > 300_000) throw new Error(`claim ${name} not Ready after 300 s`);
+    await sleep(10);
+  }
+  const readyMs = performance.now() - t0;
+  let firstResultMs: number | undefined;
+  if (router) {
+    const res = await fetch(`${router.url}/execute`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json', 'x-sandbox-id': claim.status.sandbox.name, 'x-sandbox-namespace': ns,
+        ...(router.token ? { authorization: `Bearer ${router.token}` } : {}),
+      },
+      body: JSON.stringify({ command: 'echo ok' }),
+    });
+    const body = await res.text();
+    if (res.status !== 200 || !body.includes('ok')) throw new Error(`/execute on ${claim.status.sandbox.name}: HTTP ${res.status} ${body}`);
+    firstResultMs = performance.now() - t0;
+  }
+  await api.request('DELETE', `${CLAIMS_PATH(ns)}/${name}`);
+  return { readyMs, firstResultMs };
+}
+
+async function poolReady(kube: Kube, ns: string, name: string, replicas: number): Promise<void> {
+  await kube.wait([`sandboxwarmpool/${name}`, `--for=jsonpath={.status.readyReplicas}=${replicas}`], ns, 300_000);
+}
+
+async function series(n: number, run: (i: number) => Promise<Timed>, between: () => Promise<void>): Promise<Timed[]> {
+  const out: Timed[] = [];
+  for (let i = 0; i < n; i++) {
+    out.push(await run(i));
+    await between();
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  const argv = process.argv.slice(2);
+  const coldN = Number(flagValue(argv, 'cold') ?? 5);
+  const warmN = Number(flagValue(argv, 'warm') ?? 10);
+  const result: Record<string, Stats> = {};
+
+  let stopReal: () => Promise<void> = async () => undefined;
+  try {
+    const real = await startRealSystem({ log, onStop: (s) => (stopReal = s) });
+    const api = new ApiClient(connectionFromKubeconfig(real.cp.kubeconfig));
+    const ns = 'bench';
+    await real.kube.applyServerSide([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }], 'bench');
+    const image = real.images['python-sandbox'];
+    // The runtime's own readiness probe, on a server that needs no injection.
+    const plainServer: Partial<SandboxTemplateProps> = {
+      containers: [{
+        image, command: ['python3', '-m', 'http.server', '8888'], ports: [{ number: 8888 }],
+        readinessProbe: Probe.httpGet('/', { port: 8888, period: Duration.seconds(2) }),
+        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '512Mi' } }, security: { runAsUser: 1000, runAsGroup: 1000 },
+      }],
+    };
+    await real.kube.applyServerSide([
+      ...agentServiceAccount(ns),
+      ...pool(ns, 'warm', 3, image, { runtime: {} }),
+      ...pool(ns, 'cold-runc', 0, image, { runtime: {} }),
+      ...pool(ns, 'cold-gvisor', 0, image, { runtime: {}, runtimeClass: SandboxRuntimeClass.fromName('gvisor') }),
+      ...pool(ns, 'cold-plain', 0, image, plainServer),
+    ], 'bench');
+    const token = (await real.kube.kubectl(['create', 'token', 'agent', '-n', ns, '--duration=1h'])).trim();
+    const routerPod = (await real.kube.getJson<{ items: any[] }>(['pods', '-n', SYSTEM_NAMESPACE, '-l', 'app=sandbox-router'])).items[0];
+    const router = { url: `http://${routerPod.status.podIP}:8080`, token };
+    const podsGone = async () => {
+      for (;;) {
+        const left = (await real.kube.getJson<{ items: any[] }>(['pods', '-n', ns, '-l', 'agents.x-k8s.io/claim-name'])).items.length;
+        if (left === 0) return;
+        await sleep(200);
+      }
+    };
+    for (const [key, poolName] of [['coldRuncReadyMs', 'cold-runc'], ['coldGvisorReadyMs', 'cold-gvisor'], ['coldPlainReadyMs', 'cold-plain']] as const) {
+      log(`cold: ${coldN} claims on ${poolName}, one at a time`);
+      await claimOnce(api, ns, poolName, 999).catch((e) => log(`warm-up claim: ${(e as Error).message}`));
+      await podsGone();
+      const runs = await series(coldN, (i) => claimOnce(api, ns, poolName, i), podsGone);
+      result[key] = stats(runs.map((r) => r.readyMs));
+    }
+    await poolReady(real.kube, ns, 'warm', 3);
+    log(`warm: ${warmN} claims → first result through the router, one at a time from a full pool`);
+    await claimOnce(api, ns, 'warm', 999, router);
+    await poolReady(real.kube, ns, 'warm', 3);
+    const warm = await series(warmN, (i) => claimOnce(api, ns, 'warm', i, router), () => poolReady(real.kube, ns, 'warm', 3));
+    result.realWarmReadyMs = stats(warm.map((r) => r.readyMs));
+    result.realWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
+  } finally {
+    await stopReal();
+  }
+
+  let stopLocal: () => Promise<void> = async () => undefined;
+  try {
+    const local = await startLocalSystem({ pool: 'warm', replicas: 3, log, onStop: (s) => (stopLocal = s) });
+    const api = new ApiClient(connectionFromKubeconfig(local.kubeconfig));
+    log(`KWOK: ${warmN} claims → first result through the router, one at a time from a full pool`);
+    await claimOnce(api, NAMESPACE, 'warm', 999, { url: local.routerUrl });
+    await poolReady(local.kube, NAMESPACE, 'warm', 3);
+    const warm = await series(warmN, (i) => claimOnce(api, NAMESPACE, 'warm', i, { url: local.routerUrl }), () => poolReady(local.kube, NAMESPACE, 'warm', 3));
+    result.kwokWarmReadyMs = stats(warm.map((r) => r.readyMs));
+    result.kwokWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
+  } finally {
+    await stopLocal();
+  }
+
+  const ratios = {
+    gvisorOverRuncColdP50: round(result.coldGvisorReadyMs.p50 / result.coldRuncReadyMs.p50, 2),
+    injectionCostColdP50Ms: round(result.coldRuncReadyMs.p50 - result.coldPlainReadyMs.p50),
+    realOverKwokWarmFirstResultP50: round(result.realWarmFirstResultMs.p50 / result.kwokWarmFirstResultMs.p50, 2),
+  };
+  const date = new Date().toISOString().slice(0, 10);
+  const dir = path.join(ROOT, 'bench', 'results');
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, result, ratios, environment: environment() }, null, 2));
+  const row = (label: string, s: Stats) => `| ${label} | ${s.n} | ${s.p50} | ${s.p90} | ${s.max} |`;
+  const md = [
+    `# Real nodes vs KWOK, ${date} (2 cores, one run)`,
+    '',
+    '| measurement (ms) | n | p50 | p90 | max |',
+    '|---|---|---|---|---|',
+    row('cold create → Ready, runc, runtime injected', result.coldRuncReadyMs),
+    row('cold create → Ready, gVisor, runtime injected', result.coldGvisorReadyMs),
+    row('cold create → Ready, runc, no runtime (python3 -m http.server)', result.coldPlainReadyMs),
+    row('warm claim → Ready, real node', result.realWarmReadyMs),
+    row('warm claim → first result via router, real node', result.realWarmFirstResultMs),
+    row('warm claim → Ready, KWOK + pod runner', result.kwokWarmReadyMs),
+    row('warm claim → first result via router, KWOK + pod runner', result.kwokWarmFirstResultMs),
+    '',
+    `gVisor / runc cold p50: ${ratios.gvisorOverRuncColdP50}×; runtime injection at Pod start (runc, p50): ${ratios.injectionCostColdP50Ms} ms; `
+      + `real / KWOK warm first result p50: ${ratios.realOverKwokWarmFirstResultP50}×`,
+    '',
+  ].join('\n');
+  fs.writeFileSync(path.join(dir, `real-nodes-${date}.md`), md);
+  process.stdout.write(md);
+}
+
+main().catch((e) => {
+  log(`failed: ${(e as Error).stack ?? e}`);
+  process.exitCode = 1;
+});
