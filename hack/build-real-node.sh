@@ -21,13 +21,19 @@ GVISOR_VERSION="${GVISOR_VERSION:-v0.0.0-20260508212337-96dad6a2da94}"
 KUBE_ROUTER_VERSION="${KUBE_ROUTER_VERSION:-v2.10.0}"
 LOCAL_PATH_VERSION="${LOCAL_PATH_VERSION:-v0.0.30}"
 CACHE_ROOT="${AGENT_SANDBOX_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/cdk8s-agent-sandbox}"
-BIN="${CACHE_ROOT}/nodebin/gvisor-${GVISOR_VERSION}_kube-router-${KUBE_ROUTER_VERSION}_k8s-${K8S_VERSION}"
-# Each binary is checked on its own below, so adding one to this list keeps the others cached.
-APT_PACKAGES=(containerd runc containernetworking-plugins iptables ipset conntrack buildah mmdebstrap)
+BIN="${CACHE_ROOT}/nodebin"
+# Each binary has a stamp file next to it naming what it was built from (versions, and this
+# script's build recipe for it); a binary whose stamp differs is built again, the others are kept.
+APT_PACKAGES=(containerd runc containernetworking-plugins iptables ipset conntrack kmod buildah mmdebstrap gcc libc6-dev binutils)
 export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
 log() { printf '[build-real-node %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 work() { local d="${CACHE_ROOT}/src/$1"; rm -rf "$d"; mkdir -p "$d"; echo "$d"; }
+# fresh <binary> <recipe>: true when the binary exists and was built from this recipe.
+fresh() { [ -x "$BIN/$1" ] && [ "$(cat "$BIN/$1.stamp" 2>/dev/null)" = "$2" ]; }
+stamp() { printf '%s' "$2" > "$BIN/$1.stamp"; }
+# recipe <function>: a function's own text, so a changed build step rebuilds its binary.
+recipe() { declare -f "$1" | sha256sum | cut -c1-16; }
 mkdir -p "$BIN"
 
 install_packages() {
@@ -46,7 +52,8 @@ install_packages() {
 }
 
 build_gvisor() {
-  if [ -x "$BIN/runsc" ] && [ -x "$BIN/containerd-shim-runsc-v1" ]; then log "gVisor ${GVISOR_VERSION}: cached"; return; fi
+  local r="gvisor ${GVISOR_VERSION} $(recipe build_gvisor)"
+  if fresh runsc "$r" && fresh containerd-shim-runsc-v1 "$r"; then log "gVisor ${GVISOR_VERSION}: cached"; return; fi
   local t0=$SECONDS src
   src=$(work "gvisor-${GVISOR_VERSION}")
   log "gVisor ${GVISOR_VERSION}: go install runsc and the shim (cold: a few minutes)"
@@ -55,11 +62,13 @@ build_gvisor() {
     "gvisor.dev/gvisor/runsc@${GVISOR_VERSION}" "gvisor.dev/gvisor/shim@${GVISOR_VERSION}"
   mv -f "$src/runsc" "$BIN/runsc"
   mv -f "$src/shim" "$BIN/containerd-shim-runsc-v1"
+  stamp runsc "$r"; stamp containerd-shim-runsc-v1 "$r"
   log "gVisor: built in $((SECONDS - t0))s"
 }
 
 build_kube_router() {
-  if [ -x "$BIN/kube-router" ]; then log "kube-router ${KUBE_ROUTER_VERSION}: cached"; return; fi
+  local r="kube-router ${KUBE_ROUTER_VERSION} $(recipe build_kube_router)"
+  if fresh kube-router "$r"; then log "kube-router ${KUBE_ROUTER_VERSION}: cached"; return; fi
   local t0=$SECONDS src
   src=$(work "kube-router-${KUBE_ROUTER_VERSION}")
   # v2.10.0 requires a netlink pseudo-version the module proxy does not serve; v1.3.1, the release
@@ -76,11 +85,13 @@ build_kube_router() {
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$src/kube-router" github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
   )
   mv -f "$src/kube-router" "$BIN/kube-router"
+  stamp kube-router "$r"
   log "kube-router: built in $((SECONDS - t0))s"
 }
 
 build_local_path() {
-  if [ -x "$BIN/local-path-provisioner" ]; then log "local-path-provisioner ${LOCAL_PATH_VERSION}: cached"; return; fi
+  local r="local-path ${LOCAL_PATH_VERSION} $(recipe build_local_path)"
+  if fresh local-path-provisioner "$r"; then log "local-path-provisioner ${LOCAL_PATH_VERSION}: cached"; return; fi
   local t0=$SECONDS src
   src=$(work "local-path-${LOCAL_PATH_VERSION}")
   (
@@ -94,11 +105,13 @@ build_local_path() {
     CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$src/local-path-provisioner" github.com/rancher/local-path-provisioner
   )
   mv -f "$src/local-path-provisioner" "$BIN/local-path-provisioner"
+  stamp local-path-provisioner "$r"
   log "local-path-provisioner: built in $((SECONDS - t0))s"
 }
 
 build_pause() {
-  if [ -x "$BIN/pause" ]; then log "pause (Kubernetes ${K8S_VERSION}): cached"; return; fi
+  local r="pause ${K8S_VERSION} $(recipe build_pause)"
+  if fresh pause "$r"; then log "pause (Kubernetes ${K8S_VERSION}): cached"; return; fi
   local src dir
   src=$(work "pause-${K8S_VERSION}")
   dir=$(cd "$src" && go mod download -json "k8s.io/kubernetes@${K8S_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
@@ -107,6 +120,7 @@ build_pause() {
   gcc -Os -Wall -Werror -static -DVERSION="${K8S_VERSION}" -o "$src/pause" "$dir/build/pause/linux/pause.c"
   strip "$src/pause"
   mv -f "$src/pause" "$BIN/pause"
+  stamp pause "$r"
   log "pause: built"
 }
 

@@ -52,9 +52,10 @@ const hostPort = (value: string) =>
 const optionalNamespace = (value: string) => (value === '' ? undefined : checkDns1123Label(value));
 /** Comma-separated network CIDRs (`198.18.0.0/15,fd00:10::/56`); empty text is none. */
 const cidrList = (value: string) => {
-  for (const cidr of value === '' ? [] : value.split(',')) {
-    const parsed = parseCidr(cidr.trim());
-    if (!parsed || parsed.prefix === 0) return `"${cidr}" is not a network CIDR; use forms like "198.18.0.0/15" or "fd00:10::/56", comma-separated`;
+  for (const cidr of value === '' ? [] : value.split(',').map((c) => c.trim())) {
+    const parsed = parseCidr(cidr);
+    if (!parsed) return `"${cidr}" is not a network CIDR; use forms like "198.18.0.0/15" or "fd00:10::/56", comma-separated`;
+    if (parsed.prefix === 0) return `"${cidr}" is every address: the default policy would allow no egress at all; list only the cluster's own ranges`;
     if (parsed.address % 2n ** BigInt(parsed.bitsTotal - parsed.prefix) !== 0n) {
       return `"${cidr}" has host bits set; give the network address of the block (e.g. "198.18.0.0/15")`;
     }

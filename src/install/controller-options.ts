@@ -119,6 +119,9 @@ export interface ControllerOptions {
    * per-template NetworkPolicy allows egress to the public internet, which upstream defines as
    * everything but those private ranges; on a cluster whose Pod or Service range is elsewhere (public
    * space, RFC 2544's 198.18.0.0/15), list it here, or sandboxes can reach other Pods and the API server.
+   * It reaches the policy the operator writes for a Managed template without custom rules; rules you
+   * render yourself (`network.egress` with `SandboxPeer.publicInternet()`) must leave those ranges out
+   * themselves, e.g. with `SandboxPeer.ipBlock('0.0.0.0/0', [...])`.
    * @default - none
    */
   readonly clusterCidrs?: string[];

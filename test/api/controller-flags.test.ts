@@ -215,7 +215,8 @@ describe('--cluster-cidrs', () => {
     ['', undefined],
     ['198.18.0.1/15', 'has host bits set; give the network address of the block'],
     ['198.18.0.0', 'is not a network CIDR'],
-    ['0.0.0.0/0', 'is not a network CIDR'],
+    ['0.0.0.0/0', 'is every address'],
+    ['198.18.0.0/15, fd00:10::/56', undefined],
     ['198.18.0.0/15,nope', '"nope" is not a network CIDR'],
   ])('%j', (value, problem) => {
     const problems = validateControllerFlagValues({ 'cluster-cidrs': value });

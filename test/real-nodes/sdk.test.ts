@@ -65,6 +65,10 @@ test('TypeScript SDK: run streams over gRPC through the router (h2c), in a gViso
   const lines = await runAgent({ scenario: 'grpcStream' });
   expect(lines.find((l) => l.error)).toBeUndefined();
   const { events, result } = step(lines, 'streamed');
+  // Every sandbox here, the one this agent claimed among them, is a Pod of the gVisor pool.
+  const all = await pods(k, ns);
+  expect(all.length).toBeGreaterThan(0);
+  expect(all.map((p) => p.spec.runtimeClassName)).toEqual(all.map(() => 'gvisor'));
   expect(events).toEqual(['out:out1\n', 'err:err1\n', 'out:out2\n', 'err:err2\n', 'out:out3\n', 'err:err3\n', 'out:from stdin\n']);
   expect(result).toEqual({ stdout: 'out1\nout2\nout3\nfrom stdin\n', stderr: 'err1\nerr2\nerr3\n', exitCode: 0, timedOut: false });
 });

@@ -4,6 +4,7 @@
  * to the kubectl wrapper (kube.ts) because start-up probes and latency measurements must not pay
  * a kubectl process start per call.
  */
+import * as fs from 'fs';
 import { ClientMetrics, HttpKubeClient } from '../../operator/src/runtime/kube-client';
 import { ClusterConnection, fromKubeconfigFiles } from '../../operator/src/runtime/kubeconfig';
 import { PatchType, WatchEvent } from '../../operator/src/runtime/types';
@@ -38,8 +39,9 @@ export interface ApiClientOptions {
 export function assertLoopback(url: string): void {
   const host = new URL(url).hostname;
   if (host === 'localhost' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host)) return;
-  if (/^198\.1[89]\.\d{1,3}\.\d{1,3}$/.test(host)) return;
-  throw new Error(`refusing to connect to ${url}: only loopback (127.0.0.0/8) and the real-node bridge (198.18.0.0/15) are allowed`);
+  // Only while the bridge is there: without it the range would take the default route, off the machine.
+  if (/^198\.1[89]\.\d{1,3}\.\d{1,3}$/.test(host) && fs.existsSync('/sys/class/net/asb0')) return;
+  throw new Error(`refusing to connect to ${url}: only loopback (127.0.0.0/8) and, while the real-node bridge asb0 exists, 198.18.0.0/15 are allowed`);
 }
 
 /** The server and credentials of a kubeconfig's current context, read as the operator reads it. */

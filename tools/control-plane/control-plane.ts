@@ -15,7 +15,7 @@ import { isLoopbackCidr, splitPodCidr } from './pod-cidr';
 import { podRunnerCommand } from './pod-runner';
 import { freePort, Log, OWNER_FILE, ProcessRecord, readPidsFile, stopProcesses, Supervisor } from './processes';
 import {
-  BRIDGE_IP, NodeArtifacts, POD_CIDR, RealNodes, SERVICE_CIDR, buildNodeArtifacts, checkRealNodeHost, cleanRoot,
+  BRIDGE_IP, NodeArtifacts, POD_CIDR, RealNodes, SERVICE_CIDR, buildNodeArtifacts, checkRealNodeHost, checkRealNodeRoot, cleanRoot,
   realNodeRoot, setUpNetwork, startRealNode, stopNodeNetworking,
 } from './real-node';
 
@@ -126,14 +126,17 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   const realNodeCount = options.realNodes ?? 0;
   if (realNodeCount !== 0 && realNodeCount !== 1) throw new Error(`realNodes must be 0 or 1 (one kubelet per machine), got ${realNodeCount}`);
   const real = realNodeCount === 1;
-  if (real) checkRealNodeHost();
+  if (real) checkRealNodeRoot();
   const nodes = options.nodes ?? (real ? 0 : 3);
+  // One pod CIDR for the real node (kube-router reads it from the Node): no room for kwok nodes too.
+  if (real && nodes > 0) throw new Error(`nodes (kwok's fake nodes) must be 0 with realNodes, got ${nodes}: run KWOK clusters separately`);
   const podCidr = options.podCidr ?? DEFAULT_POD_CIDR;
   // kwok silently falls back to the node IP on a bad CIDR, and pod IPs must never leave loopback.
   if (!isLoopbackCidr(podCidr)) throw new Error(`podCidr must be an IPv4 CIDR inside 127.0.0.0/8, got "${podCidr}"`);
   const tBins = Date.now();
   const bins = await resolveBinaries(log, options.binDir);
   const artifacts = real ? buildNodeArtifacts(bins.binDir, log) : undefined;
+  if (real) checkRealNodeHost();
   const binariesMs = Date.now() - tBins;
 
   await reapOrphans(log);
@@ -306,7 +309,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
         const volumeDirs = await hostPathVolumeDirs(kubeconfig);
         // A real node's Pods (the operator's among them) outlive containerd in their shims: they go
         // before the API server, which would otherwise wait out their watches.
-        await sup.stopAll(STOP_ORDER, undefined, (i) => (real && STOP_ORDER[i].includes('containerd') ? cleanRoot(realNodeRoot()) : undefined));
+        await sup.stopAll(STOP_ORDER, undefined, (i) => {
+          if (!real || !STOP_ORDER[i].includes('containerd')) return;
+          try {
+            cleanRoot(realNodeRoot());
+          } catch (e) {
+            log(`stopping the real node's Pods: ${(e as Error).message}`);
+          }
+        });
         await stopPodProcesses(workDir, log);
         if (real) stopNodeNetworking(bins.binDir, artifacts?.nodeBinDir, log);
         removeLeftovers(workDir, kubeconfig, volumeDirs);

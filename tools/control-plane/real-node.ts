@@ -32,6 +32,9 @@ export const REAL_NODE_PREFIX = 'real-node-';
 /** The label every real node carries, for nodeSelectors that must land on one. */
 export const REAL_NODE_LABEL = 'agent-sandbox.local/real-node';
 const GUARD_CHAIN = 'AGENT-SANDBOX-GUARD';
+/** The kubelet's cgroupRoot: every Pod process of the real node is in a cgroup under it. */
+const POD_CGROUP_ROOT = 'agent-sandbox-real-node';
+const IN_POD_CGROUP = new RegExp(`^\\d+:[^:]*:/${POD_CGROUP_ROOT}(/|$)`, 'm');
 
 export interface NodeImages {
   /** Name (`agent-sandbox-operator`, `python-sandbox`, `pause`, ...) → image reference. */
@@ -92,11 +95,19 @@ function run(cmd: string, args: string[], opts: { allowFail?: boolean } = {}): s
 }
 
 /** Refuses to start where real nodes cannot run, naming what is missing. */
-export function checkRealNodeHost(): void {
+export function checkRealNodeRoot(): void {
   if (process.getuid?.() !== 0) {
     throw new Error('real nodes need root (kubelet, containerd, bridges and iptables); run as root or without realNodes');
   }
-  for (const [bin, pkg] of [['containerd', 'containerd'], ['runc', 'runc'], ['iptables', 'iptables'], ['ipset', 'ipset'], ['ip', 'iproute2']]) {
+}
+
+/** After the build scripts ran (they install the packages): refuses to start where real nodes cannot run. */
+export function checkRealNodeHost(): void {
+  if (fs.existsSync(`/sys/class/net/${BRIDGE}`) && spawnSync('sh', ['-c', 'pgrep -x kubelet']).status === 0) {
+    throw new Error(`a real-node cluster already runs on this machine (bridge ${BRIDGE} and a kubelet exist); stop it first (npm run cluster:down)`);
+  }
+  if (!fs.existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) spawnSync('modprobe', ['br_netfilter']);
+  for (const [bin, pkg] of [['containerd', 'containerd'], ['runc', 'runc'], ['iptables', 'iptables'], ['ip6tables', 'iptables'], ['ipset', 'ipset'], ['ip', 'iproute2']]) {
     if (spawnSync('sh', ['-c', `command -v ${bin}`]).status !== 0) {
       throw new Error(`real nodes need ${bin}: run hack/build-real-node.sh (it installs the Debian package ${pkg})`);
     }
@@ -116,37 +127,60 @@ export function setUpNetwork(): void {
   if (!run('ip', ['-o', '-4', 'addr', 'show', 'dev', BRIDGE]).includes(`${BRIDGE_IP}/16`)) {
     run('ip', ['addr', 'add', `${BRIDGE_IP}/16`, 'dev', BRIDGE]);
   }
+  // No IPv6 on the bridge: it would pass pod to pod and pod to host beside every IPv4 rule.
+  writeSysctl(`/proc/sys/net/ipv6/conf/${BRIDGE}/disable_ipv6`, '1');
   run('ip', ['link', 'set', BRIDGE, 'up']);
+  // Service ClusterIPs are routed to the bridge too, so one no Service answers stays on it.
+  run('ip', ['route', 'replace', SERVICE_CIDR, 'dev', BRIDGE]);
   // NetworkPolicy (kube-router) and Service DNAT (kube-proxy) see bridged traffic only with this.
-  fs.writeFileSync('/proc/sys/net/bridge/bridge-nf-call-iptables', '1');
-  for (const table of ['mangle', 'filter']) {
-    run('iptables', ['-t', table, '-N', GUARD_CHAIN], { allowFail: true });
-    run('iptables', ['-t', table, '-F', GUARD_CHAIN]);
+  writeSysctl('/proc/sys/net/bridge/bridge-nf-call-iptables', '1');
+  writeSysctl('/proc/sys/net/bridge/bridge-nf-call-ip6tables', '1');
+  for (const [cmd, table] of GUARD_TABLES) {
+    run(cmd, ['-t', table, '-N', GUARD_CHAIN], { allowFail: true });
+    run(cmd, ['-t', table, '-F', GUARD_CHAIN]);
   }
-  // mangle FORWARD runs before any filter rule an enforcer inserts, so no ACCEPT can skip it.
+  // raw PREROUTING sees every packet from a pod before any NAT, enforcer or ACCEPT rule: a pod may
+  // send only to the cluster's range (pods, Services, the bridge's address), never to the host's
+  // other addresses or anything beyond.
+  run('iptables', ['-t', 'raw', '-A', GUARD_CHAIN, '-i', BRIDGE, '!', '-d', CLUSTER_CIDR, '-j', 'DROP']);
+  // Anything for the cluster's range that arrives by another interface than the bridge or loopback
+  // (the host's own traffic to 198.18.0.1 comes back by lo) is not ours.
+  run('iptables', ['-t', 'raw', '-A', GUARD_CHAIN, '-i', 'lo', '-j', 'RETURN']);
+  run('iptables', ['-t', 'raw', '-A', GUARD_CHAIN, '!', '-i', BRIDGE, '-d', CLUSTER_CIDR, '-j', 'DROP']);
+  // Nothing forwarded between the bridge and another interface (IP forwarding is not switched on by
+  // this mode; this holds if something else switches it on).
   run('iptables', ['-t', 'mangle', '-A', GUARD_CHAIN, '-i', BRIDGE, '!', '-o', BRIDGE, '-j', 'DROP']);
   run('iptables', ['-t', 'mangle', '-A', GUARD_CHAIN, '!', '-i', BRIDGE, '-o', BRIDGE, '-j', 'DROP']);
-  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', 'lo', '-j', 'RETURN']);
-  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-i', BRIDGE, '-j', 'RETURN']);
-  run('iptables', ['-t', 'filter', '-A', GUARD_CHAIN, '-d', CLUSTER_CIDR, '-j', 'DROP']);
-  for (const [table, chain] of [['mangle', 'FORWARD'], ['filter', 'INPUT']]) {
-    if (!run('iptables', ['-t', table, '-C', chain, '-j', GUARD_CHAIN], { allowFail: true }) && !hasRule(table, chain)) {
-      run('iptables', ['-t', table, '-I', chain, '1', '-j', GUARD_CHAIN]);
-    }
+  // IPv6 frames crossing the bridge (link-local pod to pod) are dropped outright.
+  run('ip6tables', ['-t', 'raw', '-A', GUARD_CHAIN, '-i', BRIDGE, '-j', 'DROP']);
+  for (const [cmd, table, chain] of GUARD_JUMPS) {
+    if (!hasRule(cmd, table, chain)) run(cmd, ['-t', table, '-I', chain, '1', '-j', GUARD_CHAIN]);
   }
 }
 
-function hasRule(table: string, chain: string): boolean {
-  return spawnSync('iptables', ['-t', table, '-C', chain, '-j', GUARD_CHAIN]).status === 0;
+const GUARD_TABLES = [['iptables', 'raw'], ['iptables', 'mangle'], ['ip6tables', 'raw']] as const;
+const GUARD_JUMPS = [['iptables', 'raw', 'PREROUTING'], ['iptables', 'mangle', 'FORWARD'], ['ip6tables', 'raw', 'PREROUTING']] as const;
+
+function writeSysctl(file: string, value: string): void {
+  try {
+    fs.writeFileSync(file, value);
+  } catch (e) {
+    throw new Error(`real nodes need ${file} = ${value}: ${(e as Error).message}`);
+  }
+}
+
+function hasRule(cmd: string, table: string, chain: string): boolean {
+  return spawnSync(cmd, ['-t', table, '-C', chain, '-j', GUARD_CHAIN]).status === 0;
 }
 
 /** Removes the bridge and the guard; kube-proxy's and kube-router's chains are left to their own cleanup. */
 export function tearDownNetwork(): void {
+  run('ip', ['route', 'del', SERVICE_CIDR, 'dev', BRIDGE], { allowFail: true });
   run('ip', ['link', 'del', BRIDGE], { allowFail: true });
-  for (const [table, chain] of [['mangle', 'FORWARD'], ['filter', 'INPUT']]) {
-    while (hasRule(table, chain)) run('iptables', ['-t', table, '-D', chain, '-j', GUARD_CHAIN], { allowFail: true });
-    run('iptables', ['-t', table, '-F', GUARD_CHAIN], { allowFail: true });
-    run('iptables', ['-t', table, '-X', GUARD_CHAIN], { allowFail: true });
+  for (const [cmd, table, chain] of [...GUARD_JUMPS, ['iptables', 'filter', 'INPUT'] as const]) {
+    for (let i = 0; i < 10 && hasRule(cmd, table, chain); i++) run(cmd, ['-t', table, '-D', chain, '-j', GUARD_CHAIN], { allowFail: true });
+    run(cmd, ['-t', table, '-F', GUARD_CHAIN], { allowFail: true });
+    run(cmd, ['-t', table, '-X', GUARD_CHAIN], { allowFail: true });
   }
 }
 
@@ -212,6 +246,7 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
   importImages(socket, o.artifacts.images, o.log);
 
   const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics, routerHealth] = await Promise.all([1, 2, 3, 4, 5].map(() => freePort()));
+  makePodCgroupRoot();
   const kubeletConfig = path.join(dirs.kubelet, 'config.yaml');
   fs.writeFileSync(kubeletConfig, toYaml(kubeletConfiguration(socket, kubeletPort, kubeletHealthz, o)));
   o.sup.start('kubelet', path.join(o.artifacts.k8sBinDir, 'kubelet'), [
@@ -244,7 +279,8 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
   o.sup.start('kube-router', path.join(o.artifacts.nodeBinDir, 'kube-router'), [
     `--kubeconfig=${o.kubeconfig}`, `--hostname-override=${name}`,
     '--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--run-loadbalancer=false',
-    `--health-port=${routerHealth}`, '--metrics-port=0', '--enable-ipv6=false', '--enable-ipv4=true',
+    // Its health server would listen on every interface by default.
+    '--health-addr=127.0.0.1', `--health-port=${routerHealth}`, '--metrics-port=0', '--enable-ipv6=false', '--enable-ipv4=true',
     '--iptables-sync-period=5m', '--v=1',
   ], env);
 
@@ -325,7 +361,7 @@ function collectionPath(obj: any): string {
 /**
  * Stops what the kubelet left running and removes the node's state. Pod processes (pause, the
  * containers, gVisor's sandbox and gofer) outlive the kubelet and containerd, and even their shims:
- * they are found by the kubelet's cgroup (`/kubepods`) and killed, then the shims, then the Pods'
+ * they are found by the kubelet's cgroup root and killed, then the shims, then the Pods'
  * network namespaces and the node's mounts go.
  */
 export function cleanRoot(root: string): void {
@@ -353,17 +389,48 @@ export function cleanRoot(root: string): void {
     .sort((a, b) => b.length - a.length);
   for (const m of mounts) spawnSync('umount', ['-l', m]);
   fs.rmSync(root, { recursive: true, force: true });
+  removePodCgroups();
 }
 
 /** Processes still in the kubelet's Pod cgroups (none after a clean stop). */
 export function podProcessesLeft(): Array<{ pid: number; cmd: string }> {
   return procs().filter(({ pid }) => {
     try {
-      return /^\d+:[^:]*:\/kubepods(\/|$)/m.test(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+      return IN_POD_CGROUP.test(fs.readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
     } catch {
       return false;
     }
   });
+}
+
+/** The kubelet's cgroupRoot, in every cgroup v1 hierarchy (the kubelet wants it to exist). */
+function podCgroupDirs(): string[] {
+  const base = '/sys/fs/cgroup';
+  if (!fs.existsSync(base)) return [];
+  return fs.readdirSync(base).map((h) => path.join(base, h))
+    .filter((h) => fs.existsSync(path.join(h, 'cgroup.procs')) || fs.existsSync(path.join(h, 'tasks')))
+    .map((h) => path.join(h, POD_CGROUP_ROOT));
+}
+
+function makePodCgroupRoot(): void {
+  for (const dir of podCgroupDirs()) fs.mkdirSync(dir, { recursive: true });
+}
+
+/** Removes the (empty, once the Pods are gone) cgroups under the cgroupRoot, deepest first. */
+function removePodCgroups(): void {
+  for (const root of podCgroupDirs().filter((d) => fs.existsSync(d))) {
+    const dirs: string[] = [];
+    const walk = (d: string) => {
+      for (const e of fs.readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) walk(path.join(d, e.name));
+      dirs.push(d);
+    };
+    walk(root);
+    for (const d of dirs) {
+      try {
+        fs.rmdirSync(d);
+      } catch { /* still in use or gone: the next stop tries again */ }
+    }
+  }
 }
 
 function procs(): Array<{ pid: number; cmd: string }> {
@@ -488,6 +555,8 @@ function kubeletConfiguration(socket: string, port: number, healthzPort: number,
     // This machine's kernel runs cgroup v1, which kubelet 1.35+ refuses unless told otherwise.
     failCgroupV1: false,
     cgroupDriver: 'cgroupfs',
+    // Pods under a cgroup of their own, so stopping the node finds exactly its processes.
+    cgroupRoot: `/${POD_CGROUP_ROOT}`,
     containerRuntimeEndpoint: `unix://${socket}`,
     address: BRIDGE_IP,
     port,

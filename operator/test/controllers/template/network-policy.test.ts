@@ -46,12 +46,23 @@ describe('desiredNetworkPolicy', () => {
   });
 
   test('where the router is: --router-namespace, else the operator\'s namespace, else agent-sandbox-system; --router-pod-labels, else app=sandbox-router', () => {
-    expect(routerLocation(new OperatorFlags({}), undefined)).toEqual({ routerNamespace: 'agent-sandbox-system', routerPodLabels: undefined });
-    expect(routerLocation(new OperatorFlags({}), 'ops')).toEqual({ routerNamespace: 'ops', routerPodLabels: undefined });
+    expect(routerLocation(new OperatorFlags({}), undefined)).toEqual({ routerNamespace: 'agent-sandbox-system', routerPodLabels: undefined, clusterCidrs: [] });
+    expect(routerLocation(new OperatorFlags({}), 'ops')).toEqual({ routerNamespace: 'ops', routerPodLabels: undefined, clusterCidrs: [] });
     expect(routerLocation(new OperatorFlags({ 'router-namespace': 'edge', 'router-pod-labels': 'app=r,tier=edge' }), 'ops'))
-      .toEqual({ routerNamespace: 'edge', routerPodLabels: { app: 'r', tier: 'edge' } });
+      .toEqual({ routerNamespace: 'edge', routerPodLabels: { app: 'r', tier: 'edge' }, clusterCidrs: [] });
     const spec = desiredNetworkPolicy(template(), routerLocation(new OperatorFlags({}), 'ops'))!.spec;
     expect(spec).toEqual(defaultSandboxNetworkPolicySpec('python', 'ops', { app: 'sandbox-router' }));
+  });
+
+  test('--cluster-cidrs reaches the default policy: its public-internet egress leaves those ranges out too', () => {
+    const location = routerLocation(new OperatorFlags({ 'cluster-cidrs': '198.18.0.0/15, fd00:10::/56' }), 'ops');
+    expect(location.clusterCidrs).toEqual(['198.18.0.0/15', 'fd00:10::/56']);
+    const [v4, v6] = desiredNetworkPolicy(template(), location)!.spec.egress![0].to!.map((p) => p.ipBlock!.except);
+    expect(v4).toContain('198.18.0.0/15');
+    expect(v6).toContain('fd00:10::/56');
+    // Custom rules are the user's, verbatim: the flag does not reach them.
+    const custom = desiredNetworkPolicy(template({ networkPolicy: CUSTOM }), location)!.spec;
+    expect(JSON.stringify(custom)).not.toContain('198.18.0.0/15');
   });
 
   test('--router-pod-labels: key=value pairs, refused with the field and the fix otherwise', () => {
