@@ -127,9 +127,10 @@ async function main(): Promise<void> {
     const token = (await real.kube.kubectl(['create', 'token', 'agent', '-n', ns, '--duration=1h'])).trim();
     const routerPod = (await real.kube.getJson<{ items: any[] }>(['pods', '-n', SYSTEM_NAMESPACE, '-l', 'app=sandbox-router'])).items[0];
     const router = { url: `http://${routerPod.status.podIP}:8080`, token };
+    // A cold claim's Sandbox and Pod are named after the claim (bench-...): the next one starts once they are gone.
     const podsGone = async () => {
       for (;;) {
-        const left = (await real.kube.getJson<{ items: any[] }>(['pods', '-n', ns, '-l', 'agents.x-k8s.io/claim-name'])).items.length;
+        const left = (await real.kube.getJson<{ items: any[] }>(['pods', '-n', ns])).items.filter((p) => p.metadata.name.startsWith('bench-')).length;
         if (left === 0) return;
         await sleep(200);
       }

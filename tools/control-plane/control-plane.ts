@@ -351,7 +351,14 @@ export async function stopRecorded(
   ];
   await stopProcesses(groups, log);
   await stopPodProcesses(state.workDir, log);
-  if (state.processes.some((p) => p.name === 'kubelet')) stopNodeNetworking(state.binDir, state.nodeBinDir, log);
+  if (state.processes.some((p) => p.name === 'kubelet')) {
+    // A reaped cluster's state is only its pids file: the recorded binaries tell where they live.
+    const dirOf = (name: string) => {
+      const bin = state.processes.find((p) => p.name === name)?.bin;
+      return bin ? path.dirname(bin) : undefined;
+    };
+    stopNodeNetworking(state.binDir ?? dirOf('kube-proxy'), state.nodeBinDir ?? dirOf('kube-router'), log);
+  }
   removeLeftovers(state.workDir, state.kubeconfig, volumeDirs);
 }
 
