@@ -185,9 +185,9 @@ export function tearDownNetwork(): void {
 }
 
 /**
- * After the node's processes stopped: kills the pods' shims (and with them their containers),
- * unmounts and removes the node's state, removes kube-proxy's and kube-router's rules (each with
- * its own cleanup command), then the bridge and the guard.
+ * After the node's processes stopped: kills what is left of its Pods (cleanRoot), removes its state,
+ * kube-proxy's and kube-router's rules (each with its own cleanup command), then the bridge and the
+ * guard.
  */
 export function stopNodeNetworking(k8sBinDir: string | undefined, nodeBinDir: string | undefined, log: Log): void {
   cleanRoot(realNodeRoot());
@@ -274,8 +274,8 @@ export async function startRealNode(o: RealNodeStart): Promise<RealNodes> {
   o.sup.start('kube-proxy', path.join(o.artifacts.k8sBinDir, 'kube-proxy'), [`--config=${proxyConfig}`, '--v=1'], env);
 
   await o.sup.waitReady('kubelet', async () => nodeReady(o.api, name), 180_000);
-  // kube-router reads its Node object at start-up: only once the kubelet registered it.
-  // kube-router's NetworkPolicy controller only: no BGP routing, no service proxy (kube-proxy does that).
+  // kube-router reads its Node object at start-up: only once the kubelet registered it. Its
+  // NetworkPolicy controller only: no BGP routing, no service proxy (kube-proxy does that).
   o.sup.start('kube-router', path.join(o.artifacts.nodeBinDir, 'kube-router'), [
     `--kubeconfig=${o.kubeconfig}`, `--hostname-override=${name}`,
     '--run-firewall=true', '--run-router=false', '--run-service-proxy=false', '--run-loadbalancer=false',
