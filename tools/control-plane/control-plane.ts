@@ -56,7 +56,7 @@ export interface ControlPlaneOptions {
    * Real nodes (real-node.ts): a kubelet on containerd with runc and gVisor, a bridge pod network
    * on 198.18.0.0/16 with kube-proxy and kube-router's NetworkPolicy enforcement, images built
    * locally. Needs root. The API server then listens on the bridge's address 198.18.0.1 (never
-   * on an outside interface), and `nodes` (kwok's fake nodes) defaults to 0. Only 0 or 1.
+   * on an outside interface), and `nodes` (kwok's fake nodes) must be 0. Only 0 or 1.
    * @default 0
    */
   readonly realNodes?: number;
@@ -200,7 +200,8 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     log(`kube-apiserver ready at ${server} after ${apiserverMs} ms`);
 
     const kube = new Kube({ kubeconfig, binDir: bins.binDir, cacheDir: path.join(workDir, 'kubectl-cache') });
-    const kwokRuns = !real || nodes > 0;
+    // kwok's fake nodes and a real node do not share a cluster (startControlPlane refuses both).
+    const kwokRuns = !real;
     // kwok watches PortForward objects from its start: the CRD must be there first.
     await applyBeforeControllers(kube, [...options.manifests ?? [], ...kwokRuns ? [kwokCrdFile(bins.kwokModuleDir, 'portforwards')] : []], log);
 
@@ -227,9 +228,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     fs.writeFileSync(stagesFile, composeStages(bins.kwokModuleDir, options.podReadyDelayMs ?? 0));
     if (kwokRuns) {
       sup.start('kwok', bins.path('kwok'), [
-        // Beside real nodes kwok must manage only its own, or it takes over their pods' status.
-        `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`,
-        ...(real ? ['--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake'] : ['--manage-all-nodes=true']),
+        `--kubeconfig=${kubeconfig}`, `--config=${stagesFile}`, '--manage-all-nodes=true',
         `--cidr=${kwokCidr}`, '--node-ip=127.0.0.1', '--node-lease-duration-seconds=40',
         ...kwokServerArgs(kubeletPort, pki.adminCert, pki.adminKey),
       ]);
