@@ -102,6 +102,42 @@ export async function agentToken(k: Kube, namespace: string): Promise<string> {
   return (await k.kubectl(['create', 'token', 'agent', '-n', namespace, '--duration=1h'])).trim();
 }
 
+/**
+ * A namespace of the suite's own with `objects(ns)` applied, the router reached through a port-forward,
+ * and an agent's token for it; close() undoes all of that.
+ */
+export interface TestNamespace {
+  readonly k: Kube;
+  readonly ns: string;
+  readonly router: RouterForward;
+  readonly token: string;
+  close(): Promise<void>;
+}
+
+export async function openNamespace(prefix: string, objects: (ns: string) => any[]): Promise<TestNamespace> {
+  const k = kube();
+  const ns = await k.createNamespace(prefix);
+  await k.applyServerSide(objects(ns), 'real-nodes-test');
+  const router = await RouterForward.open(k);
+  const token = await agentToken(k, ns);
+  return {
+    k,
+    ns,
+    router,
+    token,
+    close: async () => {
+      router.close();
+      await k.deleteNamespace(ns);
+    },
+  };
+}
+
+/** The name of a Ready Pod of warm pool `pool` (its members are named `<pool>-<suffix>`). */
+export async function readyPoolPod(k: Kube, ns: string, pool: string, timeoutMs = 180_000): Promise<string> {
+  return eventually(`a Ready pod of pool ${pool}`, async () => (await pods(k, ns)).find((p) => p.metadata.name.startsWith(`${pool}-`)
+    && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))?.metadata.name as string | undefined, timeoutMs);
+}
+
 export interface ExecResult {
   readonly stdout: string;
   readonly stderr: string;

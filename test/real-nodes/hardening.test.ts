@@ -5,39 +5,25 @@
  * template that switches each default off shows the opposite, so none of these checks can pass on
  * a node that ignores the settings.
  */
-import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
-import { Kube } from '../../tools/control-plane/kube';
+import { TestNamespace, eventually, execute, openNamespace, pods, pythonPool, readyPoolPod } from './e2e';
 
-let k: Kube;
-let ns: string;
-let router: RouterForward;
-let token: string;
+let t: TestNamespace;
 
 const STATUS = 'grep -E "^(Seccomp|CapBnd|CapEff|NoNewPrivs):" /proc/self/status; '
   + 'if [ -e /var/run/secrets/kubernetes.io/serviceaccount/token ]; then echo "Token: mounted"; else echo "Token: none"; fi';
 
 beforeAll(async () => {
-  k = kube();
-  ns = await k.createNamespace('hardening');
-  await k.applyServerSide([
+  t = await openNamespace('hardening', (ns) => [
     ...pythonPool(ns, 'hardened', { runAsUser: 1000 }),
     ...pythonPool(ns, 'relaxed', { runAsUser: 1000, extra: { security: { seccompRuntimeDefault: false, hardenContainers: false, automountServiceAccountToken: true } } }),
     // The stock image runs as root and the template does not say otherwise.
     ...pythonPool(ns, 'as-root'),
-  ], 'real-nodes-test');
-  router = await RouterForward.open(k);
-  token = await agentToken(k, ns);
+  ]);
 });
 
 afterAll(async () => {
-  router?.close();
-  await k.deleteNamespace(ns);
+  await t?.close();
 });
-
-async function readyPod(pool: string): Promise<string> {
-  return eventually(`a Ready pod of ${pool}`, async () => (await pods(k, ns)).find((p) => p.metadata.name.startsWith(`${pool}-`)
-    && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))?.metadata.name as string | undefined, 180_000);
-}
 
 function fields(stdout: string): Record<string, string> {
   return Object.fromEntries(stdout.trim().split('\n').map((l) => {
@@ -47,17 +33,17 @@ function fields(stdout: string): Record<string, string> {
 }
 
 test('a root image without runAsUser does not start: the kubelet refuses it and says why', async () => {
-  const pod = await eventually('the as-root Pod refused by the kubelet', async () => (await pods(k, ns)).find((p) => p.metadata.name.startsWith('as-root-')
+  const pod = await eventually('the as-root Pod refused by the kubelet', async () => (await pods(t.k, t.ns)).find((p) => p.metadata.name.startsWith('as-root-')
     && p.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError'), 120_000);
   const waiting = pod.status.containerStatuses[0].state.waiting;
   expect(waiting.message).toMatch(/runAsNonRoot and image will run as root/);
   expect(pod.status.containerStatuses[0].ready).toBe(false);
-  const events = await k.getJson<{ items: any[] }>(['events', '-n', ns, '--field-selector', `involvedObject.name=${pod.metadata.name}`]);
+  const events = await t.k.getJson<{ items: any[] }>(['events', '-n', t.ns, '--field-selector', `involvedObject.name=${pod.metadata.name}`]);
   expect(events.items.map((e) => e.message).join('\n')).toMatch(/runAsNonRoot and image will run as root/);
 });
 
-test('inside a sandbox: seccomp filtering, no capabilities, no new privileges, no token; each off when the template opts out', async () => {
-  const hardened = fields((await execute(router.url, token, ns, await readyPod('hardened'), STATUS)).stdout);
+test('inside a sandbox: seccomp filtering, no capabilities, no new privileges, no t.token; each off when the template opts out', async () => {
+  const hardened = fields((await execute(t.router.url, t.token, t.ns, await readyPoolPod(t.k, t.ns, 'hardened'), STATUS)).stdout);
   expect(hardened).toEqual({
     Seccomp: '2', // SECCOMP_MODE_FILTER: the RuntimeDefault profile
     CapBnd: '0000000000000000',
@@ -65,7 +51,7 @@ test('inside a sandbox: seccomp filtering, no capabilities, no new privileges, n
     NoNewPrivs: '1',
     Token: 'none',
   });
-  const relaxed = fields((await execute(router.url, token, ns, await readyPod('relaxed'), STATUS)).stdout);
+  const relaxed = fields((await execute(t.router.url, t.token, t.ns, await readyPoolPod(t.k, t.ns, 'relaxed'), STATUS)).stdout);
   expect(relaxed.Seccomp).toBe('0');
   expect(relaxed.CapBnd).not.toBe('0000000000000000');
   expect(relaxed.NoNewPrivs).toBe('0');

@@ -6,81 +6,72 @@
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
-import { RouterForward, agentToken, eventually, execute, kube, pods, pythonPool } from './e2e';
-import { Kube } from '../../tools/control-plane/kube';
+import { TestNamespace, eventually, execute, openNamespace, pods, pythonPool } from './e2e';
 import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
 
-let k: Kube;
-let ns: string;
-let router: RouterForward;
-let token: string;
+let t: TestNamespace;
 
 beforeAll(async () => {
-  k = kube();
-  ns = await k.createNamespace('lifecycle');
-  await k.applyServerSide([
+  t = await openNamespace('lifecycle', (ns) => [
     ...pythonPool(ns, 'keep', {
       runAsUser: 1000,
       extra: { volumeClaimTemplates: [{ name: 'workspace', storage: '64Mi' }], runtime: { workspaceVolume: 'workspace' } },
     }),
     ...pythonPool(ns, 'burst', { runAsUser: 1000, replicas: 3 }),
-  ], 'real-nodes-test');
-  router = await RouterForward.open(k);
-  token = await agentToken(k, ns);
+  ]);
 });
 
 afterAll(async () => {
-  router?.close();
-  await k.deleteNamespace(ns);
+  await t?.close();
 });
 
 const claim = (name: string, pool: string) => ({
-  apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: pool } },
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: t.ns }, spec: { warmPoolRef: { name: pool } },
 });
 const isReady = (o: any) => o?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
 
 async function readyClaimSandbox(name: string, timeoutMs = 180_000): Promise<string> {
   return eventually(`claim ${name} Ready`, async () => {
-    const c = await k.tryGetJson(['sandboxclaim', name, '-n', ns]);
+    const c = await t.k.tryGetJson(['sandboxclaim', name, '-n', t.ns]);
     return isReady(c) ? c.status?.sandbox?.name as string | undefined : undefined;
   }, timeoutMs);
 }
 
 async function podReady(name: string): Promise<boolean | undefined> {
-  const pod = await k.tryGetJson(['pod', name, '-n', ns]);
+  const pod = await t.k.tryGetJson(['pod', name, '-n', t.ns]);
   return isReady(pod) ? true : undefined;
 }
 
 test('suspend: the Pod goes and the PVC stays; resume: a new Pod with the file written before', async () => {
-  await k.applyServerSide([claim('keeper', 'keep')], 'real-nodes-test');
+  await t.k.applyServerSide([claim('keeper', 'keep')], 'real-nodes-test');
   const sandbox = await readyClaimSandbox('keeper');
-  const before = await k.getJson(['pod', sandbox, '-n', ns]);
+  const before = await t.k.getJson(['pod', sandbox, '-n', t.ns]);
   const pvcName = before.spec.volumes.find((v: any) => v.name === 'workspace').persistentVolumeClaim.claimName;
-  const w = await execute(router.url, token, ns, sandbox, 'echo "written before suspend" > note.txt && pwd');
+  const w = await execute(t.router.url, t.token, t.ns, sandbox, 'echo "written before suspend" > note.txt && pwd');
   expect(w).toMatchObject({ exit_code: 0, stdout: '/workspace\n' });
 
-  await k.kubectl(['patch', 'sandbox', sandbox, '-n', ns, '--type=merge', '-p', '{"spec":{"operatingMode":"Suspended"}}']);
-  await eventually('the Pod deleted', async () => ((await k.tryGetJson(['pod', sandbox, '-n', ns])) ? undefined : true), 120_000);
-  const pvc = await k.getJson(['pvc', pvcName, '-n', ns]);
+  await t.k.kubectl(['patch', 'sandbox', sandbox, '-n', t.ns, '--type=merge', '-p', '{"spec":{"operatingMode":"Suspended"}}']);
+  await eventually('the Pod deleted', async () => ((await t.k.tryGetJson(['pod', sandbox, '-n', t.ns])) ? undefined : true), 120_000);
+  const pvc = await t.k.getJson(['pvc', pvcName, '-n', t.ns]);
   expect(pvc.status.phase).toBe('Bound');
   expect(pvc.metadata.deletionTimestamp).toBeUndefined();
 
-  await k.kubectl(['patch', 'sandbox', sandbox, '-n', ns, '--type=merge', '-p', '{"spec":{"operatingMode":"Running"}}']);
+  await t.k.kubectl(['patch', 'sandbox', sandbox, '-n', t.ns, '--type=merge', '-p', '{"spec":{"operatingMode":"Running"}}']);
   await eventually('the resumed Pod Ready', () => podReady(sandbox), 180_000);
-  const after = await k.getJson(['pod', sandbox, '-n', ns]);
+  const after = await t.k.getJson(['pod', sandbox, '-n', t.ns]);
   expect(after.metadata.uid).not.toBe(before.metadata.uid);
-  const r = await execute(router.url, token, ns, sandbox, 'cat note.txt');
+  const r = await execute(t.router.url, t.token, t.ns, sandbox, 'cat note.txt');
   expect(r).toMatchObject({ exit_code: 0, stdout: 'written before suspend\n' });
 });
 
 test('the operator container SIGKILLed during a burst of claims: the kubelet restarts it, every claim ends Ready on its own Sandbox', async () => {
-  const operatorPod = async () => (await pods(k, SYSTEM_NAMESPACE)).find((p) => p.metadata.name.startsWith('agent-sandbox-controller-'));
+  const operatorPod = async () => (await pods(t.k, SYSTEM_NAMESPACE)).find((p) => p.metadata.name.startsWith('agent-sandbox-controller-'));
   const pod = await operatorPod();
   const restartsBefore = pod.status.containerStatuses[0].restartCount;
   // The operator's main process, found by the container ID the kubelet reports (its cgroup names it).
   const containerId = String(pod.status.containerStatuses[0].containerID).replace(/^containerd:\/\//, '');
   const names = Array.from({ length: 6 }, (_, i) => `burst-${i}`);
-  await k.applyServerSide(names.map((n) => claim(n, 'burst')), 'real-nodes-test');
+  await t.k.applyServerSide(names.map((n) => claim(n, 'burst')), 'real-nodes-test');
   const pid = fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).find((p) => {
     try {
       return fs.readFileSync(`/proc/${p}/cgroup`, 'utf8').includes(containerId) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('controller');
@@ -90,7 +81,7 @@ test('the operator container SIGKILLed during a burst of claims: the kubelet res
   });
   expect(pid).toBeDefined();
   // The kill lands while claims are in flight: not all of them are Ready yet.
-  const readyBefore = (await k.getJson<{ items: any[] }>(['sandboxclaims', '-n', ns])).items
+  const readyBefore = (await t.k.getJson<{ items: any[] }>(['sandboxclaims', '-n', t.ns])).items
     .filter((c) => names.includes(c.metadata.name) && isReady(c)).length;
   execFileSync('kill', ['-KILL', pid!]);
   expect(readyBefore).toBeLessThan(names.length);
@@ -102,7 +93,7 @@ test('the operator container SIGKILLed during a burst of claims: the kubelet res
   const sandboxes = await Promise.all(names.map((n) => readyClaimSandbox(n, 240_000)));
   expect(new Set(sandboxes).size).toBe(names.length);
   for (const [i, s] of sandboxes.entries()) {
-    const owner = (await k.getJson(['sandbox', s, '-n', ns])).metadata.ownerReferences?.find((r: any) => r.controller);
+    const owner = (await t.k.getJson(['sandbox', s, '-n', t.ns])).metadata.ownerReferences?.find((r: any) => r.controller);
     expect(owner).toMatchObject({ kind: 'SandboxClaim', name: names[i] });
   }
 });
