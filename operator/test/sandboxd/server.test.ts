@@ -1,10 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { alive, exec, json, request, startRuntime, upload } from './runtime-http';
 import { RootRefusedError, SandboxdOptions, SandboxdServer } from '../../src/sandboxd/server';
-
-interface Reply { status: number; body: Buffer; headers: http.IncomingHttpHeaders }
 
 let base: string;
 let workspace: string;
@@ -21,65 +19,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-/** A server on 127.0.0.1:0; tests run as root on CI, so allowRoot is explicit. */
-async function start(extra: Partial<SandboxdOptions> = {}): Promise<{ server: SandboxdServer; port: number }> {
-  const server = new SandboxdServer({
-    workspace,
-    port: 0,
-    listenAddress: '127.0.0.1',
-    execTimeoutMs: 60_000,
-    maxOutputBytes: 64 * 1024,
-    allowRoot: true,
-    ...extra,
-  });
-  const { port } = await server.start();
-  return { server, port };
-}
-
-interface RequestOptions { body?: Buffer | string | Buffer[]; headers?: http.OutgoingHttpHeaders }
-
-function request(port: number, method: string, urlPath: string, options: RequestOptions = {}): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers: options.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    const body = options.body;
-    if (Array.isArray(body)) for (const part of body) req.write(part);
-    else if (body !== undefined) req.write(body);
-    req.end();
-  });
-}
-
-const json = (reply: Reply): any => JSON.parse(reply.body.toString('utf8'));
-
-function exec(port: number, body: Record<string, unknown>, headers: http.OutgoingHttpHeaders = {}): Promise<Reply> {
-  return request(port, 'POST', '/execute', { body: JSON.stringify(body), headers: { 'Content-Type': 'application/json', ...headers } });
-}
-
-/** A multipart body written in several chunks without Content-Length (chunked), as the SDK streams. */
-function upload(port: number, filename: string, content: Buffer, headers: http.OutgoingHttpHeaders = {}): Promise<Reply> {
-  const boundary = 'b0undary0123456789abcdef';
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n\r\n`);
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
-  const pieces: Buffer[] = [head];
-  for (let i = 0; i < content.length; i += 50_000) pieces.push(content.subarray(i, i + 50_000));
-  pieces.push(tail);
-  return request(port, 'POST', '/upload', { body: pieces, headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}`, ...headers } });
-}
-
-/** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
+const start = (extra: Partial<SandboxdOptions> = {}) => startRuntime(workspace, extra);
 
 describe('the legacy runtime API', () => {
   let server: SandboxdServer;
