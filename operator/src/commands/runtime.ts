@@ -7,7 +7,7 @@
  * killed, and the process exits 0.
  */
 import { readFileSync } from 'node:fs';
-import { RootRefusedError, SandboxdServer } from '../sandboxd/server';
+import { DEFAULT_MAX_CONCURRENT_COMMANDS, RootRefusedError, SandboxdServer } from '../sandboxd/server';
 
 export interface RuntimeFlags {
   port: number;
@@ -20,6 +20,7 @@ export interface RuntimeFlags {
   allowRoot: boolean;
   execTimeoutSeconds: number;
   maxOutputBytes: number;
+  maxConcurrentCommands: number;
   gracePeriodSeconds: number;
   help: boolean;
 }
@@ -52,6 +53,10 @@ Flags:
                              Execute call without a deadline (DEADLINE_EXCEEDED)
   --max-output-bytes <n>     stdout and stderr kept per command, /execute and gRPC Execute
                              (default 4194304; the rest is dropped and a marker says how much)
+  --max-concurrent-commands <n>
+                             commands that may run at once, /execute and gRPC together
+                             (default ${DEFAULT_MAX_CONCURRENT_COMMANDS}); beyond it /execute answers 429 with Retry-After
+                             and a JSON detail, gRPC RESOURCE_EXHAUSTED
   --grace-period <seconds>   on SIGTERM, how long running commands may finish (default 20)
   --allow-root               run even as uid 0 (refused otherwise)
   -h, --help                 this text
@@ -60,6 +65,12 @@ Flags:
 function positive(name: string, value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new RuntimeUsageError(`--${name} must be a positive number, got "${value}"`);
+  return n;
+}
+
+function wholeNumber(name: string, value: string): number {
+  const n = positive(name, value);
+  if (!Number.isInteger(n)) throw new RuntimeUsageError(`--${name} must be a whole number, got "${value}"`);
   return n;
 }
 
@@ -84,6 +95,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
     allowRoot: false,
     execTimeoutSeconds: envTimeout(),
     maxOutputBytes: 4 * 1024 * 1024,
+    maxConcurrentCommands: DEFAULT_MAX_CONCURRENT_COMMANDS,
     gracePeriodSeconds: 20,
     streamChunkSize: 4096,
     help: false,
@@ -116,6 +128,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
       case 'token-file': flags.tokenFile = value; break;
       case 'exec-timeout': flags.execTimeoutSeconds = positive(name, value); break;
       case 'max-output-bytes': flags.maxOutputBytes = Math.floor(positive(name, value)); break;
+      case 'max-concurrent-commands': flags.maxConcurrentCommands = wholeNumber(name, value); break;
       case 'grace-period': flags.gracePeriodSeconds = positive(name, value); break;
       default: throw new RuntimeUsageError(`unknown flag --${name}`);
     }
@@ -159,6 +172,7 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
     token,
     execTimeoutMs: flags.execTimeoutSeconds * 1000,
     maxOutputBytes: flags.maxOutputBytes,
+    maxConcurrentCommands: flags.maxConcurrentCommands,
     allowRoot: flags.allowRoot,
     log,
   });

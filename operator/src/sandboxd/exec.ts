@@ -63,6 +63,38 @@ export class ProcessGroups {
   }
 }
 
+/**
+ * Bounds how many commands run at once (`/execute` and the gRPC service together): each holds a
+ * slot from before it is spawned until it has ended, so a burst of requests cannot fork without
+ * limit. Taken synchronously, so two requests can never both get the last slot.
+ */
+export class CommandSlots {
+  private used = 0;
+
+  public constructor(public readonly limit: number) {}
+
+  public get running(): number {
+    return this.used;
+  }
+
+  /** A function that gives the slot back (once), or undefined when every slot is taken. */
+  public take(): (() => void) | undefined {
+    if (this.used >= this.limit) return undefined;
+    this.used++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.used--;
+    };
+  }
+
+  /** Why a command was refused, for the 429 answer and the gRPC status. */
+  public refusal(): string {
+    return `${this.used} commands are running, as many as --max-concurrent-commands (${this.limit}) allows; retry once one has finished`;
+  }
+}
+
 export function killGroup(pid: number): void {
   try {
     process.kill(-pid, 'SIGKILL');

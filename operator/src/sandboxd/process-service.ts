@@ -21,7 +21,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Capture, type ProcessGroups, killGroup } from './exec';
+import { Capture, type CommandSlots, type ProcessGroups, killGroup } from './exec';
 import { confine } from './paths';
 import {
   type ExecuteRequest, type ExecuteResponse, type Empty, type ProcessConfig, type ResizeTtyRequest, type SendSignalRequest, Signal,
@@ -40,6 +40,8 @@ export interface ProcessServiceOptions {
   readonly maxOutputBytes: number;
   /** Where running children are registered, so a drain can wait for them and kill what is left. */
   readonly groups: ProcessGroups;
+  /** The runtime's cap on commands running at once, shared with `/execute`. */
+  readonly slots: CommandSlots;
   /** Whether a call's `authorization` metadata may use the service. */
   readonly authorized: (authorization: string | undefined) => boolean;
 }
@@ -257,7 +259,12 @@ export class ProcessService {
       ({ file, args } = wrapped);
       childEnv = { ...env, SHELL: wrapped.shellEnv };
     }
+    const release = this.options.slots.take();
+    if (!release) throw new RpcError(grpc.status.RESOURCE_EXHAUSTED, this.options.slots.refusal());
     const child = spawn(file, args, { cwd, env: childEnv, detached: true, stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    // The slot is held until the child has exited and its output is closed (or it never started).
+    child.once('close', release);
+    child.once('error', release);
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
       child.once('error', (err: NodeJS.ErrnoException) => reject(new RpcError(

@@ -19,14 +19,14 @@
  * `authorization` metadata, else UNAUTHENTICATED); upstream sandboxd has no authentication.
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fsp } from 'node:fs';
+import { createReadStream, createWriteStream, promises as fsp, Stats } from 'node:fs';
 import * as http from 'node:http';
 import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as grpc from '@grpc/grpc-js';
-import { ExecResult, ProcessGroups, execute } from './exec';
+import { CommandSlots, ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
 import { confine, confineEntry, decodePathParam } from './paths';
@@ -44,6 +44,11 @@ export interface SandboxdOptions {
   readonly execTimeoutMs: number;
   /** Bytes of stdout and of stderr kept per command. */
   readonly maxOutputBytes: number;
+  /**
+   * Commands that may run at once, `/execute` and gRPC together (default 16); beyond it `/execute`
+   * answers 429 with Retry-After and gRPC RESOURCE_EXHAUSTED, so a burst cannot exhaust memory.
+   */
+  readonly maxConcurrentCommands?: number;
   /** When set, sandboxd's REST FilesystemService (/v1/files, /v1/health, /v1/metadata) listens here too. */
   readonly filesPort?: number;
   /** When set, sandboxd's gRPC ProcessService (plaintext HTTP/2) listens here too. */
@@ -58,11 +63,15 @@ export interface SandboxdOptions {
 export class RootRefusedError extends Error {}
 
 const MAX_JSON_BODY = 1024 * 1024;
+export const DEFAULT_MAX_CONCURRENT_COMMANDS = 16;
+/** What a 429 asks the client to wait, in seconds: commands are usually short. */
+const RETRY_AFTER_SECONDS = 1;
 /** How long a drain waits, once the commands are done, for the answers still being written. */
 const RESPONSE_FLUSH_MS = 5_000;
 
 export class SandboxdServer {
   private readonly groups = new ProcessGroups();
+  private readonly slots: CommandSlots;
   private draining = false;
   private root = '';
   private server?: http.Server;
@@ -76,6 +85,7 @@ export class SandboxdServer {
 
   public constructor(private readonly options: SandboxdOptions) {
     if (options.token !== undefined) this.tokenDigest = digest(options.token);
+    this.slots = new CommandSlots(options.maxConcurrentCommands ?? DEFAULT_MAX_CONCURRENT_COMMANDS);
   }
 
   /** Checks the uid, resolves the workspace, listens; resolves with the bound address. */
@@ -105,6 +115,7 @@ export class SandboxdServer {
       execTimeoutMs: this.options.execTimeoutMs,
       maxOutputBytes: this.options.maxOutputBytes,
       groups: this.groups,
+      slots: this.slots,
       authorized: (authorization) => this.bearerMatches(authorization),
     });
     const server = new grpc.Server();
@@ -279,9 +290,19 @@ export class SandboxdServer {
       }
       env = { ...process.env, ...(extra as Record<string, string>) };
     }
-    const result: ExecResult = await execute({
-      command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes,
-    }, this.groups);
+    const release = this.slots.take();
+    if (!release) {
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      return sendJson(res, 429, { detail: this.slots.refusal(), running: this.slots.running, limit: this.slots.limit });
+    }
+    let result: ExecResult;
+    try {
+      result = await execute({
+        command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes,
+      }, this.groups);
+    } finally {
+      release();
+    }
     return sendJson(res, 200, result);
   }
 
@@ -355,8 +376,9 @@ export class SandboxdServer {
     try {
       const entries = [];
       for (const name of await fsp.readdir(confined.path)) {
-        const s = await fsp.stat(path.join(confined.path, name));
-        entries.push({ name, size: s.size, type: s.isDirectory() ? 'directory' : 'file', mod_time: s.mtimeMs / 1000 });
+        // The entry itself: a link is never followed (its target may lie outside, or be gone).
+        const s = await fsp.lstat(path.join(confined.path, name)).catch(() => undefined);
+        if (s) entries.push(listEntry(name, s)); // else removed since readdir
       }
       return sendJson(res, 200, entries);
     } catch (err) {
@@ -408,6 +430,17 @@ function routeOf(rawPath: string): { name: RouteName; method: string; param: str
   if (!match) return undefined;
   const name = match[1] as RouteName;
   return { name, method: name === 'delete' ? 'DELETE' : 'GET', param: match[2] };
+}
+
+/**
+ * One `/list` entry from lstat. A symbolic link is reported as itself (its own size and mtime) with
+ * `symlink: true` and type "file": upstream's SDKs accept only "file" and "directory".
+ */
+function listEntry(name: string, s: Stats): Record<string, unknown> {
+  const entry: Record<string, unknown> = { name, size: s.size, type: s.isDirectory() ? 'directory' : 'file' };
+  if (s.isSymbolicLink()) entry.symlink = true;
+  entry.mod_time = s.mtimeMs / 1000;
+  return entry;
 }
 
 function listening(server: http.Server): Promise<void> {

@@ -6,6 +6,7 @@ test('defaults: upstream port 8888 on every address, no FilesystemService, root 
   expect(flags.filesPort).toBeUndefined();
   expect(flags.grpcPort).toBeUndefined();
   expect(flags.streamChunkSize).toBe(4096);
+  expect(flags.maxConcurrentCommands).toBe(16);
   expect(flags.tokenFile).toBeUndefined();
 });
 
@@ -13,7 +14,7 @@ test('flags as "--name value" and "--name=value"', () => {
   expect(parseRuntimeArgs([
     '--port', '9000', '--listen-address=127.0.0.1', '--workspace', '/w', '--token-file=/t', '--allow-root',
     '--exec-timeout', '2.5', '--max-output-bytes=100', '--grace-period', '3', '--files-port', '8080',
-    '--grpc-port=9090', '--stream-chunk-size', '1024',
+    '--grpc-port=9090', '--stream-chunk-size', '1024', '--max-concurrent-commands', '3',
   ])).toEqual({
     port: 9000,
     listenAddress: '127.0.0.1',
@@ -22,6 +23,7 @@ test('flags as "--name value" and "--name=value"', () => {
     allowRoot: true,
     execTimeoutSeconds: 2.5,
     maxOutputBytes: 100,
+    maxConcurrentCommands: 3,
     gracePeriodSeconds: 3,
     filesPort: 8080,
     grpcPort: 9090,
@@ -39,6 +41,8 @@ test.each([
   [['--exec-timeout', '0']],
   [['--grpc-port', 'x']],
   [['--stream-chunk-size', '0']],
+  [['--max-concurrent-commands', '0']],
+  [['--max-concurrent-commands', '2.5']],
   [['--nope', 'x']],
   [['--workspace']],
   [['positional']],

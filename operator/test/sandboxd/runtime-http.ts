@@ -1,9 +1,21 @@
 /** Loopback helpers shared by the runtime's HTTP tests: a server on 127.0.0.1:0 and a bare client. */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import * as http from 'node:http';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { SandboxdOptions, SandboxdServer } from '../../src/sandboxd/server';
 
 export interface Reply { status: number; body: Buffer; headers: http.IncomingHttpHeaders }
+
+/** A fresh temp dir (a real path) holding `ws` (the workspace) and `outside`, a sibling the runtime must never reach. */
+export function tempWorkspace(prefix: string): { base: string; workspace: string; outside: string } {
+  const base = realpathSync(mkdtempSync(path.join(os.tmpdir(), prefix)));
+  const workspace = path.join(base, 'ws');
+  const outside = path.join(base, 'outside');
+  mkdirSync(workspace);
+  mkdirSync(outside);
+  return { base, workspace, outside };
+}
 
 /** A server on 127.0.0.1:0; tests run as root on CI, so allowRoot is explicit. */
 export async function startRuntime(workspace: string, extra: Partial<SandboxdOptions> = {}): Promise<{ server: SandboxdServer; port: number }> {

@@ -1,7 +1,6 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import * as os from 'node:os';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { alive, exec, json, request, startRuntime, upload } from './runtime-http';
+import { alive, exec, json, request, startRuntime, tempWorkspace, upload } from './runtime-http';
 import { RootRefusedError, SandboxdOptions, SandboxdServer } from '../../src/sandboxd/server';
 
 let base: string;
@@ -9,11 +8,7 @@ let workspace: string;
 let outside: string;
 
 beforeAll(() => {
-  base = realpathSync(mkdtempSync(path.join(os.tmpdir(), 'sandboxd-server-')));
-  workspace = path.join(base, 'ws');
-  outside = path.join(base, 'outside');
-  mkdirSync(workspace);
-  mkdirSync(outside);
+  ({ base, workspace, outside } = tempWorkspace('sandboxd-server-'));
   writeFileSync(path.join(outside, 'secret.txt'), 'secret');
   symlinkSync(outside, path.join(workspace, 'escape'));
 });
