@@ -2,11 +2,19 @@
  * Runs one `/execute` command. Like upstream's python runtime the command string is split with
  * POSIX shell-like rules (Python's `shlex.split`) and run without a shell, as the leader of a new
  * process group; `shell: true` runs it with `/bin/sh -c` instead. A timeout kills the whole process
- * group (SIGKILL) and reports `timed_out` with exit code 124; a signal death reports the negative
- * signal number. Output beyond the cap is dropped and a marker says how much.
+ * group and every descendant that left it (SIGKILL; see ./descendants) and reports `timed_out` with
+ * exit code 124, at once even if something the kill could not reach still holds the output pipes;
+ * a signal death reports the negative signal number. Output beyond the cap is dropped and a marker
+ * says how much.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
+import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
+
+export { killGroup };
+
+/** How long output may still arrive once a command was killed, before the pipes are closed on our side. */
+export const PIPES_AFTER_KILL_MS = 500;
 
 export interface ExecRequest {
   readonly command: string;
@@ -25,15 +33,16 @@ export interface ExecResult {
   timed_out: boolean;
 }
 
-/** The set of running process groups, so a drain can wait for them and kill what is left. */
+/** The running commands, so a drain can wait for them and kill what is left. */
 export class ProcessGroups {
-  private readonly running = new Map<number, Promise<void>>();
+  private readonly running = new Map<number, { done: Promise<void>; kill: () => void }>();
   private readonly killed = new Set<number>();
 
-  public add(child: ChildProcess, done: Promise<void>): void {
+  /** `kill` ends the command and everything it started (default: SIGKILL to its process group). */
+  public add(child: ChildProcess, done: Promise<void>, kill?: () => void): void {
     if (child.pid === undefined) return;
     const pid = child.pid;
-    this.running.set(pid, done);
+    this.running.set(pid, { done, kill: kill ?? (() => killGroup(pid)) });
     void done.finally(() => {
       this.running.delete(pid);
       this.killed.delete(pid);
@@ -46,14 +55,14 @@ export class ProcessGroups {
 
   /** Resolves once every command running now has finished. */
   public async idle(): Promise<void> {
-    while (this.running.size > 0) await Promise.allSettled([...this.running.values()]);
+    while (this.running.size > 0) await Promise.allSettled([...this.running.values()].map((r) => r.done));
   }
 
-  /** SIGKILL to every running process group. */
+  /** Kills every running command. */
   public killAll(): void {
-    for (const pid of this.running.keys()) {
+    for (const [pid, { kill }] of this.running) {
       this.killed.add(pid);
-      killGroup(pid);
+      kill();
     }
   }
 
@@ -92,14 +101,6 @@ export class CommandSlots {
   /** Why a command was refused, for the 429 answer and the gRPC status. */
   public refusal(): string {
     return `${this.used} commands are running, as many as --max-concurrent-commands (${this.limit}) allows; retry once one has finished`;
-  }
-}
-
-export function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    // already gone
   }
 }
 
@@ -229,11 +230,12 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
   }
 
   return new Promise<ExecResult>((resolve) => {
+    const id = newCommandId();
     let child: ChildProcess;
     try {
       child = spawn(file, args, {
         cwd: request.cwd,
-        env: request.env ?? process.env,
+        env: withCommandId(request.env ?? process.env, id),
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       });
@@ -248,18 +250,35 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
     let timedOut = false;
     let settle!: () => void;
     const done = new Promise<void>((r) => (settle = r));
+    let cutOff: NodeJS.Timeout | undefined;
+    let killing: Promise<void> | undefined;
+    // Kills the command's tree; whatever still holds the pipes shortly after cannot keep the answer.
+    const kill = () => {
+      if (child.pid === undefined || killing !== undefined) return;
+      cutOff = setTimeout(() => {
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+      }, PIPES_AFTER_KILL_MS);
+      killing = killCommand(child.pid, id);
+    };
     const timer = setTimeout(() => {
       timedOut = true;
-      if (child.pid !== undefined) killGroup(child.pid);
+      kill();
     }, Math.max(1, Math.min(request.timeoutMs, 2 ** 31 - 1)));
-    groups?.add(child, done);
+    groups?.add(child, done, kill);
     child.on('error', (err) => {
       clearTimeout(timer);
+      clearTimeout(cutOff);
       settle();
       resolve(failure(joinLines(err.message, hint)));
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      clearTimeout(cutOff);
+      // After a kill, answer once the whole tree is gone, not merely the pipes.
+      void (killing ?? Promise.resolve()).then(() => finish(code, signal));
+    });
+    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
       const shutDown = groups?.wasKilled(child.pid) ?? false;
       settle();
       if (shutDown) hint = joinLines(hint, 'the runtime is shutting down: the command was killed when its grace period ended\n');
@@ -267,7 +286,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
         const seconds = request.timeoutMs / 1000;
         resolve({
           stdout: stdout.text(),
-          stderr: `${stderr.text()}Command timed out after ${seconds} seconds; its process group was killed\n`,
+          stderr: `${stderr.text()}Command timed out after ${seconds} seconds; it and every process it started were killed\n`,
           exit_code: 124,
           timed_out: true,
         });
@@ -275,6 +294,6 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
       }
       const exitCode = code ?? (signal ? -(osConstants.signals[signal] ?? 1) : 1);
       resolve({ stdout: stdout.text(), stderr: joinLines(stderr.text(), hint), exit_code: exitCode, timed_out: false });
-    });
+    };
   });
 }

@@ -21,7 +21,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { Capture, type CommandSlots, type ProcessGroups, killGroup } from './exec';
+import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
+import { Capture, type CommandSlots, type ProcessGroups } from './exec';
 import { confine } from './paths';
 import {
   type ExecuteRequest, type ExecuteResponse, type Empty, type ProcessConfig, type ResizeTtyRequest, type SendSignalRequest, Signal,
@@ -66,6 +67,8 @@ function asStatus(err: unknown): Partial<grpc.StatusObject> {
 interface Launch {
   readonly child: ChildProcess;
   readonly pty: boolean;
+  /** Its `SANDBOXD_COMMAND_ID`, by which its descendants are found (see ./descendants). */
+  readonly id: string;
 }
 
 /** A Start process, addressable until it exits. */
@@ -121,7 +124,7 @@ export class ProcessService {
     const stderr = new Capture(this.options.maxOutputBytes);
     child.stdout!.on('data', (c: Buffer) => stdout.push(c));
     child.stderr!.on('data', (c: Buffer) => stderr.push(c));
-    const kill = () => killGroup(child.pid!);
+    const kill = () => void killLaunch(launch);
     call.once('cancelled', kill);
     // Cancelled while the child was being started: the event has passed already.
     if (call.cancelled) kill();
@@ -249,7 +252,8 @@ export class ProcessService {
     }
     if (Object.values(config?.envVars ?? {}).some((v) => v.includes('\0'))) throw new RpcError(grpc.status.INVALID_ARGUMENT, 'config.env_vars: a value contains a NUL byte');
     const cwd = await this.cwdOf(config?.cwd);
-    const env: NodeJS.ProcessEnv = { ...process.env, ...config?.envVars };
+    const id = newCommandId();
+    const env: NodeJS.ProcessEnv = withCommandId({ ...process.env, ...config?.envVars }, id);
     await lookPath(command[0], cwd, env.PATH ?? '');
     let file = command[0];
     let args = command.slice(1);
@@ -274,9 +278,10 @@ export class ProcessService {
     });
     child.stdin?.on('error', () => undefined);
     let settle!: () => void;
-    this.options.groups.add(child, new Promise<void>((r) => (settle = r)));
+    const launch: Launch = { child, pty: pty !== undefined, id };
+    this.options.groups.add(child, new Promise<void>((r) => (settle = r)), () => void killLaunch(launch));
     child.once('exit', () => settle());
-    return { child, pty: pty !== undefined };
+    return launch;
   }
 
   private async cwdOf(requested: string | undefined): Promise<string> {
@@ -313,8 +318,9 @@ function hasDeadline(call: grpc.ServerUnaryCall<unknown, unknown>): boolean {
 }
 
 /**
- * SIGKILL to the child's process group and, with a PTY, first to the command's own session under
- * `script` (found while `script` still lives), which a hangup alone might not end.
+ * SIGKILL to the child's process group and every descendant (./descendants) and, with a PTY, first
+ * to the command's own session under `script` (found while `script` still lives), which a hangup
+ * alone might not end.
  */
 async function killLaunch(launch: Launch): Promise<void> {
   const pid = launch.child.pid!;
@@ -322,7 +328,7 @@ async function killLaunch(launch: Launch): Promise<void> {
     const inner = await ptyChildPid(pid);
     if (inner !== undefined) killGroup(inner);
   }
-  killGroup(pid);
+  await killCommand(pid, launch.id);
 }
 
 /**

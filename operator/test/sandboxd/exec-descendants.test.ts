@@ -1,0 +1,126 @@
+/**
+ * `timeout_seconds` holds against a descendant that left the command's process group (`setsid`):
+ * the answer comes at the deadline, not when the descendant lets go of the output pipes, and the
+ * descendant is killed whether it holds the pipes or not.
+ */
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import * as path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { execute, processClient } from './process-client';
+import { alive, exec, json, startRuntime, tempWorkspace } from './runtime-http';
+import { parseStat, selectDescendants } from '../../src/sandboxd/descendants';
+import { SandboxdServer } from '../../src/sandboxd/server';
+
+let base: string;
+let workspace: string;
+let server: SandboxdServer;
+let port: number;
+
+beforeAll(async () => {
+  ({ base, workspace } = tempWorkspace('sandboxd-descendants-'));
+  ({ server, port } = await startRuntime(workspace, { grpcPort: 0 }));
+});
+afterAll(async () => {
+  await server.drain(1000);
+  rmSync(base, { recursive: true, force: true });
+});
+
+/** Live (not zombie) processes whose argv is exactly `argv`. */
+function processesRunning(argv: readonly string[]): number[] {
+  const wanted = `${argv.join('\0')}\0`;
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    let cmdline: string;
+    try {
+      cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+    } catch {
+      continue;
+    }
+    if (cmdline === wanted && alive(Number(name))) found.push(Number(name));
+  }
+  return found;
+}
+
+/** Fields 5 and 6 of /proc/<pid>/stat: the process group and the session. */
+function groupAndSession(pid: number): [number, number] {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [Number(fields[2]), Number(fields[3])];
+}
+
+/** The pid a command wrote to `file`, once it is there; the process must be running then, in a session of its own. */
+async function escapedPid(file: string): Promise<number> {
+  while (!existsSync(file)) await new Promise((r) => setTimeout(r, 10));
+  const pid = Number(readFileSync(file, 'utf8').trim());
+  expect(alive(pid)).toBe(true);
+  expect(groupAndSession(pid)).toEqual([pid, pid]);
+  return pid;
+}
+
+/** A shell command that starts `sleep <seconds>` in a new session, its pid in desc-<seconds>.pid, then waits a minute. */
+function escapingCommand(seconds: string, redirect: string): string {
+  const file = `desc-${seconds}.pid`;
+  return `setsid sh -c 'echo $$ > ${file}.tmp && mv ${file}.tmp ${file}; exec sleep ${seconds}'${redirect} & echo "leader $$"; sleep 60`;
+}
+
+describe.each([
+  ['its output inherited', '', '30.0111'],
+  ['its output redirected to /dev/null', ' >/dev/null 2>&1', '30.0222'],
+])('a `setsid sleep 30 &` descendant with %s', (_label, redirect, seconds) => {
+  test('the 1 s timeout answers with timed_out, and the descendant is killed', async () => {
+    const started = Date.now();
+    const pending = exec(port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
+
+    // Negative control: the descendant really runs, outside the command's process group and session.
+    const descendant = await escapedPid(path.join(workspace, `desc-${seconds}.pid`));
+    expect(processesRunning(['sleep', seconds])).toEqual([descendant]);
+
+    const reply = await pending;
+    // A generous guard, not a timing goal: the failure mode is waiting out the 30 s sleep.
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(reply.status).toBe(200);
+    const body = json(reply);
+    expect(body).toMatchObject({ exit_code: 124, timed_out: true });
+    expect(body.stderr).toMatch(/timed out after 1 seconds/);
+    const leader = Number(/leader (\d+)/.exec(body.stdout)?.[1]);
+    expect(leader).toBeGreaterThan(1);
+    expect(leader).not.toBe(descendant);
+    expect(alive(descendant)).toBe(false);
+    expect(processesRunning(['sleep', seconds])).toEqual([]);
+  }, 25_000);
+});
+
+test('a gRPC Execute past its deadline kills the descendant that left the group as well', async () => {
+  const seconds = '30.0333';
+  const client = processClient(`127.0.0.1:${server.grpcAddress!.port}`);
+  try {
+    const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(seconds, '')], envVars: {} } }, { deadlineMs: 1000 });
+    const descendant = await escapedPid(path.join(workspace, `desc-${seconds}.pid`));
+    await expect(pending).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
+    // The call ends at its deadline; the kill follows the cancellation, so wait for it (bounded by the test's timeout).
+    while (alive(descendant)) await new Promise((r) => setTimeout(r, 20));
+    expect(processesRunning(['sleep', seconds])).toEqual([]);
+  } finally {
+    client.close();
+  }
+}, 25_000);
+
+describe('selectDescendants', () => {
+  const p = (pid: number, ppid: number, marked = false) => ({ pid, ppid, marked });
+
+  test('the leader, what carries the id, and everything below either; nothing else', () => {
+    const table = [
+      p(1, 0), p(50, 1), p(100, 50), p(101, 100), p(102, 101), p(200, 1, true), p(201, 200), p(300, 1), p(301, 300), p(process.pid, 1, true),
+    ];
+    expect(selectDescendants(table, 100).sort((a, b) => a - b)).toEqual([100, 101, 102, 200, 201]);
+    // Negative control: without the mark the re-parented process (ppid 1) is out of reach.
+    expect(selectDescendants(table.map((e) => ({ ...e, marked: false })), 100).sort((a, b) => a - b)).toEqual([100, 101, 102]);
+  });
+
+  test('parseStat reads the parent pid past a command name with spaces and parentheses', () => {
+    expect(parseStat('42 (a) b (c)) S 7 42 42 0 -1')).toEqual({ ppid: 7, zombie: false });
+    expect(parseStat('43 (sleep) Z 1 43 43 0 -1')).toEqual({ ppid: 1, zombie: true });
+    expect(parseStat('garbage')).toBeUndefined();
+  });
+});
