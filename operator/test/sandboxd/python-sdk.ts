@@ -47,11 +47,43 @@ except grpc.RpcError as e:
 print(json.dumps(out))
 `;
 
+/**
+ * The SDK's legacy-runtime Filesystem (direct connection, no router): `files.write` of bytes (a
+ * `requests` multipart form) and of a binary stream (the SDK's own streamed framing), with a
+ * non-ASCII name too, then read, list and exists.
+ */
+const FILES = `
+import io, json, sys
+from k8s_agent_sandbox.connector import SandboxConnector
+from k8s_agent_sandbox.models import SandboxDirectConnectionConfig
+from k8s_agent_sandbox.files.filesystem import Filesystem
+fs = Filesystem(SandboxConnector('s', 'default', SandboxDirectConnectionConfig(api_url=sys.argv[1]), k8s_helper=None), None, 'test')
+streamed = bytes(range(256)) * 1200
+fs.write('py/bytes.txt', b'from the python sdk')
+fs.write('py/streamed.bin', io.BytesIO(streamed))
+fs.write('py/n\u00e4me.txt', 'unicode')
+print(json.dumps({
+    'read': fs.read('py/bytes.txt').decode(),
+    'streamed_ok': fs.read('py/streamed.bin') == streamed,
+    'list': sorted((e.name, e.type, e.size) for e in fs.list('py')),
+    'exists': fs.exists('py/n\u00e4me.txt'),
+}))
+`;
+
+async function venvPython(): Promise<string> {
+  const venv = await run(SCRIPT, [], { timeout: 600_000 });
+  return venv.stdout.trim().split('\n').pop()!;
+}
+
 /** What the Python client saw at `address` (host:port). */
 export async function pythonClient(address: string, metadata: Record<string, string> = {}): Promise<any> {
-  const venv = await run(SCRIPT, [], { timeout: 600_000 });
-  const python = venv.stdout.trim().split('\n').pop()!;
-  const { stdout } = await run(python, ['-c', CLIENT, address, JSON.stringify(metadata)], { timeout: 60_000 });
+  const { stdout } = await run(await venvPython(), ['-c', CLIENT, address, JSON.stringify(metadata)], { timeout: 60_000 });
+  return JSON.parse(stdout);
+}
+
+/** What the SDK's Filesystem saw against the legacy runtime at `url` (http://host:port). */
+export async function pythonFiles(url: string): Promise<any> {
+  const { stdout } = await run(await venvPython(), ['-c', FILES, url], { timeout: 60_000 });
   return JSON.parse(stdout);
 }
 
