@@ -23,8 +23,9 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // @kubernetes/client-node is the SDK's (sdk/package.json) runtime dependency, installed here for its
   // build and tests; ~1.4: 2.x needs Node >= 22.19. The operator reads kubeconfigs with its KubeConfig, and
   // reaches a kubeconfig's proxy-url through the agents client-node uses (hpagent, socks-proxy-agent).
+  // The in-sandbox runtime reads multipart uploads with busboy (streaming, bounded memory).
   devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0',
-    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10'],
+    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10', 'busboy@^1.6.0', '@types/busboy@^1.5.5'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {

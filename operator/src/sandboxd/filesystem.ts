@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
+import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
 import { confine, confineEntry, isWithin } from './paths';
 
 type Code = 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'NOT_FOUND' | 'CONFLICT' | 'INTERNAL' | 'UNAVAILABLE';
@@ -241,10 +241,10 @@ export class FilesystemService {
         abort: () => fsp.rm(temp, { force: true }),
       };
     };
-    const boundary = boundaryOf(req.headers['content-type']);
+    const contentType = req.headers['content-type'];
     try {
-      if (boundary !== undefined) {
-        const found = await readFilePart(req, boundary, () => sink());
+      if (isMultipart(contentType)) {
+        const found = await readFilePart(req, contentType, () => sink());
         if (found === undefined) return sendError(res, 'INVALID_ARGUMENT', 'multipart body has no "file" part');
       } else {
         const part = await sink();

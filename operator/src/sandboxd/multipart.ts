@@ -1,11 +1,15 @@
 /**
- * A streaming `multipart/form-data` reader for `/upload`: the part named `file` is written to the
- * sink its filename asks for, chunk by chunk, with backpressure; other parts are skipped. Nothing
- * is buffered beyond one chunk plus a delimiter's length, and chunked request bodies (no
- * Content-Length, as the SDK sends streamed uploads) are fine.
+ * `multipart/form-data` uploads, read with busboy (a streaming parser): the part named `file` is
+ * written to the sink its filename asks for, with backpressure all the way to the socket; other
+ * parts are skipped unread. Memory stays bounded whatever the body holds (busboy keeps at most a
+ * part header, 16 KiB, and a chunk), and chunked request bodies (no Content-Length, as the SDK
+ * sends streamed uploads) are fine. A malformed body rejects with a MultipartError that says what
+ * is wrong, once busboy notices: a missing boundary at once, a body that never reaches its closing
+ * boundary when it ends.
  */
-import { once } from 'node:events';
-import { Readable, Writable } from 'node:stream';
+import { Readable, Writable, finished } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import busboy from 'busboy';
 
 export class MultipartError extends Error {}
 
@@ -17,132 +21,93 @@ export interface PartSink {
   abort(): Promise<void>;
 }
 
-/** The boundary of a `multipart/form-data` Content-Type, or undefined. */
-export function boundaryOf(contentType: string | undefined): string | undefined {
-  if (!contentType || !/^multipart\/form-data\s*;/i.test(contentType)) return undefined;
-  const match = /;\s*boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
-  return match ? match[1] ?? match[2] : undefined;
+/** Whether a Content-Type asks for a multipart form (its boundary is busboy's to check). */
+export function isMultipart(contentType: string | undefined): contentType is string {
+  return contentType !== undefined && /^multipart\/form-data\s*(;|$)/i.test(contentType);
 }
 
-export interface PartHeaders {
-  readonly name?: string;
-  readonly filename?: string;
+/** Part values we never use are read into at most this many bytes (busboy drops the rest). */
+const FIELD_BYTES = 1024;
+
+/** busboy's messages, said in terms of what the client sent. */
+function explain(message: string): string {
+  if (/boundary not found/i.test(message)) return 'the Content-Type has no boundary parameter';
+  if (/unexpected end of form/i.test(message)) return 'the body ended before its closing boundary ("--<boundary>--")';
+  if (/malformed part header/i.test(message)) return 'a part header is malformed, or longer than 16 KiB without ending in a blank line';
+  if (/unexpected end of file/i.test(message)) return 'the body ended inside the "file" part';
+  return message;
 }
 
-export function parsePartHeaders(block: string): PartHeaders {
-  for (const line of block.split('\r\n')) {
-    const colon = line.indexOf(':');
-    if (colon < 0 || line.slice(0, colon).trim().toLowerCase() !== 'content-disposition') continue;
-    const params = line.slice(colon + 1);
-    return { name: param(params, 'name'), filename: param(params, 'filename') };
-  }
-  return {};
+function malformed(err: unknown): MultipartError {
+  return new MultipartError(`Malformed multipart/form-data body: ${explain((err as Error).message)}`);
 }
-
-function param(params: string, key: string): string | undefined {
-  const re = new RegExp(`;\\s*${key}=(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
-  const match = re.exec(params);
-  if (!match) return undefined;
-  return match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2].trim();
-}
-
-type State = 'preamble' | 'afterDelimiter' | 'headers' | 'body' | 'done';
 
 /**
  * Reads `body` to its end. `openFile(filename)` is called for the first part named `file`; it
  * returns the sink to stream into. Resolves with that part's filename (undefined when there was
- * none); rejects with MultipartError on a malformed body.
+ * none) once the sink has finished; rejects with MultipartError on a malformed body, after
+ * aborting the sink. The caller still owns `body`: on a rejection it has stopped being read.
  */
 export async function readFilePart(
   body: Readable,
-  boundary: string,
+  contentType: string,
   openFile: (filename: string) => Promise<PartSink>,
 ): Promise<string | undefined> {
-  const delimiter = Buffer.from(`\r\n--${boundary}`);
-  let buffer: Buffer = Buffer.from('\r\n');
-  let state: State = 'preamble';
-  let sink: PartSink | undefined;
-  let writing = false;
-  let found: string | undefined;
-
-  const write = async (data: Buffer): Promise<void> => {
-    if (!writing || !sink || data.length === 0) return;
-    if (!sink.stream.write(data)) await once(sink.stream, 'drain');
-  };
-
+  let parser: busboy.Busboy;
   try {
-    const step = async (final: boolean): Promise<void> => {
-      for (;;) {
-        if (state === 'preamble') {
-          const at = buffer.indexOf(delimiter);
-          if (at < 0) {
-            buffer = buffer.subarray(Math.max(0, buffer.length - delimiter.length));
-            return;
-          }
-          buffer = buffer.subarray(at + delimiter.length);
-          state = 'afterDelimiter';
-        } else if (state === 'afterDelimiter') {
-          if (buffer.length < 2) return;
-          if (buffer[0] === 0x2d && buffer[1] === 0x2d) {
-            state = 'done';
-            return;
-          }
-          const eol = buffer.indexOf('\r\n');
-          if (eol < 0) return;
-          buffer = buffer.subarray(eol + 2);
-          state = 'headers';
-        } else if (state === 'headers') {
-          const end = buffer.indexOf('\r\n\r\n');
-          if (end < 0) {
-            if (buffer.length > 16 * 1024) throw new MultipartError('part headers too large');
-            return;
-          }
-          const headers = parsePartHeaders(buffer.subarray(0, end).toString('utf8'));
-          buffer = buffer.subarray(end + 4);
-          if (headers.name === 'file' && found === undefined) {
-            if (headers.filename === undefined) throw new MultipartError('the "file" part has no filename');
-            found = headers.filename;
-            sink = await openFile(headers.filename);
-            writing = true;
-          }
-          state = 'body';
-        } else if (state === 'body') {
-          const at = buffer.indexOf(delimiter);
-          if (at >= 0) {
-            await write(buffer.subarray(0, at));
-            buffer = buffer.subarray(at + delimiter.length);
-            if (writing && sink) {
-              writing = false;
-              sink.stream.end();
-              await once(sink.stream, 'finish');
-              await sink.finish();
-              sink = undefined;
-            }
-            state = 'afterDelimiter';
-          } else {
-            const keep = final ? 0 : delimiter.length - 1;
-            if (buffer.length > keep) {
-              await write(buffer.subarray(0, buffer.length - keep));
-              buffer = buffer.subarray(buffer.length - keep);
-            }
-            return;
-          }
-        } else {
-          return;
-        }
+    // preservePath: the filename is the destination path, not only its last part.
+    parser = busboy({ headers: { 'content-type': contentType }, preservePath: true, defParamCharset: 'utf8', limits: { fieldSize: FIELD_BYTES } });
+  } catch (err) {
+    throw malformed(err);
+  }
+  let found: string | undefined;
+  let copying: Promise<void> = Promise.resolve();
+  const parsed = new Promise<void>((resolve, reject) => {
+    parser.on('file', (name, stream, info) => {
+      // busboy fails a part's stream with the body: the copy below sees that through pipeline.
+      stream.on('error', () => undefined);
+      if (name !== 'file' || found !== undefined) {
+        stream.resume();
+        return;
       }
-    };
-    for await (const chunk of body) {
-      buffer = buffer.length === 0 ? (chunk as Buffer) : Buffer.concat([buffer, chunk as Buffer]);
-      await step(false);
-    }
-    if ((state as State) !== 'done') throw new MultipartError('the multipart body ended before its closing delimiter');
+      if (info.filename === undefined) {
+        stream.resume();
+        reject(new MultipartError('the "file" part has no filename'));
+        return;
+      }
+      found = info.filename;
+      // Until the sink is open the part stream is paused, and busboy stops taking the body.
+      copying = openFile(info.filename).then(async (sink) => {
+        try {
+          await pipeline(stream, sink.stream);
+          await sink.finish();
+        } catch (err) {
+          sink.stream.destroy();
+          await sink.abort();
+          throw err;
+        }
+      });
+      copying.catch(reject);
+    });
+    parser.on('field', (name) => {
+      if (name === 'file' && found === undefined) reject(new MultipartError('the "file" part has no filename'));
+    });
+    parser.on('error', (err) => reject(malformed(err)));
+    parser.on('close', resolve);
+    finished(body, (err) => {
+      if (err) reject(new MultipartError(`the request body was cut off: ${err.message}`));
+    });
+  });
+  body.pipe(parser);
+  try {
+    await parsed;
+    await copying;
     return found;
   } catch (err) {
-    if (sink) {
-      sink.stream.destroy();
-      await sink.abort();
-    }
+    body.unpipe(parser);
+    // The part stream ends with the parser, and the copy then aborts its sink: wait for that.
+    parser.destroy();
+    await copying.catch(() => undefined);
     throw err;
   }
 }

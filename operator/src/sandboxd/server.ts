@@ -28,7 +28,7 @@ import { pipeline } from 'node:stream/promises';
 import * as grpc from '@grpc/grpc-js';
 import { CommandSlots, ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
-import { MultipartError, PartSink, boundaryOf, readFilePart } from './multipart';
+import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
 import { confine, confineEntry, decodePathParam } from './paths';
 import { PROCESS_SERVICE_DEFINITION } from './process-proto';
 import { ProcessService } from './process-service';
@@ -307,14 +307,14 @@ export class SandboxdServer {
   }
 
   private async upload(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const boundary = boundaryOf(req.headers['content-type']);
-    if (!boundary) {
+    const contentType = req.headers['content-type'];
+    if (!isMultipart(contentType)) {
       return discard(req, res, 422, { detail: [{ type: 'missing', loc: ['body', 'file'], msg: 'Field required (multipart/form-data)' }] });
     }
     let denied: string | undefined;
     let filename: string | undefined;
     try {
-      filename = await readFilePart(req, boundary, async (name) => {
+      filename = await readFilePart(req, contentType, async (name) => {
         const confined = await confine(this.root, name);
         if (!confined.ok) {
           denied = confined.reason;
@@ -323,9 +323,8 @@ export class SandboxdServer {
         return this.fileSink(confined.path, name, (reason) => (denied = reason));
       });
     } catch (err) {
-      if (err instanceof MultipartError) {
-        return discard(req, res, 422, { detail: [{ type: 'multipart', loc: ['body', 'file'], msg: err.message }] });
-      }
+      // A body that is no multipart form is a 400 (as upstream's Starlette answers it); a form without the file part stays a 422.
+      if (err instanceof MultipartError) return discard(req, res, 400, { detail: err.message });
       return discard(req, res, 500, { message: `File upload failed: ${(err as Error).message}` });
     }
     if (denied !== undefined) return accessDenied(res, denied);

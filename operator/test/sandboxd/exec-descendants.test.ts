@@ -3,27 +3,14 @@
  * the answer comes at the deadline, not when the descendant lets go of the output pipes, and the
  * descendant is killed whether it holds the pipes or not.
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { execute, processClient } from './process-client';
-import { alive, exec, json, startRuntime, tempWorkspace } from './runtime-http';
+import { alive, exec, json, runtimeFixture } from './runtime-http';
 import { parseStat, selectDescendants } from '../../src/sandboxd/descendants';
-import { SandboxdServer } from '../../src/sandboxd/server';
 
-let base: string;
-let workspace: string;
-let server: SandboxdServer;
-let port: number;
-
-beforeAll(async () => {
-  ({ base, workspace } = tempWorkspace('sandboxd-descendants-'));
-  ({ server, port } = await startRuntime(workspace, { grpcPort: 0 }));
-});
-afterAll(async () => {
-  await server.drain(1000);
-  rmSync(base, { recursive: true, force: true });
-});
+const rt = runtimeFixture('sandboxd-descendants-', { grpcPort: 0 });
 
 /** Live (not zombie) processes whose argv is exactly `argv`. */
 function processesRunning(argv: readonly string[]): number[] {
@@ -70,10 +57,10 @@ describe.each([
 ])('a `setsid sleep 30 &` descendant with %s', (_label, redirect, seconds) => {
   test('the 1 s timeout answers with timed_out, and the descendant is killed', async () => {
     const started = Date.now();
-    const pending = exec(port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
+    const pending = exec(rt.port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
 
     // Negative control: the descendant really runs, outside the command's process group and session.
-    const descendant = await escapedPid(path.join(workspace, `desc-${seconds}.pid`));
+    const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
     expect(processesRunning(['sleep', seconds])).toEqual([descendant]);
 
     const reply = await pending;
@@ -93,10 +80,10 @@ describe.each([
 
 test('a gRPC Execute past its deadline kills the descendant that left the group as well', async () => {
   const seconds = '30.0333';
-  const client = processClient(`127.0.0.1:${server.grpcAddress!.port}`);
+  const client = processClient(`127.0.0.1:${rt.server.grpcAddress!.port}`);
   try {
     const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(seconds, '')], envVars: {} } }, { deadlineMs: 1000 });
-    const descendant = await escapedPid(path.join(workspace, `desc-${seconds}.pid`));
+    const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
     await expect(pending).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
     // The call ends at its deadline; the kill follows the cancellation, so wait for it (bounded by the test's timeout).
     while (alive(descendant)) await new Promise((r) => setTimeout(r, 20));

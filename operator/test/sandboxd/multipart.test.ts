@@ -1,6 +1,6 @@
 import { Readable, Writable } from 'node:stream';
 import fc from 'fast-check';
-import { MultipartError, boundaryOf, parsePartHeaders, readFilePart } from '../../src/sandboxd/multipart';
+import { MultipartError, isMultipart, readFilePart } from '../../src/sandboxd/multipart';
 
 function body(boundary: string, parts: ReadonlyArray<{ headers: string; content: Buffer }>): Buffer {
   const pieces: Buffer[] = [Buffer.from('preamble\r\n')];
@@ -22,7 +22,7 @@ function chunked(data: Buffer, cuts: readonly number[]): Readable {
 
 async function collect(stream: Readable, boundary: string): Promise<{ filename?: string; content: Buffer }> {
   const chunks: Buffer[] = [];
-  const filename = await readFilePart(stream, boundary, async () => ({
+  const filename = await readFilePart(stream, `multipart/form-data; boundary=${boundary}`, async () => ({
     stream: new Writable({ write: (chunk: Buffer, _enc, cb) => { chunks.push(chunk); cb(); } }),
     finish: async () => undefined,
     abort: async () => undefined,
@@ -59,10 +59,45 @@ test('no file part: undefined', async () => {
   expect((await collect(Readable.from([data]), 'xx')).filename).toBeUndefined();
 });
 
-test('headers and boundaries', () => {
-  expect(boundaryOf('multipart/form-data; boundary=abc')).toBe('abc');
-  expect(boundaryOf('multipart/form-data; boundary="a b"')).toBe('a b');
-  expect(boundaryOf('application/json')).toBeUndefined();
-  expect(parsePartHeaders('Content-Disposition: form-data; name="file"; filename="a \\"q\\".txt"')).toEqual({ name: 'file', filename: 'a "q".txt' });
-  expect(parsePartHeaders('content-disposition: form-data; name=file; filename=x.txt')).toEqual({ name: 'file', filename: 'x.txt' });
+test('content types', () => {
+  expect(isMultipart('multipart/form-data; boundary=abc')).toBe(true);
+  expect(isMultipart('Multipart/Form-Data;boundary="a b"')).toBe(true);
+  expect(isMultipart('application/json')).toBe(false);
+  expect(isMultipart('multipart/form-datax; boundary=a')).toBe(false);
+  expect(isMultipart(undefined)).toBe(false);
+});
+
+test('filenames: the whole path is kept, quoted-pairs and UTF-8 are decoded, unquoted values work', async () => {
+  const name = async (disposition: string) => (await collect(Readable.from([body('xx', [{ headers: disposition, content: Buffer.from('x') }])]), 'xx')).filename;
+  expect(await name('Content-Disposition: form-data; name="file"; filename="dir/sub/a.txt"')).toBe('dir/sub/a.txt');
+  expect(await name('Content-Disposition: form-data; name="file"; filename="a \\"q\\".txt"')).toBe('a "q".txt');
+  expect(await name('content-disposition: form-data; name=file; filename=x.txt')).toBe('x.txt');
+  expect(await name('Content-Disposition: form-data; name="file"; filename="d/n\u00e4me.txt"')).toBe('d/n\u00e4me.txt');
+});
+
+test.each([
+  ['no boundary parameter', 'multipart/form-data', '--xx\r\n', /no boundary/],
+  ['a "file" part without a filename', 'multipart/form-data; boundary=xx', '--xx\r\nContent-Disposition: form-data; name="file"\r\n\r\nv\r\n--xx--\r\n', /no filename/],
+  ['a header without its blank line', 'multipart/form-data; boundary=xx', `--xx\r\nContent-Disposition: form-data; name="file"; filename="a"\r\nX: ${'y'.repeat(20_000)}`, /part header/],
+])('%s is a MultipartError that says so', async (_label, contentType, data, message) => {
+  let opened = 0;
+  const promise = readFilePart(Readable.from([Buffer.from(data)]), contentType, async () => {
+    opened++;
+    return { stream: new Writable({ write: (_c, _e, cb) => cb() }), finish: async () => undefined, abort: async () => undefined };
+  });
+  await expect(promise).rejects.toBeInstanceOf(MultipartError);
+  await expect(promise).rejects.toThrow(message);
+  expect(opened).toBe(0);
+});
+
+test('a body cut inside the file part aborts the sink it had opened', async () => {
+  const events: string[] = [];
+  const data = Buffer.from('--xx\r\nContent-Disposition: form-data; name="file"; filename="a"\r\n\r\nhalf');
+  const promise = readFilePart(Readable.from([data]), 'multipart/form-data; boundary=xx', async () => ({
+    stream: new Writable({ write: (_c, _e, cb) => cb() }),
+    finish: async () => void events.push('finish'),
+    abort: async () => void events.push('abort'),
+  }));
+  await expect(promise).rejects.toThrow(/ended/);
+  expect(events).toEqual(['abort']);
 });

@@ -1,5 +1,5 @@
 /** Loopback helpers shared by the runtime's HTTP tests: a server on 127.0.0.1:0 and a bare client. */
-import { mkdirSync, mkdtempSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import * as http from 'node:http';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -30,6 +30,28 @@ export async function startRuntime(workspace: string, extra: Partial<SandboxdOpt
   });
   const { port } = await server.start();
   return { server, port };
+}
+
+export interface RuntimeFixture {
+  readonly base: string;
+  readonly workspace: string;
+  readonly outside: string;
+  readonly server: SandboxdServer;
+  readonly port: number;
+}
+
+/** Registers beforeAll/afterAll: a temp workspace and a runtime on it, drained and removed after the file's tests. */
+export function runtimeFixture(prefix: string, extra: Partial<SandboxdOptions> = {}): RuntimeFixture {
+  const fixture = {} as RuntimeFixture;
+  beforeAll(async () => {
+    Object.assign(fixture, tempWorkspace(prefix));
+    Object.assign(fixture, await startRuntime(fixture.workspace, extra));
+  });
+  afterAll(async () => {
+    await fixture.server?.drain(1000);
+    rmSync(fixture.base, { recursive: true, force: true });
+  });
+  return fixture;
 }
 
 export interface RequestOptions { body?: Buffer | string | Buffer[]; headers?: http.OutgoingHttpHeaders }
