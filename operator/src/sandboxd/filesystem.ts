@@ -5,15 +5,19 @@
  * `GET /v1/metadata`. Errors are `{"code","message"}` JSON; PUT and DELETE answer 204. Unlike
  * upstream's Go mux, a literal `/v1/files/.` is served (not redirected), so `list(".")` works.
  */
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, promises as fsp, Stats } from 'node:fs';
+import { promises as fsp, Stats } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
-import { confine, confineEntry, isWithin } from './paths';
+import {
+  ConfinementError, READ_FILE, createAtomically, emptyDirectory, namesIn, openConfined, openDirectory, removeEntry, statEntryInside,
+} from './confined-fs';
+import { MultipartError, isMultipart, readFilePart } from './multipart';
+import { confine, confineEntry } from './paths';
+
+type FileHandle = fsp.FileHandle;
 
 type Code = 'INVALID_ARGUMENT' | 'PERMISSION_DENIED' | 'NOT_FOUND' | 'CONFLICT' | 'INTERNAL' | 'UNAVAILABLE';
 const STATUS: Record<Code, number> = {
@@ -100,48 +104,40 @@ export class FilesystemService {
     res.end('Method Not Allowed\n');
   }
 
-  private async resolve(res: http.ServerResponse, requested: string, head = false): Promise<string | undefined> {
-    const confined = await confine(this.root, requested);
-    if (!confined.ok) {
-      sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${confined.reason}`, head);
-      return undefined;
-    }
-    return confined.path;
-  }
-
   private async get(req: http.IncomingMessage, res: http.ServerResponse, requested: string, head: boolean): Promise<void> {
-    const target = await this.resolve(res, requested, head);
-    if (target === undefined) return;
-    let stat: Stats;
+    // The descriptor, not the path, is checked and then used (./confined-fs).
+    let handle: FileHandle;
     try {
-      stat = await fsp.stat(target);
+      handle = await openConfined(this.root, requested, READ_FILE);
     } catch (err) {
+      if (err instanceof ConfinementError) return sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${err.message}`, head);
       const code = errnoCode(err);
       return sendError(res, code, code === 'NOT_FOUND' ? 'path does not exist within the sandbox' : (err as Error).message, head);
     }
-    if (stat.isDirectory()) return this.listing(res, target, requested, head);
-    return this.serveFile(req, res, target, stat, head);
+    const stat = await handle.stat().catch(async (err: Error) => {
+      await handle.close();
+      throw err;
+    });
+    if (!stat.isDirectory()) return this.serveFile(req, res, handle, stat, head);
+    try {
+      return await this.listing(res, handle, requested, head);
+    } finally {
+      await handle.close();
+    }
   }
 
-  private async listing(res: http.ServerResponse, dir: string, requested: string, head: boolean): Promise<void> {
+  private async listing(res: http.ServerResponse, dir: FileHandle, requested: string, head: boolean): Promise<void> {
     let names: string[];
     try {
-      names = (await fsp.readdir(dir)).sort();
+      names = (await namesIn(dir)).sort();
     } catch (err) {
       return sendError(res, errnoCode(err), (err as Error).message, head);
     }
     const entries = [];
     for (const name of names) {
-      const full = path.join(dir, name);
-      let real: string;
-      let stat: Stats;
-      try {
-        real = await fsp.realpath(full);
-        stat = await fsp.stat(real);
-      } catch {
-        continue; // broken link
-      }
-      if (!isWithin(this.root, real)) continue; // a link out of the root
+      // A link is followed only to where it leads inside the root; broken links and links out are left out.
+      const stat = await statEntryInside(this.root, dir, name);
+      if (!stat) continue;
       entries.push({
         name,
         size: stat.size,
@@ -154,13 +150,24 @@ export class FilesystemService {
     return sendJson(res, { path: shown === '/.' ? '/' : shown, entries }, head);
   }
 
-  private serveFile(req: http.IncomingMessage, res: http.ServerResponse, file: string, stat: Stats, head: boolean): void {
+  /** Answers with the open file `file` (closed here); ranges and If-Modified-Since as Go's http.ServeContent. */
+  private serveFile(req: http.IncomingMessage, res: http.ServerResponse, file: FileHandle, stat: Stats, head: boolean): void {
+    let streaming = false;
+    try {
+      streaming = this.sendFile(req, res, file, stat, head);
+    } finally {
+      if (!streaming) void file.close();
+    }
+  }
+
+  /** True when the body is being streamed from `file` (which then closes it). */
+  private sendFile(req: http.IncomingMessage, res: http.ServerResponse, file: FileHandle, stat: Stats, head: boolean): boolean {
     const lastModified = new Date(Math.floor(stat.mtimeMs / 1000) * 1000);
     const since = req.headers['if-modified-since'];
     if (since !== undefined && !req.headers.range && Date.parse(since) >= lastModified.getTime()) {
       res.writeHead(304, { 'Last-Modified': lastModified.toUTCString() });
       res.end();
-      return;
+      return false;
     }
     const headers: http.OutgoingHttpHeaders = {
       'Content-Type': 'application/octet-stream',
@@ -183,7 +190,7 @@ export class FilesystemService {
         if (start >= stat.size || start > end) {
           res.writeHead(416, { 'Content-Range': `bytes */${stat.size}`, 'Content-Type': 'text/plain; charset=utf-8' });
           res.end(head ? undefined : 'invalid range: failed to overlap\n');
-          return;
+          return false;
         }
         status = 206;
         headers['Content-Range'] = `bytes ${start}-${end}/${stat.size}`;
@@ -193,10 +200,11 @@ export class FilesystemService {
     res.writeHead(status, headers);
     if (head || stat.size === 0) {
       res.end();
-      return;
+      return false;
     }
     // pipeline closes the file when the client goes away mid-download.
-    pipeline(createReadStream(file, { start, end }), res).catch(() => undefined);
+    pipeline(file.createReadStream({ start, end }), res).catch(() => undefined);
+    return true;
   }
 
   private async put(req: http.IncomingMessage, res: http.ServerResponse, requested: string, params: URLSearchParams): Promise<void> {
@@ -214,33 +222,8 @@ export class FilesystemService {
     if (target === this.root || (await fsp.stat(target).then((s) => s.isDirectory(), () => false))) {
       return discard('INVALID_ARGUMENT', 'target is a directory');
     }
-    const dir = path.dirname(target);
-    try {
-      await fsp.mkdir(dir, { recursive: true, mode: 0o755 });
-    } catch (err) {
-      return discard(errnoCode(err) === 'PERMISSION_DENIED' ? 'PERMISSION_DENIED' : 'INTERNAL', (err as Error).message);
-    }
-    const again = await confine(this.root, path.relative(this.root, dir));
-    if (!again.ok || again.path !== dir) return discard('PERMISSION_DENIED', 'path escapes the sandbox root through a symbolic link');
-    const temp = path.join(dir, `.sandboxd-tmp-${randomBytes(6).toString('hex')}`);
-    const sink = async (): Promise<PartSink> => {
-      const stream = createWriteStream(temp, { flags: 'wx', mode: 0o600 });
-      await once(stream, 'open');
-      return {
-        stream,
-        finish: async () => {
-          const handle = await fsp.open(temp, 'r+');
-          try {
-            await handle.chmod(mode);
-            await handle.sync();
-          } finally {
-            await handle.close();
-          }
-          await fsp.rename(temp, target);
-        },
-        abort: () => fsp.rm(temp, { force: true }),
-      };
-    };
+    // Parents (0755) and the temp file are made through a directory descriptor verified to lie in the root (./confined-fs).
+    const sink = () => createAtomically(this.root, target, requested, { mode, dirMode: 0o755 });
     const contentType = req.headers['content-type'];
     try {
       if (isMultipart(contentType)) {
@@ -263,6 +246,7 @@ export class FilesystemService {
       }
     } catch (err) {
       if (err instanceof MultipartError) return discard('INVALID_ARGUMENT', err.message);
+      if (err instanceof ConfinementError) return discard('PERMISSION_DENIED', `path escapes the sandbox root: ${err.message}`);
       return discard(errnoCode(err) === 'PERMISSION_DENIED' ? 'PERMISSION_DENIED' : 'INTERNAL', (err as Error).message);
     }
     res.writeHead(204);
@@ -278,28 +262,28 @@ export class FilesystemService {
       }
       recursive = GO_TRUE.includes(recursiveText);
     }
-    const target = await this.resolve(res, requested);
-    if (target === undefined) return;
-    // The entry itself (a link is removed, not followed), under its confined parent.
+    const confined = await confine(this.root, requested);
+    if (!confined.ok) return sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${confined.reason}`);
+    // The entry itself (a link is removed, not followed), through its parent's verified descriptor.
     const confinedEntry = await confineEntry(this.root, requested);
     if (!confinedEntry.ok) return sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${confinedEntry.reason}`);
     const entry = confinedEntry.path;
-    const stat = await fsp.lstat(entry).catch(() => undefined);
-    if (!stat) return sendError(res, 'NOT_FOUND', 'path does not exist within the sandbox');
+    const isRoot = entry === this.root;
+    if (isRoot && !recursive) return sendError(res, 'CONFLICT', 'refusing to delete the sandbox root without recursive=true');
     try {
-      if (entry === this.root) {
-        if (!recursive) return sendError(res, 'CONFLICT', 'refusing to delete the sandbox root without recursive=true');
-        for (const name of await fsp.readdir(this.root)) await fsp.rm(path.join(this.root, name), { recursive: true, force: true });
-      } else if (stat.isDirectory()) {
-        if (recursive) await fsp.rm(entry, { recursive: true });
-        else await fsp.rmdir(entry);
-      } else {
-        await fsp.unlink(entry);
+      const dir = await openDirectory(this.root, isRoot ? this.root : path.dirname(entry), requested);
+      try {
+        if (isRoot) await emptyDirectory(dir);
+        else if (!(await removeEntry(dir, path.basename(entry), recursive))) return sendError(res, 'NOT_FOUND', 'path does not exist within the sandbox');
+      } finally {
+        await dir.close();
       }
     } catch (err) {
+      if (err instanceof ConfinementError) return sendError(res, 'PERMISSION_DENIED', `path escapes the sandbox root: ${err.message}`);
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOTEMPTY' || code === 'EEXIST') return sendError(res, 'CONFLICT', 'directory is not empty; pass recursive=true');
-      return sendError(res, errnoCode(err), (err as Error).message);
+      const status = errnoCode(err);
+      return sendError(res, status, status === 'NOT_FOUND' ? 'path does not exist within the sandbox' : (err as Error).message);
     }
     res.writeHead(204);
     res.end();

@@ -18,20 +18,25 @@
  * ProcessService (`./process-service`). The token, when set, guards those too (gRPC: the
  * `authorization` metadata, else UNAUTHENTICATED); upstream sandboxd has no authentication.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { createReadStream, createWriteStream, promises as fsp, Stats } from 'node:fs';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { promises as fsp, Stats } from 'node:fs';
 import * as http from 'node:http';
 import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as grpc from '@grpc/grpc-js';
+import {
+  ConfinementError, O_PATH, READ_DIRECTORY, READ_FILE, createAtomically, lstatEntry, namesIn, openConfined, openDirectory, removeEntry,
+} from './confined-fs';
 import { CommandSlots, ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
 import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
 import { confine, confineEntry, decodePathParam } from './paths';
 import { PROCESS_SERVICE_DEFINITION } from './process-proto';
 import { ProcessService } from './process-service';
+
+type FileHandle = fsp.FileHandle;
 
 export interface SandboxdOptions {
   /** The workspace root: every path is confined to it and it is the cwd of every command. */
@@ -332,30 +337,28 @@ export class SandboxdServer {
     return sendJson(res, 200, { message: `File '${filename}' uploaded successfully.` });
   }
 
-  /** Writes to a temp file beside the target and renames it over the target when complete. */
+  /**
+   * Writes to a temp file beside the target, in a directory verified by descriptor, and renames it
+   * over the target when complete; an escape found on the way is a 403 (see ./confined-fs).
+   */
   private async fileSink(target: string, name: string, deny: (reason: string) => void): Promise<PartSink> {
-    const dir = path.dirname(target);
-    await fsp.mkdir(dir, { recursive: true });
-    // The parents exist now: check again, so a link created meanwhile cannot redirect the write.
-    const again = await confine(this.root, path.relative(this.root, dir));
-    if (!again.ok || again.path !== dir) {
-      deny(again.ok ? `"${name}" resolves outside the workspace through a symbolic link` : again.reason);
+    try {
+      return await createAtomically(this.root, target, name);
+    } catch (err) {
+      if (!(err instanceof ConfinementError)) throw err;
+      deny(err.message);
       return discardSink();
     }
-    const temp = path.join(dir, `.upload-${randomBytes(6).toString('hex')}`);
-    const stream = createWriteStream(temp, { flags: 'wx' });
-    return {
-      stream,
-      finish: () => fsp.rename(temp, target),
-      abort: () => fsp.rm(temp, { force: true }),
-    };
   }
 
   private async download(res: http.ServerResponse, requested: string): Promise<void> {
-    const confined = await confine(this.root, requested);
-    if (!confined.ok) return accessDenied(res, confined.reason);
-    const stat = await fsp.stat(confined.path).catch(() => undefined);
-    if (!stat || !stat.isFile()) return sendJson(res, 404, { message: 'File not found' });
+    const handle = await this.open(res, requested, READ_FILE); // a FIFO or a directory: no regular file, so a 404 below
+    if (!handle) return;
+    const stat = await handle.stat();
+    if (!stat.isFile()) {
+      await handle.close();
+      return sendJson(res, 404, { message: 'File not found' });
+    }
     res.writeHead(200, {
       'Content-Type': 'application/octet-stream',
       'Content-Disposition': `attachment; filename="${requested.replace(/[^\x20-\x7e]|["\\]/g, '_')}"`,
@@ -364,31 +367,51 @@ export class SandboxdServer {
       'ETag': `"${stat.mtimeMs.toString(16)}-${stat.size.toString(16)}"`,
     });
     // pipeline closes the file when the client goes away mid-download, and drops the response on a read error.
-    await pipeline(createReadStream(confined.path), res).catch(() => undefined);
+    await pipeline(handle.createReadStream(), res).catch(() => undefined);
+  }
+
+  /**
+   * What `requested` names, opened and verified to lie in the workspace (./confined-fs), or
+   * undefined once the answer was sent: 403 on an escape, `missing` (404) when it is not there.
+   */
+  private async open(res: http.ServerResponse, requested: string, flags: number, missing = 'File not found'): Promise<FileHandle | undefined> {
+    try {
+      return await openConfined(this.root, requested, flags);
+    } catch (err) {
+      if (err instanceof ConfinementError) return void accessDenied(res, err.message);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR' || code === 'ELOOP') return void sendJson(res, 404, { message: missing });
+      if (code === 'EACCES' || code === 'EPERM') return void accessDenied(res, `"${requested}" is not readable by the runtime`);
+      throw err;
+    }
   }
 
   private async list(res: http.ServerResponse, requested: string): Promise<void> {
-    const confined = await confine(this.root, requested);
-    if (!confined.ok) return accessDenied(res, confined.reason);
-    const stat = await fsp.stat(confined.path).catch(() => undefined);
-    if (!stat || !stat.isDirectory()) return sendJson(res, 404, { message: 'Path is not a directory' });
+    const dir = await this.open(res, requested, READ_DIRECTORY, 'Path is not a directory');
+    if (!dir) return;
     try {
       const entries = [];
-      for (const name of await fsp.readdir(confined.path)) {
+      for (const name of await namesIn(dir)) {
         // The entry itself: a link is never followed (its target may lie outside, or be gone).
-        const s = await fsp.lstat(path.join(confined.path, name)).catch(() => undefined);
+        const s = await lstatEntry(dir, name);
         if (s) entries.push(listEntry(name, s)); // else removed since readdir
       }
       return sendJson(res, 200, entries);
     } catch (err) {
       return sendJson(res, 500, { message: `List files failed: ${(err as Error).message}` });
+    } finally {
+      await dir.close();
     }
   }
 
   private async exists(res: http.ServerResponse, requested: string): Promise<void> {
-    const confined = await confine(this.root, requested);
-    if (!confined.ok) return accessDenied(res, confined.reason);
-    const found = await fsp.stat(confined.path).then(() => true, () => false);
+    let found = true;
+    try {
+      await (await openConfined(this.root, requested, O_PATH)).close();
+    } catch (err) {
+      if (err instanceof ConfinementError) return accessDenied(res, err.message);
+      found = false;
+    }
     return sendJson(res, 200, { path: requested, exists: found });
   }
 
@@ -396,21 +419,22 @@ export class SandboxdServer {
     const confined = await confine(this.root, requested);
     if (!confined.ok) return accessDenied(res, confined.reason);
     if (confined.path === this.root) return accessDenied(res, 'the workspace root itself cannot be deleted');
-    // The entry itself, not what a symbolic link points at.
+    // The entry itself, not what a symbolic link points at, removed through its verified parent.
     const entry = await confineEntry(this.root, requested);
     if (!entry.ok) return accessDenied(res, entry.reason);
-    const target = entry.path;
-    const stat = await fsp.lstat(target).catch(() => undefined);
-    if (!stat) return sendJson(res, 404, { message: 'File not found' });
     try {
-      if (stat.isDirectory()) {
-        if (recursive === 'true' || recursive === '1') await fsp.rm(target, { recursive: true });
-        else await fsp.rmdir(target);
-      } else {
-        await fsp.unlink(target);
+      const parent = await openDirectory(this.root, path.dirname(entry.path), requested);
+      try {
+        if (!(await removeEntry(parent, path.basename(entry.path), recursive === 'true' || recursive === '1'))) {
+          return sendJson(res, 404, { message: 'File not found' });
+        }
+      } finally {
+        await parent.close();
       }
     } catch (err) {
+      if (err instanceof ConfinementError) return accessDenied(res, err.message);
       const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return sendJson(res, 404, { message: 'File not found' });
       if (code === 'ENOTEMPTY' || code === 'EEXIST') {
         return sendJson(res, 409, { message: 'Directory not empty; pass recursive=true' });
       }

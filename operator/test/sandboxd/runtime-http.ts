@@ -54,17 +54,23 @@ export function runtimeFixture(prefix: string, extra: Partial<SandboxdOptions> =
   return fixture;
 }
 
-export interface RequestOptions { body?: Buffer | string | Buffer[]; headers?: http.OutgoingHttpHeaders }
+export interface RequestOptions {
+  body?: Buffer | string | Buffer[];
+  headers?: http.OutgoingHttpHeaders;
+  /** Resolve on a connection error too: status -1, with whatever body had arrived. */
+  tolerant?: boolean;
+}
 
 export function request(port: number, method: string, urlPath: string, options: RequestOptions = {}): Promise<Reply> {
   return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const failed = (err: Error) => (options.tolerant ? resolve({ status: -1, body: Buffer.concat(chunks), headers: {} }) : reject(err));
     const req = http.request({ host: '127.0.0.1', port, method, path: urlPath, headers: options.headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks), headers: res.headers }));
-      res.on('error', reject);
+      res.on('error', failed);
     });
-    req.on('error', reject);
+    req.on('error', failed);
     const body = options.body;
     if (Array.isArray(body)) for (const part of body) req.write(part);
     else if (body !== undefined) req.write(body);
@@ -81,13 +87,13 @@ export function exec(port: number, body: Record<string, unknown>, headers: http.
 export const BOUNDARY = 'b0undary0123456789abcdef';
 
 /** A multipart body written in several chunks without Content-Length (chunked), as the SDK streams. */
-export function upload(port: number, filename: string, content: Buffer, headers: http.OutgoingHttpHeaders = {}): Promise<Reply> {
+export function upload(port: number, filename: string, content: Buffer, headers: http.OutgoingHttpHeaders = {}, tolerant = false): Promise<Reply> {
   const head = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="${filename}"\r\n\r\n`);
   const tail = Buffer.from(`\r\n--${BOUNDARY}--\r\n`);
   const pieces: Buffer[] = [head];
   for (let i = 0; i < content.length; i += 50_000) pieces.push(content.subarray(i, i + 50_000));
   pieces.push(tail);
-  return request(port, 'POST', '/upload', { body: pieces, headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}`, ...headers } });
+  return request(port, 'POST', '/upload', { body: pieces, headers: { 'Content-Type': `multipart/form-data; boundary=${BOUNDARY}`, ...headers }, tolerant });
 }
 
 /** Alive and not a zombie (an orphan's zombie may linger where PID 1 does not reap). */
