@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import { SandboxLabels } from '../../../src/api/labels';
 import { RESOURCES, type Pod, type Sandbox, slimPod } from '../model';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
-import { parseRouterArgs, routerUsage, splitList } from '../router/flags';
+import { parseRouterArgs, type RouterFlags, routerUsage, splitList } from '../router/flags';
 import { AddressGuard } from '../router/guard';
 import { H2Proxy } from '../router/h2';
 import { ProxyListener } from '../router/listener';
@@ -44,7 +44,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
 
   const client = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });
   const metrics = new RouterMetrics(build);
-  const authorizer = makeAuthorizer(flags.string('auth'), flags.string('auth-token-file'), client, flags.number('auth-cache-ttl'), flags.number('auth-cache-size'));
+  const authorizer = makeAuthorizer(flags, client, metrics);
   if (flags.string('auth') === 'none') log.warn('--auth=none: anyone who reaches the router can use every sandbox it routes to');
 
   const namespace = flags.string('namespace') || undefined;
@@ -77,7 +77,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
   const h2 = new H2Proxy(router);
-  const proxy = new ProxyListener();
+  const proxy = new ProxyListener({}, { maxConnectionsPerClient: flags.number('max-connections-per-client'), h2IdleTimeoutMs: flags.number('h2-idle-timeout') });
   router.attach(proxy.http1);
   h2.attach(proxy.http2);
   const bind = parseBindAddress(flags.string('bind-address'));
@@ -101,10 +101,25 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   return life.exited;
 }
 
-function makeAuthorizer(mode: string, tokenFile: string, client: HttpKubeClient, ttlMs: number, maxEntries: number): Authorizer {
+function makeAuthorizer(flags: RouterFlags, client: HttpKubeClient, metrics: RouterMetrics): Authorizer {
+  const mode = flags.string('auth');
   if (mode === 'none') return ALLOW_ALL;
-  if (mode === 'token') return new StaticTokenAuthorizer(fs.readFileSync(tokenFile, 'utf8'));
-  return new KubernetesAuthorizer(new KubeReviewer(client), { ttlMs, maxEntries });
+  if (mode === 'token') return new StaticTokenAuthorizer(fs.readFileSync(flags.string('auth-token-file'), 'utf8'));
+  const qps = flags.number('auth-review-qps');
+  const clientQps = flags.number('auth-review-qps-per-client');
+  return new KubernetesAuthorizer(new KubeReviewer(client), {
+    ttlMs: flags.number('auth-cache-ttl'),
+    maxEntries: flags.number('auth-cache-size'),
+    maxNegativeEntries: flags.number('auth-cache-size'),
+    reviewQps: qps,
+    reviewBurst: 2 * qps,
+    clientReviewQps: clientQps,
+    clientReviewBurst: 4 * clientQps,
+    reviewTimeoutMs: flags.number('auth-review-timeout'),
+    audience: flags.string('auth-audience'),
+    acceptApiTokens: flags.bool('auth-api-tokens'),
+    onTokenReview: (outcome) => metrics.tokenReview(outcome),
+  });
 }
 
 /** The addresses a server accepts connections on (every interface's, when bound to all). */

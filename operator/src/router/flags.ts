@@ -2,7 +2,7 @@
  * The `router` command line: its own small flag table, parsed with the controller's value rules
  * (Go-style durations, `--name=value` or `--name value`, bare booleans).
  */
-import { AUTH_MODES } from './auth';
+import { AUTH_MODES, ROUTER_AUDIENCE } from './auth';
 import { DEFAULT_ALLOWED_POD_CIDRS, parseCidr } from './guard';
 import {
   type ControllerFlag, type ControllerFlagValue, formatGoDuration, parseControllerFlagValue,
@@ -24,12 +24,25 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     flag: 'auth',
     type: 'string',
     default: 'kubernetes',
-    description: 'Who may use the router: kubernetes (bearer token, TokenReview + SubjectAccessReview get on the sandbox or its claim), token (--auth-token-file), or none.',
+    description: 'Who may use the router: kubernetes (bearer token, TokenReview + SubjectAccessReview create on sandboxclaims/connect of the claim that owns the sandbox, or sandboxes/connect), token (--auth-token-file), or none.',
     validate: (v: string) => (AUTH_MODES.includes(v as never) ? undefined : `"${v}" is not an auth mode; use one of ${AUTH_MODES.join(', ')}`),
   },
   { flag: 'auth-token-file', type: 'string', default: '', description: 'File holding the bearer token for --auth=token (trimmed).' },
   { flag: 'auth-cache-ttl', type: 'duration', default: 10_000, description: 'How long a kubernetes-mode decision is cached.', validate: positiveDuration },
-  { flag: 'auth-cache-size', type: 'int', default: 4096, description: 'Most kubernetes-mode decisions kept in the cache.', validate: positive },
+  { flag: 'auth-cache-size', type: 'int', default: 4096, description: 'Most kubernetes-mode answers kept in each cache (authenticated tokens, refused tokens, authorization decisions).', validate: positive },
+  { flag: 'auth-review-qps', type: 'int', default: 50, description: 'TokenReviews per second of tokens not in the cache, in total; beyond it (and its burst, twice as many) a new token gets 429 without a review.', validate: positive },
+  { flag: 'auth-review-qps-per-client', type: 'int', default: 5, description: 'TokenReviews per second of new tokens from one client address (burst four times as many); beyond it 429.', validate: positive },
+  { flag: 'auth-review-timeout', type: 'duration', default: 5_000, description: 'A TokenReview or SubjectAccessReview the API server has not answered by then fails the request with 503 (not cached).', validate: positiveDuration },
+  {
+    flag: 'auth-audience',
+    type: 'string',
+    default: ROUTER_AUDIENCE,
+    description: 'Audience of tokens minted for the router (TokenRequest audiences): such a token is reviewed for this audience, and cannot be used against the API server.',
+    validate: (v: string) => (v.trim() !== '' ? undefined : 'must not be empty; the default is "sandbox-router"'),
+  },
+  { flag: 'auth-api-tokens', type: 'bool', default: true, description: 'Also accept tokens for the API server itself (a ServiceAccount\'s own token, as upstream\'s SDKs send); false accepts only tokens for --auth-audience.' },
+  { flag: 'max-connections-per-client', type: 'int', default: 512, description: 'Open connections from one client address, counted before any authentication; more are closed at once.', validate: positive },
+  { flag: 'h2-idle-timeout', type: 'duration', default: 60_000, description: 'An HTTP/2 connection with no stream open this long is closed with a GOAWAY.', validate: positiveDuration },
   {
     flag: 'allowed-pod-cidrs',
     type: 'string',
@@ -87,6 +100,10 @@ export class RouterFlags {
 
   public number(flag: string): number {
     return this.get(flag) as number;
+  }
+
+  public bool(flag: string): boolean {
+    return this.get(flag) as boolean;
   }
 
   public nonDefaults(): Record<string, ControllerFlagValue> {

@@ -44,7 +44,11 @@ export class H2Proxy {
 
   /** Serve every stream of `server`. */
   public attach(server: http2.Http2Server): void {
-    server.on('stream', (stream, headers) => this.handleStream(stream, headers));
+    // Per session, so each stream knows its client's address even when the client has already reset it.
+    server.on('session', (session) => {
+      const client = session.socket?.remoteAddress;
+      session.on('stream', (stream, headers) => this.handleStream(stream, headers, client));
+    });
   }
 
   /** Drops the pooled upstream sessions. */
@@ -53,7 +57,7 @@ export class H2Proxy {
     this.sessions.clear();
   }
 
-  public handleStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+  public handleStream(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, client?: string): void {
     const opts = this.router.opts;
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(headers['x-request-id']);
@@ -72,7 +76,9 @@ export class H2Proxy {
     });
     if (url.split('?')[0] === '/healthz' && method === 'GET') return this.refuse(ex, 200, '', { status: 'ok' });
     if (method === 'CONNECT' || url === '') return this.refuse(ex, 400, 'CONNECT and requests without a path are not proxied.');
-    void this.router.admit(url, headers, left.signal).then((admitted) => {
+    // Reset before it got here (rapid reset): nothing to answer, nothing to check.
+    if (stream.destroyed) return;
+    void this.router.admit(url, headers, left.signal, client).then((admitted) => {
       if ('detail' in admitted && (stream.closed || stream.destroyed)) return;
       if ('detail' in admitted) return this.refuse(ex, admitted.status, admitted.detail, undefined, admitted.headers);
       namespace = admitted.target.namespace;

@@ -9,6 +9,11 @@
  * listener starts: Node tracks an http.Server's connections (headersTimeout, requestTimeout,
  * closeIdleConnections) only from its 'listening' event. Without that, a client that never finishes
  * its headers would hold a connection forever.
+ *
+ * Before any request is authenticated: each client address may hold a bounded number of
+ * connections, an HTTP/2 connection without open streams is closed after an idle timeout, streams
+ * per connection are capped, and a connection whose client keeps resetting streams before they are
+ * answered (each one cost an authentication, maybe a stream to a sandbox) is closed with ENHANCE_YOUR_CALM.
  */
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
@@ -18,22 +23,44 @@ export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin
 
 /** A connection that has not sent enough to tell its protocol by then is closed. */
 const SNIFF_TIMEOUT_MS = 10_000;
+const RESET_WINDOW_MS = 10_000;
+
+export interface ListenerLimits {
+  /** Open connections from one client address; more are closed at once. @default 512 */
+  readonly maxConnectionsPerClient?: number;
+  /** An HTTP/2 connection with no stream open this long is closed (GOAWAY). @default 60 s */
+  readonly h2IdleTimeoutMs?: number;
+  /** Streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). @default 256 */
+  readonly maxConcurrentStreams?: number;
+  /**
+   * Streams a client may reset (RST_STREAM) before the router has finished answering them, per HTTP/2
+   * connection in 10 s; more close the connection with ENHANCE_YOUR_CALM. Each such stream made the
+   * router authenticate, and maybe open a stream to a sandbox, for nothing (the "rapid reset"
+   * pattern). Node closes a connection after about a thousand resets itself; this acts sooner. @default 100
+   */
+  readonly maxResetsPer10s?: number;
+}
 
 export class ProxyListener {
   /** No Nagle on client connections: HTTP/2's small frames would wait for delayed ACKs. */
-  public readonly server = net.createServer({ noDelay: true }, (socket) => this.sniff(socket));
+  public readonly server = net.createServer({ noDelay: true }, (socket) => this.accept(socket));
   public readonly http1: http.Server;
-  public readonly http2 = http2.createServer();
+  public readonly http2: http2.Http2Server;
   private readonly sessions = new Set<http2.ServerHttp2Session>();
+  private readonly perClient = new Map<string, number>();
+  private readonly maxPerClient: number;
+  private readonly h2IdleMs: number;
+  private readonly maxResets: number;
 
   /** `http1Options`: e.g. headersTimeout (Node's default 60 s) and requestTimeout (300 s). */
-  public constructor(http1Options: http.ServerOptions = {}) {
+  public constructor(http1Options: http.ServerOptions = {}, limits: ListenerLimits = {}) {
+    this.maxPerClient = limits.maxConnectionsPerClient ?? 512;
+    this.h2IdleMs = limits.h2IdleTimeoutMs ?? 60_000;
+    this.maxResets = limits.maxResetsPer10s ?? 100;
     this.http1 = http.createServer(http1Options);
+    this.http2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams ?? 256 } });
     this.server.on('listening', () => this.http1.emit('listening'));
-    this.http2.on('session', (session) => {
-      this.sessions.add(session);
-      session.once('close', () => this.sessions.delete(session));
-    });
+    this.http2.on('session', (session) => this.track(session));
   }
 
   /** Stops accepting; idle HTTP/1.1 connections close and HTTP/2 clients get a GOAWAY. Resolves once every connection is gone. */
@@ -49,6 +76,61 @@ export class ProxyListener {
   public closeAllConnections(): void {
     this.http1.closeAllConnections();
     for (const session of this.sessions) session.destroy();
+  }
+
+  /** An HTTP/2 connection: closed once it has had no stream open for the idle timeout (a preface alone holds nothing). */
+  private track(session: http2.ServerHttp2Session): void {
+    this.sessions.add(session);
+    let open = 0;
+    let idle: NodeJS.Timeout | undefined;
+    const arm = () => {
+      idle = setTimeout(() => {
+        session.close();
+        // Whatever a client does not finish after the GOAWAY is cut off.
+        setTimeout(() => session.destroy(), 1_000).unref();
+      }, this.h2IdleMs);
+      idle.unref();
+    };
+    arm();
+    // Client resets of streams the router had not finished answering, in fixed windows.
+    let resets = 0;
+    let windowStart = Date.now();
+    session.on('stream', (stream: http2.ServerHttp2Stream) => {
+      open++;
+      clearTimeout(idle);
+      stream.once('aborted', () => {
+        const now = Date.now();
+        if (now - windowStart > RESET_WINDOW_MS) {
+          windowStart = now;
+          resets = 0;
+        }
+        if (++resets > this.maxResets && !session.destroyed) {
+          session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
+          // The next turn, once the GOAWAY frame is written.
+          setImmediate(() => session.destroy());
+        }
+      });
+      stream.once('close', () => {
+        if (--open === 0 && !session.closed && !session.destroyed) arm();
+      });
+    });
+    session.once('close', () => {
+      clearTimeout(idle);
+      this.sessions.delete(session);
+    });
+  }
+
+  private accept(socket: net.Socket): void {
+    const client = socket.remoteAddress ?? '';
+    const n = (this.perClient.get(client) ?? 0) + 1;
+    if (n > this.maxPerClient) return void socket.destroy();
+    this.perClient.set(client, n);
+    socket.once('close', () => {
+      const left = (this.perClient.get(client) ?? 1) - 1;
+      if (left === 0) this.perClient.delete(client);
+      else this.perClient.set(client, left);
+    });
+    this.sniff(socket);
   }
 
   private sniff(socket: net.Socket): void {

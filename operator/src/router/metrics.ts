@@ -8,6 +8,14 @@ import type { BuildInfo } from '../runtime/metrics';
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 180];
 
 export type UpstreamErrorReason = 'dial' | 'timeout' | 'eof' | 'other';
+export type TokenReviewOutcome = 'authenticated' | 'unauthenticated' | 'error' | 'throttled';
+
+/** Methods that get a label value of their own; any other is counted as `other` (an HTTP/2 `:method` can be any token). */
+const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
+
+export function methodLabel(method: string): string {
+  return KNOWN_METHODS.has(method) ? method : 'other';
+}
 
 export class RouterMetrics {
   public readonly registry = new Registry();
@@ -19,6 +27,7 @@ export class RouterMetrics {
   private readonly rejected: Counter<'sandbox_namespace' | 'scope'>;
   private readonly retries: Counter<'sandbox_namespace'>;
   private readonly readyWaits: Counter<'sandbox_namespace' | 'outcome'>;
+  private readonly tokenReviews: Counter<'result'>;
 
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
@@ -38,11 +47,18 @@ export class RouterMetrics {
       labelNames: ['sandbox_namespace', 'outcome'],
       registers,
     });
+    this.tokenReviews = new Counter({
+      name: 'sandbox_router_token_reviews_total',
+      help: 'Tokens not in the cache: reviewed (result authenticated, unauthenticated or error) or refused without a review (throttled).',
+      labelNames: ['result'],
+      registers,
+    });
     this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
   }
 
+  /** `namespace`: empty unless the request was authorized (label values must not come from unauthenticated input). */
   public observe(method: string, code: number, namespace: string, seconds: number): void {
-    const labels = { method, code: String(code), sandbox_namespace: namespace };
+    const labels = { method: methodLabel(method), code: String(code), sandbox_namespace: namespace };
     this.requests.inc(labels);
     this.duration.observe(labels, seconds);
   }
@@ -55,8 +71,9 @@ export class RouterMetrics {
     this.upstreamErrors.inc({ sandbox_namespace: namespace, reason });
   }
 
+  /** `namespace` only for an allowed request; a denied one is counted under the empty namespace. */
   public authzDecision(namespace: string, allowed: boolean): void {
-    this.authz.inc({ sandbox_namespace: namespace, decision: allowed ? 'allow' : 'deny' });
+    this.authz.inc({ sandbox_namespace: allowed ? namespace : '', decision: allowed ? 'allow' : 'deny' });
   }
 
   public upstreamRetry(namespace: string): void {
@@ -65,6 +82,10 @@ export class RouterMetrics {
 
   public readyWait(namespace: string, outcome: 'waited' | 'timeout' | 'aborted'): void {
     this.readyWaits.inc({ sandbox_namespace: namespace, outcome });
+  }
+
+  public tokenReview(result: TokenReviewOutcome): void {
+    this.tokenReviews.inc({ result });
   }
 
   public limitRejected(namespace: string, scope: 'sandbox' | 'total'): void {

@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseTarget, type Target } from './addressing';
-import type { Authorizer } from './auth';
+import { type Authorizer, isRefusal } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
@@ -25,7 +25,7 @@ export type Dial = (host: string, port: number) => net.Socket;
 export const defaultDial: Dial = (host, port) => net.connect({ host, port });
 
 export interface RouterOptions {
-  readonly resolver: Pick<Resolver, 'settle'>;
+  readonly resolver: Pick<Resolver, 'settle' | 'accessOf'>;
   /** How long a request for a sandbox the caches do not show serving waits for them to (0: answer at once). */
   readonly readyWaitMs?: number;
   readonly guard: AddressGuard;
@@ -156,7 +156,7 @@ export class Router {
       log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
-    void this.admit(req.url ?? '/', req.headers, left.signal).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
       // The client left while it was being admitted (an auth review or a ready-wait can take a while): send nothing.
       if (clientGone) return 'detail' in admitted ? undefined : admitted.release();
       if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
@@ -168,20 +168,47 @@ export class Router {
     });
   }
 
-  /** Parse, authorize, resolve, guard and count one request, upgrade or HTTP/2 stream. */
-  public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal): Promise<Admitted | Refused> {
+  /**
+   * Parse, limit, authenticate, resolve, authorize, guard and count one request, upgrade or HTTP/2
+   * stream. The limits come before authentication, so a flood of bad credentials is bounded like any
+   * other; a sandbox the cache shows is authorized before any wait, and one it does not show after
+   * the wait (only then is it known which claim controls it), so a refused caller gets 403 either
+   * way and never learns whether the sandbox exists.
+   */
+  public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal, remoteAddress?: string): Promise<Admitted | Refused> {
     const target = parseTarget(url, headers, this.opts.pathRoutingPrefix ?? '');
     if ('detail' in target) return target;
-    const decision = await this.opts.authorizer.check({ authorization: headers.authorization, namespace: target.namespace, id: target.id });
-    this.opts.metrics?.authzDecision(target.namespace, decision.allowed);
-    if (!decision.allowed) return decision;
-    if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
-    // The slot is taken before the wait for a not-yet-serving sandbox, so waiting requests count against the limits too.
     const release = this.limits.acquire(`${target.namespace}/${target.id}`);
     if (typeof release !== 'function') {
-      this.opts.metrics?.limitRejected(target.namespace, release);
+      // The namespace is not a metric label before the caller is authorized (unbounded input).
+      this.opts.metrics?.limitRejected('', release);
       const detail = release === 'sandbox' ? `Too many concurrent connections to sandbox ${target.namespace}/${target.id}.` : 'Too many concurrent connections through the router.';
       return { status: 429, detail, headers: { 'retry-after': '1' } };
+    }
+    try {
+      const admitted = await this.admitWithin(target, headers, release, signal, remoteAddress);
+      if ('detail' in admitted) release();
+      return admitted;
+    } catch (err) {
+      release();
+      throw err;
+    }
+  }
+
+  private async admitWithin(
+    target: Target, headers: http.IncomingHttpHeaders, release: () => void, signal?: AbortSignal, remoteAddress?: string,
+  ): Promise<Admitted | Refused> {
+    const { authorizer, resolver, metrics } = this.opts;
+    const principal = await authorizer.authenticate({ authorization: headers.authorization, remoteAddress });
+    if (isRefusal(principal)) {
+      metrics?.authzDecision('', false);
+      return principal;
+    }
+    if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
+    const seen = resolver.accessOf(target.namespace, target.id);
+    if (seen) {
+      const decision = await authorizer.authorize(principal, seen);
+      if (isRefusal(decision)) return this.denied(decision);
     }
     // The wait ends when the client leaves or the router closes, and never outlasts the request's own
     // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
@@ -190,38 +217,43 @@ export class Router {
     signal?.addEventListener('abort', onLeft, { once: true });
     if (signal?.aborted) cut.abort();
     this.waits.add(cut);
+    let settled: Awaited<ReturnType<Resolver['settle']>>;
+    const waitStarted = performance.now();
     try {
-      const waitMs = Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity);
-      const waitStarted = performance.now();
-      const { result: resolved, outcome } = await this.opts.resolver.settle(target, waitMs, cut.signal);
-      if (outcome !== 'immediate') this.opts.metrics?.readyWait(target.namespace, outcome);
-      if (outcome === 'aborted') {
-        release();
-        // 499 (client closed request) is for the log only: nobody is left to read it.
-        if (signal?.aborted) return { status: 499, detail: 'The client closed the request.' };
-        return { status: 503, detail: 'The router is shutting down.', headers: { 'retry-after': '1' } };
-      }
-      if ('detail' in resolved) {
-        release();
-        return resolved;
-      }
-      const why = this.opts.guard.check(resolved.ip);
-      if (why !== undefined) {
-        release();
-        this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
-        return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
-      }
-      // X-Sandbox-Timeout bounds the whole request: what the wait took comes off the forward's share.
-      const waited = outcome === 'immediate' ? 0 : performance.now() - waitStarted;
-      const timed = target.timeoutMs === undefined || waited === 0 ? target : { ...target, timeoutMs: Math.max(1, target.timeoutMs - waited) };
-      return { target: timed, resolved, release };
-    } catch (err) {
-      release();
-      throw err;
+      settled = await resolver.settle(target, Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity), cut.signal);
     } finally {
       this.waits.delete(cut);
       signal?.removeEventListener('abort', onLeft);
     }
+    const { result: resolved, outcome } = settled;
+    // Authorized again when the wait changed what controls the sandbox (a pool member just claimed), or first now.
+    const now = resolver.accessOf(target.namespace, target.id) ?? { namespace: target.namespace, sandbox: target.id };
+    if (!seen || now.claim !== seen.claim) {
+      const decision = await authorizer.authorize(principal, now);
+      if (isRefusal(decision)) return this.denied(decision);
+    }
+    metrics?.authzDecision(target.namespace, true);
+    if (outcome !== 'immediate') metrics?.readyWait(target.namespace, outcome);
+    if (outcome === 'aborted') {
+      // 499 (client closed request) is for the log only: nobody is left to read it.
+      if (signal?.aborted) return { status: 499, detail: 'The client closed the request.' };
+      return { status: 503, detail: 'The router is shutting down.', headers: { 'retry-after': '1' } };
+    }
+    if ('detail' in resolved) return resolved;
+    const why = this.opts.guard.check(resolved.ip);
+    if (why !== undefined) {
+      this.opts.log.warn({ namespace: target.namespace, sandbox: target.id, ip: resolved.ip, reason: why }, 'refusing to proxy to the sandbox\'s address');
+      return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
+    }
+    // X-Sandbox-Timeout bounds the whole request: what the wait took comes off the forward's share.
+    const waited = outcome === 'immediate' ? 0 : performance.now() - waitStarted;
+    const timed = target.timeoutMs === undefined || waited === 0 ? target : { ...target, timeoutMs: Math.max(1, target.timeoutMs - waited) };
+    return { target: timed, resolved, release };
+  }
+
+  private denied(decision: Refused): Refused {
+    this.opts.metrics?.authzDecision('', false);
+    return decision;
   }
 
   private forward(req: http.IncomingMessage, res: http.ServerResponse, admitted: Admitted, log: Logger): void {
@@ -332,7 +364,7 @@ export class Router {
       this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
       log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
     };
-    void this.admit(req.url ?? '/', req.headers, left.signal).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
       if ('detail' in admitted) {
         finish(admitted.status, '');
         if (clientGone) return;

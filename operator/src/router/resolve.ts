@@ -9,9 +9,11 @@
  * the informer events of that sandbox and its Pod, before it answers 404, 409 or 503.
  */
 import { isIP } from 'node:net';
+import { KINDS } from '../../../src/api/groups';
 import { SandboxAnnotations, SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
-import { isPodReady, isReady, podIPsOf, type Pod, type Sandbox } from '../model';
+import { controllerNameOfKind, isPodReady, isReady, podIPsOf, type Pod, type Sandbox } from '../model';
+import type { SandboxAccess } from './auth';
 import { unmapIPv4 } from './guard';
 import type { Informer } from '../runtime/types';
 
@@ -62,6 +64,12 @@ export class Resolver {
     if (!sandbox || (req.uid !== undefined && sandbox.metadata.uid !== req.uid)) {
       return { status: 404, detail: `Sandbox ${name} not found.` };
     }
+    // A warm-pool member nobody has claimed is not anyone's sandbox yet: whatever a caller left in
+    // it (a file, a background process) would greet the agent whose claim adopts it next.
+    const pool = controllerNameOfKind(sandbox, KINDS.warmPool);
+    if (pool !== undefined) {
+      return { status: 409, detail: `Sandbox ${name} is an unclaimed member of warm pool "${pool}"; only a claimed sandbox is routed (create a SandboxClaim and use the sandbox it names).` };
+    }
     if (sandbox.spec?.operatingMode === 'Suspended') {
       return { status: 409, detail: `Sandbox ${name} is suspended.` };
     }
@@ -78,6 +86,12 @@ export class Resolver {
       return { ip: hint, sandbox, pod };
     }
     return { ip: ips.find((ip) => isIP(ip) === 4) ?? ips[0], sandbox, pod };
+  }
+
+  /** The sandbox as the authorizer needs it (which SandboxClaim, if any, controls it), or undefined when the cache does not show it. */
+  public accessOf(namespace: string, id: string): SandboxAccess | undefined {
+    const sandbox = this.sandboxes.get(namespace, id);
+    return sandbox ? { namespace, sandbox: id, claim: controllerNameOfKind(sandbox, KINDS.claim) } : undefined;
   }
 
   /**

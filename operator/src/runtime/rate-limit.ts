@@ -27,6 +27,16 @@ export class TokenBucket {
     this.tokens -= 1;
     return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
   }
+
+  /** Takes a token if one is there now; never reserves ahead (for callers that refuse rather than wait). */
+  public tryTake(): boolean {
+    const now = this.clock.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.last) / 1000) * this.qps);
+    this.last = now;
+    if (this.tokens < 1) return false;
+    this.tokens -= 1;
+    return true;
+  }
 }
 
 /** Decides how long a key waits before its next attempt. */

@@ -5,7 +5,8 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, type Upstream, UPSTREAM_IP } from './harness';
-import { KubernetesAuthorizer, type Reviewer, StaticTokenAuthorizer, type UserInfo } from '../../src/router/auth';
+import { ScriptedReviewer } from './reviewer';
+import { KubernetesAuthorizer, type Reviewer, StaticTokenAuthorizer } from '../../src/router/auth';
 import { parseRouterArgs } from '../../src/router/flags';
 
 async function withSandbox(h: Harness, ips: string[], name = 'sb'): Promise<void> {
@@ -235,53 +236,44 @@ describe('auth', () => {
     expect(() => new StaticTokenAuthorizer('  \n')).toThrow(/empty/);
   });
 
-  class ScriptedReviewer implements Reviewer {
-    public tokenReviews = 0;
-    public readonly accessReviews: string[] = [];
-    public fail = false;
-    public constructor(private readonly users: Record<string, string>, private readonly grants: string[]) {}
-    public async tokenReview(token: string): Promise<UserInfo | undefined> {
-      this.tokenReviews++;
-      if (this.fail) throw new Error('apiserver down');
-      return this.users[token] ? { username: this.users[token] } : undefined;
-    }
-    public async accessReview(user: UserInfo, group: string, resource: string, namespace: string, name: string): Promise<boolean> {
-      const key = `${user.username} get ${resource}.${group} ${namespace}/${name}`;
-      this.accessReviews.push(key);
-      return this.grants.includes(key);
-    }
-  }
-
-  test('kubernetes mode: TokenReview, then get on the sandbox or its claim; decisions cached', async () => {
+  test('kubernetes mode: TokenReview, then create on the connect subresource of the owning claim or the sandbox; decisions cached', async () => {
     const reviewer = new ScriptedReviewer({ ta: 'alice', tb: 'bob', tc: 'carol' }, [
-      'alice get sandboxes.agents.x-k8s.io default/sb',
-      'carol get sandboxclaims.extensions.agents.x-k8s.io default/sb',
+      'alice create sandboxes/connect default/sb',
+      'carol create sandboxclaims/connect default/claim-c',
     ]);
     let now = 0;
     const authorizer = new KubernetesAuthorizer(reviewer, { ttlMs: 1000, maxEntries: 2, now: () => now });
     const h = await startRouter({ authorizer });
     await withSandbox(h, [UPSTREAM_IP]);
+    const claimed = sandbox('sb-c', { controller: { kind: 'SandboxClaim', name: 'claim-c' } });
+    h.sandboxes.put(claimed);
+    h.pods.put(pod(claimed, [UPSTREAM_IP]));
     try {
       const to = (token?: string, id = 'sb') => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port), ...(token ? { authorization: `Bearer ${token}` } : {}) });
       expect((await request(h.port, '/', to())).status).toBe(401);
       expect((await request(h.port, '/', to('unknown'))).status).toBe(401);
       expect(await request(h.port, '/', to('tb'))).toMatchObject({ status: 403, body: '{"detail":"forbidden"}' });
       expect((await request(h.port, '/', to('ta'))).status).toBe(200);
-      expect((await request(h.port, '/', to('tc'))).status).toBe(200);
-      // Authorization comes before resolution, so a denied user cannot probe which sandboxes exist.
+      // carol may connect to her claim, hence to the Sandbox it controls, and to nothing else.
+      expect((await request(h.port, '/', to('tc', 'sb-c'))).status).toBe(200);
+      expect((await request(h.port, '/', to('tc', 'sb'))).status).toBe(403);
+      // A refused caller gets 403 for a sandbox that does not exist too: nothing to probe.
       expect((await request(h.port, '/', to('tb', 'nope'))).status).toBe(403);
+      expect(reviewer.accessReviews).toContain('carol create sandboxclaims/connect default/claim-c');
 
       const reviews = reviewer.tokenReviews;
-      expect((await request(h.port, '/', to('tc'))).status).toBe(200);
+      expect((await request(h.port, '/', to('tc', 'sb-c'))).status).toBe(200);
       expect(reviewer.tokenReviews).toBe(reviews);
-      expect(authorizer.cacheSize).toBeLessThanOrEqual(2);
       now = 5000;
-      expect((await request(h.port, '/', to('tc'))).status).toBe(200);
+      expect((await request(h.port, '/', to('tc', 'sb-c'))).status).toBe(200);
       expect(reviewer.tokenReviews).toBe(reviews + 1);
 
+      // The API server down: 503 with Retry-After, not cached.
       reviewer.fail = true;
       now = 10_000;
-      expect(await request(h.port, '/', to('ta'))).toMatchObject({ status: 500, body: '{"detail":"tokenreview: apiserver down"}' });
+      const down = await request(h.port, '/', to('ta'));
+      expect(down).toMatchObject({ status: 503, body: '{"detail":"Cannot check the credentials now (TokenReview: apiserver down); retry later."}' });
+      expect(down.headers['retry-after']).toBe('1');
       reviewer.fail = false;
       expect((await request(h.port, '/', to('ta'))).status).toBe(200);
     } finally {
@@ -295,13 +287,13 @@ test('kubernetes mode: concurrent checks with one token share one review', async
   const reviewer: Reviewer = {
     tokenReview: async () => {
       reviews++;
-      return { username: 'alice' };
+      return { user: { username: 'alice' } };
     },
     accessReview: async () => true,
   };
   const authorizer = new KubernetesAuthorizer(reviewer);
-  const decisions = await Promise.all(Array.from({ length: 5 }, () => authorizer.check({ authorization: 'Bearer t', namespace: 'default', id: 'sb' })));
-  expect(decisions.every((d) => d.allowed)).toBe(true);
+  const principals = await Promise.all(Array.from({ length: 5 }, () => authorizer.authenticate({ authorization: 'Bearer t' })));
+  expect(principals.every((p) => 'key' in p)).toBe(true);
   expect(reviews).toBe(1);
 });
 

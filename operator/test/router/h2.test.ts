@@ -182,7 +182,7 @@ test('the token authorizer: no token is UNAUTHENTICATED; the right one passes an
 });
 
 test('an authorizer\'s 403 is PERMISSION_DENIED', async () => {
-  const h = await startRouter({ authorizer: { check: async () => ({ allowed: false, status: 403, detail: 'forbidden' }) } });
+  const h = await startRouter({ authorizer: { authenticate: async () => ({ key: 'k', user: {} }), authorize: async () => ({ allowed: false, status: 403, detail: 'forbidden' }) } });
   withSandbox(h, 'sb');
   const client = processClient(`127.0.0.1:${h.port}`);
   try {

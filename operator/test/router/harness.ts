@@ -23,11 +23,15 @@ import { FakeStore } from '../fake-kube';
 export const UPSTREAM_IP = '127.64.0.7';
 export const TEST_POD_CIDRS = ['127.64.0.0/12'];
 
-export function sandbox(name: string, opts: { namespace?: string; ready?: boolean; suspended?: boolean; uid?: string } = {}): Sandbox {
+/** `controller`: the SandboxWarmPool or SandboxClaim whose controller ownerReference the Sandbox carries. */
+export function sandbox(name: string, opts: { namespace?: string; ready?: boolean; suspended?: boolean; uid?: string; controller?: { kind: 'SandboxWarmPool' | 'SandboxClaim'; name: string } } = {}): Sandbox {
+  const ownerReferences = opts.controller
+    ? [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: opts.controller.kind, name: opts.controller.name, uid: `uid-${opts.controller.name}`, controller: true }]
+    : undefined;
   return {
     apiVersion: 'agents.x-k8s.io/v1alpha1',
     kind: 'Sandbox',
-    metadata: { name, namespace: opts.namespace ?? 'default', uid: opts.uid ?? `uid-${name}` },
+    metadata: { name, namespace: opts.namespace ?? 'default', uid: opts.uid ?? `uid-${name}`, ...(ownerReferences ? { ownerReferences } : {}) },
     spec: opts.suspended ? { operatingMode: 'Suspended' } : {},
     status: { conditions: [{ type: 'Ready', status: opts.ready === false ? 'False' : 'True', reason: 'x', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] },
   } as unknown as Sandbox;

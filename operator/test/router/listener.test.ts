@@ -49,11 +49,12 @@ describe('a client that leaves while it is being admitted', () => {
     const opened = new Promise<void>((r) => (release = r));
     const a = {
       calls: 0,
-      check: async (req: Parameters<Authorizer['check']>[0]) => {
+      authenticate: async (caller: Parameters<Authorizer['authenticate']>[0]) => {
         a.calls++;
         await opened;
-        return ALLOW_ALL.check(req);
+        return ALLOW_ALL.authenticate(caller);
       },
+      authorize: ALLOW_ALL.authorize,
       open: () => release(),
     };
     return a;

@@ -207,7 +207,7 @@ describe('--ready-wait: a request the caches cannot serve yet waits for them', (
     await until(() => long.resolver.waiting === 1);
     long.router.close();
     await until(() => long.resolver.waiting === 0);
-    expect(long.router.openConnections).toBe(0);
+    await until(() => long.router.openConnections === 0);
     expect(await reply).toMatchObject({ status: 503, headers: expect.objectContaining({ 'retry-after': '1' }) });
   }));
 
