@@ -1,11 +1,11 @@
 // The README's "How an agent uses a sandbox" walk-through on the local control plane: the
 // quickstart's Python template (the runtime injected into python:3.12-slim) with a label that asks
 // the local control plane's pod runner to run its Pods (there is no kubelet there; drop the label in
-// a real cluster), a warm pool of two, and the RBAC an agent's ServiceAccount needs: create, watch
-// and delete its claims, and `get` on Sandboxes, which the router checks (SubjectAccessReview)
-// before it forwards a request.
+// a real cluster), a warm pool of two, and the RBAC an agent's ServiceAccount needs (SandboxAccess):
+// create, watch and delete its claims, and `create` on `sandboxclaims/connect`, which the router
+// checks (SubjectAccessReview) before it forwards a request.
 import { ApiObject, App, Chart } from 'cdk8s';
-import { SandboxTemplate, SandboxWarmPool } from '../../src';
+import { ObjectRef, SandboxAccess, SandboxTemplate, SandboxWarmPool } from '../../src';
 
 /** Opts a Pod in to the local control plane's pod runner (tools/control-plane/pod-runner.ts). */
 const LOCAL_POD_RUNNER = { 'control-plane.local/run': 'true' };
@@ -25,23 +25,10 @@ export function build(app: App): void {
   });
   new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 2 });
 
-  new ApiObject(chart, 'agent', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent' } });
-  new ApiObject(chart, 'agent-role', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'sandbox-agent' },
-    rules: [
-      { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-      { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get'] },
-    ],
-  });
-  new ApiObject(chart, 'agent-binding', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'sandbox-agent' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sandbox-agent' },
-    subjects: [{ kind: 'ServiceAccount', name: 'agent', namespace: 'default' }],
-  });
+  const agent = new ApiObject(chart, 'agent', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent' } });
+  // What the agent's ServiceAccount may do: claim sandboxes in this namespace and use the ones it
+  // claims through the router (`create` on sandboxclaims/connect), and mint short-lived router tokens.
+  new SandboxAccess(chart, 'agent-access', { metadata: { name: 'sandbox-agent' }, serviceAccounts: [ObjectRef.fromConstruct(agent)] });
 }
 
 if (require.main === module) {

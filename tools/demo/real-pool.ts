@@ -1,9 +1,11 @@
 /**
  * What the real-node demo adds to the platform: a gVisor SandboxTemplate of the stock Python image
  * with the runtime injected (`runtime: {}`), a warm pool of it, and the agent's ServiceAccount with
- * the rights the router checks (claims, and `get` on the Sandbox).
+ * the library's `SandboxAccess` grant (claims, and `create` on `sandboxclaims/connect`, which the router checks).
  */
-import { Chart, Duration, Testing } from 'cdk8s';
+import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
+import { SandboxAccess } from '../../src/access';
+import { ObjectRef } from '../../src/object-ref';
 import { SandboxRuntimeClass } from '../../src/runtime-class';
 import { SandboxTemplate } from '../../src/template';
 import { SandboxWarmPool } from '../../src/warm-pool';
@@ -26,24 +28,10 @@ export function pythonPoolObjects(namespace: string, pool: string, image: string
   return Testing.synth(chart);
 }
 
+/** The agent's ServiceAccount and the library's SandboxAccess grant: claims, connect to them, list/watch Sandboxes. */
 export function agentServiceAccount(namespace: string): any[] {
-  return [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent', namespace } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'agent', namespace },
-      rules: [
-        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'agent', namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'agent' },
-      subjects: [{ kind: 'ServiceAccount', name: 'agent', namespace }],
-    },
-  ];
+  const chart: Chart = Testing.chart();
+  const agent = new ApiObject(chart, 'agent', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent', namespace } });
+  new SandboxAccess(chart, 'access', { metadata: { name: 'agent', namespace }, serviceAccounts: [ObjectRef.fromConstruct(agent)], lifecycle: true });
+  return Testing.synth(chart);
 }

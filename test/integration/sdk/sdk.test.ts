@@ -48,7 +48,7 @@ afterAll(async () => {
   await dp?.stop();
 });
 
-/** The agent's ServiceAccount may manage claims and read/patch Sandboxes; the stranger may do nothing. */
+/** The agent's ServiceAccount may manage claims, use their sandboxes and read/patch Sandboxes; the stranger may do nothing. */
 function agentRbac(ns: string): object[] {
   return [
     { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent', namespace: ns } },
@@ -59,6 +59,8 @@ function agentRbac(ns: string): object[] {
       metadata: { name: 'agent', namespace: ns },
       rules: [
         { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
+        // What the router checks: using the sandbox of a claim.
+        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims/connect'], verbs: ['create'] },
         { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch', 'patch'] },
       ],
     },

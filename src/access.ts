@@ -1,0 +1,128 @@
+import { ApiObject, ApiObjectMetadata, Chart, Lazy } from 'cdk8s';
+import { Construct } from 'constructs';
+import { KINDS } from './api/groups';
+import { REFERENCED_KINDS } from './api/object-kinds';
+import { ErrorList, checkDns1123Subdomain } from './api/validation';
+import { ObjectRef } from './object-ref';
+
+/**
+ * The subresource whose `create` permission lets a caller use a sandbox through the router
+ * (`sandboxclaims/connect` for the claim that owns it, `sandboxes/connect` for a Sandbox by name),
+ * as `pods/exec` does for a Pod. The router asks for it with a SubjectAccessReview; nothing in the
+ * API serves it, so only RBAC rules name it.
+ */
+export const SANDBOX_CONNECT_SUBRESOURCE = 'connect';
+
+/** The audience of the short-lived tokens an agent mints for the router (TokenRequest). */
+export const SANDBOX_ROUTER_AUDIENCE = 'sandbox-router';
+
+export interface SandboxAccessProps {
+  /** Name (and namespace) of the Role and RoleBinding. @default a name derived from the construct path, in the chart's namespace */
+  readonly metadata?: ApiObjectMetadata;
+  /**
+   * The ServiceAccounts granted access, in the Role's namespace: by name (`ObjectRef.fromName`) or
+   * a construct that defines one (a cdk8s-plus `ServiceAccount`).
+   */
+  readonly serviceAccounts: ObjectRef[];
+  /**
+   * Claim sandboxes: create, get, list, watch and delete SandboxClaims, and use the sandbox of any
+   * claim in the namespace (`create` on `sandboxclaims/connect`). Reading claims alone never lets
+   * anyone into a sandbox.
+   * @default true
+   */
+  readonly claims?: boolean;
+  /** Sandboxes made without a claim that these accounts may use, by name (`create` on `sandboxes/connect`). @default none */
+  readonly sandboxes?: string[];
+  /**
+   * Suspend and resume: get, list, watch and patch Sandboxes (what the SDKs' suspend() and resume()
+   * do). Patch is namespace-wide: RBAC cannot tell one agent's Sandbox from another's.
+   * @default false
+   */
+  readonly lifecycle?: boolean;
+  /**
+   * Let each ServiceAccount mint short-lived tokens for itself (`create` on its own
+   * `serviceaccounts/token`), so the SDK can send the router a token for the `sandbox-router`
+   * audience, which the API server refuses, instead of the account's own credential.
+   * @default true
+   */
+  readonly routerTokens?: boolean;
+}
+
+/**
+ * What an agent's ServiceAccount needs to use sandboxes, and nothing more: a Role and a RoleBinding
+ * in one namespace. By default, claim sandboxes from any pool of the namespace and use the ones it
+ * claims through the router; optionally also named bare Sandboxes and suspend/resume.
+ *
+ * RBAC cannot say "claims from this pool only" (the pool is a field of the claim, not a resource
+ * name); restrict pools with one namespace per trust boundary.
+ */
+export class SandboxAccess extends Construct {
+  /** The Role. */
+  public readonly role: ApiObject;
+  /** The RoleBinding. */
+  public readonly binding: ApiObject;
+  private readonly props: SandboxAccessProps;
+
+  public constructor(scope: Construct, id: string, props: SandboxAccessProps) {
+    super(scope, id);
+    this.props = props;
+    const namespace = props.metadata?.namespace ?? Chart.of(this).namespace;
+    const metadata = { ...props.metadata, ...(namespace !== undefined ? { namespace } : {}) };
+    // Rules and subjects are produced at synth, when construct references resolve.
+    this.role = new ApiObject(this, 'Role', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata,
+      rules: Lazy.any({ produce: () => this.rules() }),
+    });
+    this.binding = new ApiObject(this, 'RoleBinding', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { ...metadata, name: this.role.name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: this.role.name },
+      subjects: Lazy.any({ produce: () => this.subjects(namespace) }),
+    });
+    this.node.addValidation({ validate: () => this.validate(namespace) });
+  }
+
+  private accountNames(): string[] {
+    return (this.props.serviceAccounts ?? []).map((ref) => ref.name);
+  }
+
+  private rules(): object[] {
+    const { claims = true, sandboxes = [], lifecycle = false, routerTokens = true } = this.props;
+    const rules: object[] = [];
+    if (claims) {
+      rules.push(
+        { apiGroups: [KINDS.claim.group], resources: [KINDS.claim.plural], verbs: ['create', 'delete', 'get', 'list', 'watch'] },
+        { apiGroups: [KINDS.claim.group], resources: [`${KINDS.claim.plural}/${SANDBOX_CONNECT_SUBRESOURCE}`], verbs: ['create'] },
+      );
+    }
+    if (sandboxes.length > 0) {
+      rules.push({ apiGroups: [KINDS.sandbox.group], resources: [`${KINDS.sandbox.plural}/${SANDBOX_CONNECT_SUBRESOURCE}`], resourceNames: [...sandboxes], verbs: ['create'] });
+    }
+    if (lifecycle) rules.push({ apiGroups: [KINDS.sandbox.group], resources: [KINDS.sandbox.plural], verbs: ['get', 'list', 'patch', 'watch'] });
+    if (routerTokens) rules.push({ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: this.accountNames(), verbs: ['create'] });
+    return rules;
+  }
+
+  private subjects(namespace: string | undefined): object[] {
+    return this.accountNames().map((name) => ({ kind: 'ServiceAccount', name, ...(namespace !== undefined ? { namespace } : {}) }));
+  }
+
+  private validate(namespace: string | undefined): string[] {
+    const errors = new ErrorList();
+    const { serviceAccounts, claims = true, sandboxes = [], lifecycle = false } = this.props;
+    if (!Array.isArray(serviceAccounts) || serviceAccounts.length === 0) {
+      errors.check('serviceAccounts', 'must name at least one ServiceAccount (ObjectRef.fromName("agent"), or a cdk8s-plus ServiceAccount)');
+    }
+    (Array.isArray(serviceAccounts) ? serviceAccounts : []).forEach((ref, i) => ref._check(errors, `serviceAccounts[${i}]`, REFERENCED_KINDS.serviceAccount, namespace));
+    if (!Array.isArray(sandboxes)) errors.check('sandboxes', 'must be a list of Sandbox names');
+    else sandboxes.forEach((name, i) => errors.check(`sandboxes[${i}]`, checkDns1123Subdomain(name)));
+    if (!claims && sandboxes.length === 0 && !lifecycle) {
+      errors.check('claims', 'is false and no sandboxes or lifecycle are granted, so the role would let nobody use a sandbox; keep claims, or name sandboxes');
+    }
+    if (namespace === undefined) errors.check('metadata.namespace', 'is needed (a Role is namespaced): set it, or give the chart a namespace');
+    return errors.all;
+  }
+}
