@@ -17,6 +17,7 @@ import { SandboxApiError, SandboxConfigError } from './errors.js';
 import { KubeApi } from './kube.js';
 import { ProcessClient } from './process-client.js';
 import { RetryOptions } from './retry.js';
+import { RouterTokens, type RouterTokenOptions } from './router-token.js';
 import { RuntimeApi } from './runtime-api.js';
 import { Sandbox } from './sandbox.js';
 import { PropagatorLike, Tracing, TracerLike } from './tracing.js';
@@ -41,6 +42,14 @@ export interface SandboxClientOptions {
    * the kubeconfig's user, when it has one (exec plugins included); `null` sends none.
    */
   readonly token?: string | null | (() => Promise<string | undefined>);
+  /**
+   * Send the router short-lived tokens minted for it (TokenRequest, audience `sandbox-router`) instead
+   * of the kubeconfig's own token, which would also work against the API server. Needs the kubeconfig
+   * to be a ServiceAccount's, with `create` on its own `serviceaccounts/token` (SandboxAccess grants
+   * it). `true` for the defaults. Not with `token`.
+   * @default false
+   */
+  readonly routerToken?: boolean | RouterTokenOptions;
   /** Retries of idempotent requests. @default 4 attempts, 100 ms doubling, at most 2 s apart */
   readonly retry?: RetryOptions;
   /**
@@ -111,10 +120,15 @@ export class SandboxClient implements AsyncDisposable {
     }
     if (!(this.requestTimeoutMs > 0)) throw new SandboxConfigError('requestTimeoutMs', `must be a positive number of milliseconds, got ${this.requestTimeoutMs}`);
     const token = options.token;
-    this.token = token === null ? async () => undefined
-      : typeof token === 'string' ? async () => token
-        : typeof token === 'function' ? token
-          : () => this.kube.bearerToken();
+    if (options.routerToken && token !== undefined) {
+      throw new SandboxConfigError('routerToken', 'cannot be combined with token: routerToken mints the router\'s token itself; drop one of them');
+    }
+    const minted = options.routerToken ? new RouterTokens(this.kube, options.routerToken === true ? {} : options.routerToken) : undefined;
+    this.token = minted ? () => minted.token()
+      : token === null ? async () => undefined
+        : typeof token === 'string' ? async () => token
+          : typeof token === 'function' ? token
+            : () => this.kube.bearerToken();
     this.connector = new Connector(options.connection ?? { mode: 'port-forward' }, this.kube, this.token);
     this.tracing = new Tracing(options.tracer, options.propagator);
   }

@@ -11,6 +11,8 @@ export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptio
 export type { Connection, PortForwardConnection, DirectConnection, InClusterRouterConnection, PodConnection } from './connection.js';
 export type { Duration } from './duration.js';
 export type { RetryOptions } from './retry.js';
+export type { RouterTokenOptions } from './router-token.js';
+export { ROUTER_AUDIENCE } from './router-token.js';
 export type { TracerLike, SpanLike, PropagatorLike } from './tracing.js';
 export {
   SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError, SandboxGrpcError,

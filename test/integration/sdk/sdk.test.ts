@@ -62,6 +62,8 @@ function agentRbac(ns: string): object[] {
         // What the router checks: using the sandbox of a claim.
         { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims/connect'], verbs: ['create'] },
         { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch', 'patch'] },
+        // Short-lived router tokens for itself (routerToken).
+        { apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: ['agent'], verbs: ['create'] },
       ],
     },
     {
@@ -159,6 +161,21 @@ test('pod connection: connect() to an existing claim and run straight at its Pod
   expect(lines).toEqual([{ step: 'run', result: { stdout: 'ok\n', stderr: '', exitCode: 0, timedOut: false } }]);
   // connect() never deletes: the claim is still there.
   expect(await dp.ext.get('sandboxclaims', 'pod-mode')).toBeDefined();
+});
+
+test('routerToken: the SDK mints a sandbox-router token, which a router that refuses API tokens accepts', async () => {
+  await readyClaim('minted');
+  const strict = await OperatorProcess.startRouter({ kubeconfig: dp.kube.kubeconfig, args: ['--auth=kubernetes', '--auth-api-tokens=false', '--allowed-pod-cidrs=127.64.0.0/12'] });
+  try {
+    const connection = { mode: 'direct', url: `http://127.0.0.1:${await strict.port('proxy')}` };
+    const minted = await runAgent({ scenario: 'runOnce', claim: 'minted', connection, routerToken: true });
+    expect(minted).toEqual([{ step: 'run', result: { stdout: 'ok\n', stderr: '', exitCode: 0, timedOut: false } }]);
+    // Negative control: the same agent sending its own ServiceAccount token is refused by that router.
+    const own = await runAgent({ scenario: 'runOnce', claim: 'minted', connection });
+    expect(own).toEqual([expect.objectContaining({ error: 'SandboxAuthError', status: 401 })]);
+  } finally {
+    await strict.stop();
+  }
 });
 
 describe('typed errors', () => {
