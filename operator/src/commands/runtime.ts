@@ -21,6 +21,7 @@ export interface RuntimeFlags {
   execTimeoutSeconds: number;
   maxOutputBytes: number;
   maxConcurrentCommands: number;
+  commandCgroups: boolean;
   gracePeriodSeconds: number;
   help: boolean;
 }
@@ -57,6 +58,12 @@ Flags:
                              commands that may run at once, /execute and gRPC together
                              (default ${DEFAULT_MAX_CONCURRENT_COMMANDS}); beyond it /execute answers 429 with Retry-After
                              and a JSON detail, gRPC RESOURCE_EXHAUSTED
+  --command-cgroups <auto|off>
+                             auto (default): where the runtime's cgroup (v2) lets it, each command
+                             runs in a cgroup of its own, so a timeout or a drain kills all it
+                             started, even what cleared its environment and left its session; off:
+                             such descendants are found in /proc by SANDBOXD_COMMAND_ID, which
+                             every command's environment carries, and by parent pid
   --grace-period <seconds>   on SIGTERM, how long running commands may finish (default 20)
   --allow-root               run even as uid 0 (refused otherwise)
   -h, --help                 this text
@@ -96,6 +103,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
     execTimeoutSeconds: envTimeout(),
     maxOutputBytes: 4 * 1024 * 1024,
     maxConcurrentCommands: DEFAULT_MAX_CONCURRENT_COMMANDS,
+    commandCgroups: true,
     gracePeriodSeconds: 20,
     streamChunkSize: 4096,
     help: false,
@@ -129,6 +137,10 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
       case 'exec-timeout': flags.execTimeoutSeconds = positive(name, value); break;
       case 'max-output-bytes': flags.maxOutputBytes = Math.floor(positive(name, value)); break;
       case 'max-concurrent-commands': flags.maxConcurrentCommands = wholeNumber(name, value); break;
+      case 'command-cgroups':
+        if (value !== 'auto' && value !== 'off') throw new RuntimeUsageError(`--command-cgroups must be auto or off, got "${value}"`);
+        flags.commandCgroups = value === 'auto';
+        break;
       case 'grace-period': flags.gracePeriodSeconds = positive(name, value); break;
       default: throw new RuntimeUsageError(`unknown flag --${name}`);
     }
@@ -173,6 +185,7 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
     execTimeoutMs: flags.execTimeoutSeconds * 1000,
     maxOutputBytes: flags.maxOutputBytes,
     maxConcurrentCommands: flags.maxConcurrentCommands,
+    commandCgroups: flags.commandCgroups,
     allowRoot: flags.allowRoot,
     log,
   });
@@ -185,6 +198,7 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
       grpcPort: server.grpcAddress?.port,
       workspace: flags.workspace,
       auth: token !== undefined,
+      commandCgroups: server.commandCgroups,
     });
   } catch (err) {
     // Root refused, a missing workspace, a port in use: one line, exit 1.

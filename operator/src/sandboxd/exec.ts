@@ -2,13 +2,15 @@
  * Runs one `/execute` command. Like upstream's python runtime the command string is split with
  * POSIX shell-like rules (Python's `shlex.split`) and run without a shell, as the leader of a new
  * process group; `shell: true` runs it with `/bin/sh -c` instead. A timeout kills the whole process
- * group and every descendant that left it (SIGKILL; see ./descendants) and reports `timed_out` with
+ * group and every descendant that left it (SIGKILL; its cgroup where the runtime may make one, see
+ * ./cgroup, and the /proc scan of ./descendants) and reports `timed_out` with
  * exit code 124, at once even if something the kill could not reach still holds the output pipes;
  * a signal death reports the negative signal number. Output beyond the cap is dropped and a marker
  * says how much.
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
+import type { CommandCgroup, CommandCgroups } from './cgroup';
 import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
 
 export { killGroup };
@@ -24,6 +26,8 @@ export interface ExecRequest {
   readonly timeoutMs: number;
   /** Bytes kept per stream (stdout, stderr). */
   readonly maxOutputBytes: number;
+  /** Where the command gets a cgroup of its own, when the runtime may make them. */
+  readonly cgroups?: CommandCgroups;
 }
 
 export interface ExecResult {
@@ -231,14 +235,16 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
 
   return new Promise<ExecResult>((resolve) => {
     const id = newCommandId();
+    const start = () => spawn(file, args, {
+      cwd: request.cwd,
+      env: withCommandId(request.env ?? process.env, id),
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let child: ChildProcess;
+    let cgroup: CommandCgroup | undefined;
     try {
-      child = spawn(file, args, {
-        cwd: request.cwd,
-        env: withCommandId(request.env ?? process.env, id),
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
+      ({ child, cgroup } = request.cgroups ? request.cgroups.spawnIn(id, start) : { child: start() });
     } catch (err) {
       resolve(failure(joinLines((err as Error).message, hint)));
       return;
@@ -259,7 +265,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
         child.stdout?.destroy();
         child.stderr?.destroy();
       }, PIPES_AFTER_KILL_MS);
-      killing = killCommand(child.pid, id);
+      killing = Promise.all([cgroup?.kill(), killCommand(child.pid, id)]).then(() => undefined);
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -279,6 +285,7 @@ export async function execute(request: ExecRequest, groups?: ProcessGroups): Pro
       void (killing ?? Promise.resolve()).then(() => finish(code, signal));
     });
     const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+      void cgroup?.remove();
       const shutDown = groups?.wasKilled(child.pid) ?? false;
       settle();
       if (shutDown) hint = joinLines(hint, 'the runtime is shutting down: the command was killed when its grace period ended\n');

@@ -21,6 +21,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { constants as fsConstants, promises as fsp } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
+import type { CommandCgroup, CommandCgroups } from './cgroup';
 import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
 import { Capture, type CommandSlots, type ProcessGroups } from './exec';
 import { confine } from './paths';
@@ -43,6 +44,8 @@ export interface ProcessServiceOptions {
   readonly groups: ProcessGroups;
   /** The runtime's cap on commands running at once, shared with `/execute`. */
   readonly slots: CommandSlots;
+  /** Where each process gets a cgroup of its own, when the runtime may make them. */
+  readonly cgroups?: CommandCgroups;
   /** Whether a call's `authorization` metadata may use the service. */
   readonly authorized: (authorization: string | undefined) => boolean;
 }
@@ -69,6 +72,7 @@ interface Launch {
   readonly pty: boolean;
   /** Its `SANDBOXD_COMMAND_ID`, by which its descendants are found (see ./descendants). */
   readonly id: string;
+  readonly cgroup?: CommandCgroup;
 }
 
 /** A Start process, addressable until it exits. */
@@ -265,7 +269,9 @@ export class ProcessService {
     }
     const release = this.options.slots.take();
     if (!release) throw new RpcError(grpc.status.RESOURCE_EXHAUSTED, this.options.slots.refusal());
-    const child = spawn(file, args, { cwd, env: childEnv, detached: true, stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const start = () => spawn(file, args, { cwd, env: childEnv, detached: true, stdio: [withStdin ? 'pipe' : 'ignore', 'pipe', 'pipe'] });
+    const { child, cgroup } = this.options.cgroups ? this.options.cgroups.spawnIn(id, start) : { child: start(), cgroup: undefined };
+    child.once('close', () => void cgroup?.remove());
     // The slot is held until the child has exited and its output is closed (or it never started).
     child.once('close', release);
     child.once('error', release);
@@ -278,7 +284,7 @@ export class ProcessService {
     });
     child.stdin?.on('error', () => undefined);
     let settle!: () => void;
-    const launch: Launch = { child, pty: pty !== undefined, id };
+    const launch: Launch = { child, pty: pty !== undefined, id, cgroup };
     this.options.groups.add(child, new Promise<void>((r) => (settle = r)), () => void killLaunch(launch));
     child.once('exit', () => settle());
     return launch;
@@ -318,7 +324,7 @@ function hasDeadline(call: grpc.ServerUnaryCall<unknown, unknown>): boolean {
 }
 
 /**
- * SIGKILL to the child's process group and every descendant (./descendants) and, with a PTY, first
+ * SIGKILL to the child's process group and every descendant (its cgroup, ./descendants) and, with a PTY, first
  * to the command's own session under `script` (found while `script` still lives), which a hangup
  * alone might not end.
  */
@@ -328,7 +334,7 @@ async function killLaunch(launch: Launch): Promise<void> {
     const inner = await ptyChildPid(pid);
     if (inner !== undefined) killGroup(inner);
   }
-  await killCommand(pid, launch.id);
+  await Promise.all([launch.cgroup?.kill(), killCommand(pid, launch.id)]);
 }
 
 /**

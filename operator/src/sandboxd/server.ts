@@ -26,6 +26,7 @@ import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as grpc from '@grpc/grpc-js';
+import { CommandCgroups } from './cgroup';
 import {
   ConfinementError, O_PATH, READ_DIRECTORY, READ_FILE, createAtomically, lstatEntry, namesIn, openConfined, openDirectory, removeEntry,
 } from './confined-fs';
@@ -54,6 +55,11 @@ export interface SandboxdOptions {
    * answers 429 with Retry-After and gRPC RESOURCE_EXHAUSTED, so a burst cannot exhaust memory.
    */
   readonly maxConcurrentCommands?: number;
+  /**
+   * Whether each command gets a cgroup of its own where the runtime's cgroup allows it (default
+   * true; see ./cgroup); false leaves finding a command's descendants to the /proc scan alone.
+   */
+  readonly commandCgroups?: boolean;
   /** When set, sandboxd's REST FilesystemService (/v1/files, /v1/health, /v1/metadata) listens here too. */
   readonly filesPort?: number;
   /** When set, sandboxd's gRPC ProcessService (plaintext HTTP/2) listens here too. */
@@ -77,6 +83,7 @@ const RESPONSE_FLUSH_MS = 5_000;
 export class SandboxdServer {
   private readonly groups = new ProcessGroups();
   private readonly slots: CommandSlots;
+  private cgroups?: CommandCgroups;
   private draining = false;
   private root = '';
   private server?: http.Server;
@@ -101,6 +108,7 @@ export class SandboxdServer {
     this.root = await fsp.realpath(this.options.workspace);
     const stat = await fsp.stat(this.root);
     if (!stat.isDirectory()) throw new Error(`the workspace ${this.root} is not a directory`);
+    if (this.options.commandCgroups !== false) this.cgroups = await CommandCgroups.detect();
     const server = this.listen(this.options.port, (req, res) => this.handle(req, res));
     this.server = server;
     await listening(server);
@@ -121,6 +129,7 @@ export class SandboxdServer {
       maxOutputBytes: this.options.maxOutputBytes,
       groups: this.groups,
       slots: this.slots,
+      cgroups: this.cgroups,
       authorized: (authorization) => this.bearerMatches(authorization),
     });
     const server = new grpc.Server();
@@ -171,6 +180,11 @@ export class SandboxdServer {
       return discard(req, res, 401, { code: 'UNAUTHENTICATED', message: 'missing or invalid Authorization header' });
     }
     return this.files!.handle(req, res, rawPath, new URLSearchParams(query < 0 ? '' : url.slice(query + 1)));
+  }
+
+  /** Whether commands get cgroups of their own (see ./cgroup). */
+  public get commandCgroups(): boolean {
+    return this.cgroups !== undefined;
   }
 
   /** Running commands (process groups). */
@@ -303,7 +317,7 @@ export class SandboxdServer {
     let result: ExecResult;
     try {
       result = await execute({
-        command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes,
+        command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes, cgroups: this.cgroups,
       }, this.groups);
     } finally {
       release();

@@ -1,16 +1,26 @@
 /**
  * `timeout_seconds` holds against a descendant that left the command's process group (`setsid`):
  * the answer comes at the deadline, not when the descendant lets go of the output pipes, and the
- * descendant is killed whether it holds the pipes or not.
+ * descendant is killed whether it holds the pipes or not. Both ways of finding it are tested: a
+ * cgroup per command (where this machine lets the runtime make one) and the /proc scan alone.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { execute, processClient } from './process-client';
 import { alive, exec, json, runtimeFixture } from './runtime-http';
+import { CommandCgroups, ownCgroupDir } from '../../src/sandboxd/cgroup';
 import { parseStat, selectDescendants } from '../../src/sandboxd/descendants';
 
-const rt = runtimeFixture('sandboxd-descendants-', { grpcPort: 0 });
+/** Whether this machine lets the runtime make cgroups (as root with a writable cgroup2 mount, it does). */
+const cgroupsHere = (await CommandCgroups.detect()) !== undefined;
+const withCgroups = runtimeFixture('sandboxd-descendants-cg-', { grpcPort: 0 });
+const procScanOnly = runtimeFixture('sandboxd-descendants-proc-', { grpcPort: 0, commandCgroups: false });
+
+/** Whether `pid` runs in a cgroup of one command (`sandboxd-<id>`). */
+function inCommandCgroup(pid: number): boolean {
+  return /\/sandboxd-[0-9a-f]+$/m.test(readFileSync(`/proc/${pid}/cgroup`, 'utf8'));
+}
 
 /** Live (not zombie) processes whose argv is exactly `argv`. */
 function processesRunning(argv: readonly string[]): number[] {
@@ -52,46 +62,101 @@ function escapingCommand(seconds: string, redirect: string): string {
 }
 
 describe.each([
-  ['its output inherited', '', '30.0111'],
-  ['its output redirected to /dev/null', ' >/dev/null 2>&1', '30.0222'],
-])('a `setsid sleep 30 &` descendant with %s', (_label, redirect, seconds) => {
-  test('the 1 s timeout answers with timed_out, and the descendant is killed', async () => {
-    const started = Date.now();
-    const pending = exec(rt.port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
+  ['a cgroup per command where one can be made', withCgroups, '1'],
+  ['the /proc scan alone', procScanOnly, '2'],
+])('found by %s:', (_how, rt, mode) => {
+  test('the runtime uses cgroups exactly when asked and possible', () => {
+    expect(rt.server.commandCgroups).toBe(rt === withCgroups && cgroupsHere);
+  });
 
-    // Negative control: the descendant really runs, outside the command's process group and session.
-    const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
-    expect(processesRunning(['sleep', seconds])).toEqual([descendant]);
+  describe.each([
+    ['its output inherited', '', '1'],
+    ['its output redirected to /dev/null', ' >/dev/null 2>&1', '2'],
+  ])('a `setsid sleep 30 &` descendant with %s', (_label, redirect, variant) => {
+    test('the 1 s timeout answers with timed_out, and the descendant is killed', async () => {
+      const seconds = `30.${mode}${variant}1`;
+      const started = Date.now();
+      const pending = exec(rt.port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
 
-    const reply = await pending;
-    // A generous guard, not a timing goal: the failure mode is waiting out the 30 s sleep.
-    expect(Date.now() - started).toBeLessThan(20_000);
-    expect(reply.status).toBe(200);
-    const body = json(reply);
-    expect(body).toMatchObject({ exit_code: 124, timed_out: true });
-    expect(body.stderr).toMatch(/timed out after 1 seconds/);
-    const leader = Number(/leader (\d+)/.exec(body.stdout)?.[1]);
-    expect(leader).toBeGreaterThan(1);
-    expect(leader).not.toBe(descendant);
-    expect(alive(descendant)).toBe(false);
-    expect(processesRunning(['sleep', seconds])).toEqual([]);
+      // Negative control: the descendant really runs, outside the command's process group and session.
+      const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
+      expect(processesRunning(['sleep', seconds])).toEqual([descendant]);
+      // And it runs in a cgroup of its own exactly when the runtime uses them.
+      expect(inCommandCgroup(descendant)).toBe(rt.server.commandCgroups);
+
+      const reply = await pending;
+      // A generous guard, not a timing goal: the failure mode is waiting out the 30 s sleep.
+      expect(Date.now() - started).toBeLessThan(20_000);
+      expect(reply.status).toBe(200);
+      const body = json(reply);
+      expect(body).toMatchObject({ exit_code: 124, timed_out: true });
+      expect(body.stderr).toMatch(/timed out after 1 seconds/);
+      const leader = Number(/leader (\d+)/.exec(body.stdout)?.[1]);
+      expect(leader).toBeGreaterThan(1);
+      expect(leader).not.toBe(descendant);
+      expect(alive(descendant)).toBe(false);
+      expect(processesRunning(['sleep', seconds])).toEqual([]);
+    }, 25_000);
+  });
+
+  test('a gRPC Execute past its deadline kills the descendant that left the group as well', async () => {
+    const seconds = `30.${mode}33`;
+    const client = processClient(`127.0.0.1:${rt.server.grpcAddress!.port}`);
+    try {
+      const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(seconds, '')], envVars: {} } }, { deadlineMs: 1000 });
+      const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
+      await expect(pending).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
+      // The call ends at its deadline; the kill follows the cancellation, so wait for it (bounded by the test's timeout).
+      while (alive(descendant)) await new Promise((r) => setTimeout(r, 20));
+      expect(processesRunning(['sleep', seconds])).toEqual([]);
+    } finally {
+      client.close();
+    }
   }, 25_000);
 });
 
-test('a gRPC Execute past its deadline kills the descendant that left the group as well', async () => {
-  const seconds = '30.0333';
-  const client = processClient(`127.0.0.1:${rt.server.grpcAddress!.port}`);
+/** A command whose `sleep <seconds>` clears its environment and is re-parented away (its parent exits): its pid in desc-<seconds>.pid. */
+function vanishingCommand(seconds: string): string {
+  const file = `desc-${seconds}.pid`;
+  return `setsid env -i /bin/sh -c 'sleep ${seconds} & echo $! > ${file}.tmp && mv ${file}.tmp ${file}' ; sleep 60`;
+}
+
+(cgroupsHere ? test : test.skip)('a descendant with a cleared environment and a new parent is killed by its cgroup', async () => {
+  const seconds = '30.0444';
+  const pending = exec(withCgroups.port, { command: vanishingCommand(seconds), shell: true, timeout_seconds: 1 });
+  while (!existsSync(path.join(withCgroups.workspace, `desc-${seconds}.pid`))) await new Promise((r) => setTimeout(r, 10));
+  const descendant = Number(readFileSync(path.join(withCgroups.workspace, `desc-${seconds}.pid`), 'utf8'));
+  expect(alive(descendant)).toBe(true);
+  expect(readFileSync(`/proc/${descendant}/environ`, 'utf8')).not.toContain('SANDBOXD_COMMAND_ID');
+  expect(inCommandCgroup(descendant)).toBe(true);
+  expect(json(await pending)).toMatchObject({ timed_out: true, exit_code: 124 });
+  expect(alive(descendant)).toBe(false);
+}, 25_000);
+
+test('negative control: the /proc scan alone cannot find that descendant (the limit ./descendants documents)', async () => {
+  const seconds = '30.0555';
+  const pending = exec(procScanOnly.port, { command: vanishingCommand(seconds), shell: true, timeout_seconds: 1 });
+  while (!existsSync(path.join(procScanOnly.workspace, `desc-${seconds}.pid`))) await new Promise((r) => setTimeout(r, 10));
+  const descendant = Number(readFileSync(path.join(procScanOnly.workspace, `desc-${seconds}.pid`), 'utf8'));
   try {
-    const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(seconds, '')], envVars: {} } }, { deadlineMs: 1000 });
-    const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
-    await expect(pending).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
-    // The call ends at its deadline; the kill follows the cancellation, so wait for it (bounded by the test's timeout).
-    while (alive(descendant)) await new Promise((r) => setTimeout(r, 20));
-    expect(processesRunning(['sleep', seconds])).toEqual([]);
+    expect(json(await pending)).toMatchObject({ timed_out: true, exit_code: 124 });
+    expect(alive(descendant)).toBe(true);
   } finally {
-    client.close();
+    process.kill(descendant, 'SIGKILL');
   }
 }, 25_000);
+
+test('ownCgroupDir: the cgroup2 mount and this process\'s path in it', () => {
+  const mountinfo = [
+    '24 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory',
+    '41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw',
+  ].join('\n');
+  expect(ownCgroupDir('4:memory:/x\n0::/pod/ctr\n', mountinfo)).toBe('/sys/fs/cgroup/unified/pod/ctr');
+  // A namespaced mount whose root is the container's own cgroup.
+  expect(ownCgroupDir('0::/pod/ctr\n', '30 1 0:26 /pod /sys/fs/cgroup rw - cgroup2 cgroup2 rw')).toBe('/sys/fs/cgroup/ctr');
+  expect(ownCgroupDir('4:memory:/x\n', mountinfo)).toBeUndefined();
+  expect(ownCgroupDir('0::/\n', '24 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory')).toBeUndefined();
+});
 
 describe('selectDescendants', () => {
   const p = (pid: number, ppid: number, marked = false) => ({ pid, ppid, marked });

@@ -7,6 +7,7 @@ test('defaults: upstream port 8888 on every address, no FilesystemService, root 
   expect(flags.grpcPort).toBeUndefined();
   expect(flags.streamChunkSize).toBe(4096);
   expect(flags.maxConcurrentCommands).toBe(16);
+  expect(flags.commandCgroups).toBe(true);
   expect(flags.tokenFile).toBeUndefined();
 });
 
@@ -15,6 +16,7 @@ test('flags as "--name value" and "--name=value"', () => {
     '--port', '9000', '--listen-address=127.0.0.1', '--workspace', '/w', '--token-file=/t', '--allow-root',
     '--exec-timeout', '2.5', '--max-output-bytes=100', '--grace-period', '3', '--files-port', '8080',
     '--grpc-port=9090', '--stream-chunk-size', '1024', '--max-concurrent-commands', '3',
+    '--command-cgroups=off',
   ])).toEqual({
     port: 9000,
     listenAddress: '127.0.0.1',
@@ -24,6 +26,7 @@ test('flags as "--name value" and "--name=value"', () => {
     execTimeoutSeconds: 2.5,
     maxOutputBytes: 100,
     maxConcurrentCommands: 3,
+    commandCgroups: false,
     gracePeriodSeconds: 3,
     filesPort: 8080,
     grpcPort: 9090,
@@ -43,6 +46,7 @@ test.each([
   [['--stream-chunk-size', '0']],
   [['--max-concurrent-commands', '0']],
   [['--max-concurrent-commands', '2.5']],
+  [['--command-cgroups', 'on']],
   [['--nope', 'x']],
   [['--workspace']],
   [['positional']],
