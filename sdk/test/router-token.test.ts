@@ -18,8 +18,8 @@ function recorder(own: string | undefined, grantedSeconds?: number) {
   const calls: Array<{ path: string; body: any }> = [];
   const kube = {
     bearerToken: async () => own,
-    create: async (path: string, body: any) => {
-      calls.push({ path, body });
+    create: async (url: string, body: any) => {
+      calls.push({ path: url, body });
       return { spec: { expirationSeconds: grantedSeconds ?? body.spec.expirationSeconds }, status: { token: `minted-${calls.length}` } };
     },
   } as unknown as KubeApi;
