@@ -368,7 +368,10 @@ export class SandboxdServer {
   private async download(res: http.ServerResponse, requested: string): Promise<void> {
     const handle = await this.open(res, requested, READ_FILE); // a FIFO or a directory: no regular file, so a 404 below
     if (!handle) return;
-    const stat = await handle.stat();
+    const stat = await handle.stat().catch(async (err: Error) => {
+      await handle.close();
+      throw err;
+    });
     if (!stat.isFile()) {
       await handle.close();
       return sendJson(res, 404, { message: 'File not found' });
