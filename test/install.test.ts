@@ -492,17 +492,55 @@ describe('the admission policy', () => {
 
   test('every container rule covers containers, init containers and ephemeral containers, and names the field in its message', () => {
     const all = validations(synth());
-    for (const field of ['securityContext.privileged', 'securityContext.allowPrivilegeEscalation', 'securityContext.capabilities.add', 'ports[*].hostPort',
-      'securityContext.windowsOptions.hostProcess']) {
-      const lists = all.filter((v) => messageOf(v).includes(`].${field} (container`))
-        .map((v) => /spec\.podTemplate\.spec\.(\w+)\[/.exec(messageOf(v))?.[1]);
-      expect(lists).toEqual(['containers', 'initContainers', 'ephemeralContainers']);
-    }
-    for (const field of ['hostNetwork', 'hostPID', 'hostIPC', 'securityContext.windowsOptions.hostProcess']) {
+    const containerFields = ['securityContext.privileged', 'securityContext.allowPrivilegeEscalation', 'ports[*].hostPort',
+      'securityContext.windowsOptions.hostProcess', 'securityContext.seccompProfile.type', 'securityContext.appArmorProfile.type',
+      'securityContext.seLinuxOptions', 'securityContext.procMount', 'securityContext.runAsNonRoot', 'securityContext.runAsUser',
+      'securityContext.capabilities.drop'];
+    const listsNaming = (field: string) => all.filter((v) => messageOf(v).includes(`].${field} (container`))
+      .map((v) => /spec\.podTemplate\.spec\.(\w+)\[/.exec(messageOf(v))?.[1]);
+    for (const field of containerFields) expect(listsNaming(field)).toEqual(['containers', 'initContainers', 'ephemeralContainers']);
+    // Two rules each: capabilities beyond the allowed set (baseline) and beyond NET_BIND_SERVICE (restricted).
+    expect(listsNaming('securityContext.capabilities.add')).toEqual(['containers', 'containers', 'initContainers', 'initContainers', 'ephemeralContainers', 'ephemeralContainers']);
+    // The probe and lifecycle host rule names the handler it found.
+    expect(all.filter((v) => messageOf(v).includes('"livenessProbe.httpGet.host"') && messageOf(v).includes('"lifecycle.preStop.tcpSocket.host"'))
+      .map((v) => /spec\.podTemplate\.spec\.(\w+)\[/.exec(messageOf(v))?.[1])).toEqual(['containers', 'initContainers', 'ephemeralContainers']);
+    for (const field of ['hostNetwork', 'hostPID', 'hostIPC', 'securityContext.windowsOptions.hostProcess', 'securityContext.seccompProfile.type',
+      'securityContext.appArmorProfile.type', 'securityContext.seLinuxOptions', 'securityContext.runAsNonRoot', 'securityContext.runAsUser']) {
       expect(all.filter((v) => messageOf(v).includes(`spec.podTemplate.spec.${field}`))).toHaveLength(1);
     }
     expect(all.filter((v) => messageOf(v).includes('].hostPath (volume'))).toHaveLength(1);
-    for (const v of all) expect(messageOf(v)).toMatch(/remove|list any of|instead/);
+    expect(all.filter((v) => messageOf(v).includes('spec.podTemplate.spec.securityContext.sysctls['))).toHaveLength(1);
+    expect(all.filter((v) => messageOf(v).includes('is a volume type the restricted profile forbids'))).toHaveLength(1);
+    expect(all.filter((v) => messageOf(v).includes('spec.podTemplate.metadata.annotations['))).toHaveLength(1);
+    for (const v of all) expect(messageOf(v)).toMatch(/remove|list any of|instead|add "ALL"/);
+  });
+
+  test('the baseline lists are the Pod Security Standards\' own', () => {
+    const all = validations(synth()).map((v) => v.expression).join('\n');
+    expect(all).toContain('in ["kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies", '
+      + '"net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout", '
+      + '"net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]');
+    expect(all).toContain('in ["", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"]');
+    expect(all).toContain('in ["RuntimeDefault", "Localhost"]');
+    expect(all).toContain("startsWith(\"container.apparmor.security.beta.kubernetes.io/\") && !(variables.podAnnotations[k] in ['', 'runtime/default'] || variables.podAnnotations[k].startsWith('localhost/'))");
+    for (const type of ['nfs', 'iscsi', 'gitRepo', 'rbd', 'cephfs', 'flexVolume', 'awsElasticBlockStore', 'photonPersistentDisk']) expect(all).toContain(`has(v.${type})`);
+    for (const type of ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'image', 'persistentVolumeClaim', 'projected', 'secret']) expect(all).not.toContain(`has(v.${type})`);
+  });
+
+  test('restricted rules the operator\'s secure defaults cover are waived by their opt-out entry; baseline rules only by allow-privileged', () => {
+    const all = validations(synth());
+    const waivedBy = (entry: string) => all.filter((v) => v.expression.startsWith(`variables.optedOut || "${entry}" in variables.hardeningOptOuts || `));
+    const fields = (vs: any[]) => [...new Set(vs.map((v) => /\]?\.(securityContext\.[\w.]+)/.exec(messageOf(v))?.[1]))].sort();
+    expect(fields(waivedBy('runAsNonRoot'))).toEqual(['securityContext.runAsNonRoot', 'securityContext.runAsUser']);
+    expect(waivedBy('runAsNonRoot')).toHaveLength(2 + 2 * 3);
+    expect(fields(waivedBy('dropCapabilities'))).toEqual(['securityContext.capabilities.add', 'securityContext.capabilities.drop']);
+    expect(waivedBy('dropCapabilities')).toHaveLength(2 * 3);
+    for (const v of [...waivedBy('runAsNonRoot'), ...waivedBy('dropCapabilities')]) expect(messageOf(v)).toContain('in its agents.x-k8s.io/secure-defaults-opt-out annotation');
+    // Root is allowed in a user namespace, as the standard says.
+    expect(waivedBy('runAsNonRoot').every((v) => v.expression.includes('!variables.userNamespace && '))).toBe(true);
+    const baseline = all.filter((v) => v.expression.startsWith('variables.optedOut || !('));
+    expect(baseline).toHaveLength(all.length - 2 - 14);
+    for (const v of baseline) expect(messageOf(v)).toMatch(/\+ variables\.optOutHint$/);
   });
 
   test('the annotation waives the host-access rules only when the authorizer allows the verb; never the router labels or the opt-out list', () => {
@@ -541,12 +579,87 @@ describe('the admission policy', () => {
     expect(capsRule(synth({ admissionPolicyAllowedCapabilities: [] }))).toContain('in []');
   });
 
+  test('the claim policy refuses an unconfined AppArmor annotation, for everyone', () => {
+    const claims = find(synth(), 'ValidatingAdmissionPolicy', CLAIM_POLICY).spec;
+    expect(claims.matchConditions[1].expression).toContain('object.spec.?additionalPodMetadata.?annotations.orValue({}) != oldObject.spec.?additionalPodMetadata.?annotations.orValue({})');
+    const rule = claims.validations.find((v: any) => messageOf(v).includes('spec.additionalPodMetadata.annotations['));
+    expect(rule.expression).toMatch(/^!\(variables\.podAnnotations\.exists\(k, k\.startsWith\("container\.apparmor\.security\.beta\.kubernetes\.io\/"\)/);
+    expect(messageOf(rule)).toContain('does not waive this');
+  });
+
   test.each<[AgentSandboxSystemProps, string]>([
     [{ admissionPolicyAllowedCapabilities: ['net_admin'] }, 'admissionPolicyAllowedCapabilities[0]: "net_admin" is not a capability name; write it in upper case without the CAP_ prefix, e.g. "NET_BIND_SERVICE"'],
     [{ admissionPolicyAllowedCapabilities: ['CHOWN', 'CAP_SETUID'] }, 'admissionPolicyAllowedCapabilities[1]: "CAP_SETUID" is not a capability name'],
     [{ admissionPolicyAllowedCapabilities: ['ALL'] }, '("ALL" is not allowed)'],
     [{ admissionPolicy: false, admissionPolicyAllowedCapabilities: ['CHOWN'] }, 'admissionPolicyAllowedCapabilities: is set but admissionPolicy is false; drop one of them'],
     [{ admissionPolicy: 'yes' as unknown as boolean }, 'admissionPolicy: "yes" must be true or false'],
+  ])('bad props: %j', (props, expected) => {
+    const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', props));
+    expect(message).toContain('AgentSandboxSystem test/system: invalid props');
+    expect(message).toContain(expected);
+  });
+});
+
+describe('the opt-in credentials policy', () => {
+  const NAME = 'agent-sandbox-credentials';
+  const policyOf = (objects: any[]) => objects.find((o) => o.kind === 'ValidatingAdmissionPolicy' && o.metadata.name === NAME);
+
+  test('off by default: no policy, binding or ClusterRole', () => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system');
+    const objects = Testing.synth(chart);
+    expect(system.credentialsPolicy).toBeUndefined();
+    expect(objects.filter((o) => o.metadata.name === NAME || o.metadata.name === AgentSandboxSystem.ALLOW_CREDENTIALS_CLUSTER_ROLE)).toEqual([]);
+  });
+
+  test('on: a Deny-bound policy on Sandboxes and SandboxTemplates, the operator exempt, and its waiver ClusterRole unbound', () => {
+    const chart = Testing.chart();
+    const system = new AgentSandboxSystem(chart, 'system', { namespace: 'ops', credentialsPolicy: true, admissionPolicy: false });
+    const objects = Testing.synth(chart);
+    expect(system.credentialsPolicy?.name).toBe(NAME);
+    const spec = policyOf(objects).spec;
+    expect(spec.failurePolicy).toBe('Fail');
+    expect(spec.matchConstraints.resourceRules.map((r: any) => r.resources)).toEqual([['sandboxes'], ['sandboxtemplates']]);
+    expect(spec.matchConditions[0]).toEqual({ name: 'not-the-operator', expression: 'request.userInfo.username != "system:serviceaccount:ops:agent-sandbox-controller"' });
+    expect(spec.matchConditions[1].expression).toContain('object.metadata.?annotations[?"agents.x-k8s.io/allow-credentials"]');
+    expect(find(objects, 'ValidatingAdmissionPolicyBinding', NAME).spec).toEqual({ policyName: NAME, validationActions: ['Deny'] });
+    const role = find(objects, 'ClusterRole', AgentSandboxSystem.ALLOW_CREDENTIALS_CLUSTER_ROLE);
+    expect(role.rules).toEqual([
+      { apiGroups: [SANDBOXES], resources: ['sandboxes'], verbs: ['allow-credentials'] },
+      { apiGroups: [EXTENSIONS], resources: ['sandboxtemplates'], verbs: ['allow-credentials'] },
+    ]);
+    expect(ofKind(objects, 'ClusterRoleBinding', 'RoleBinding').filter((b) => b.roleRef.name === role.metadata.name)).toEqual([]);
+    const granted = spec.variables.find((v: any) => v.name === 'waived').expression;
+    expect(granted).toBe('variables.askedWaiver && authorizer.group(request.resource.group).resource(request.resource.resource).namespace(request.namespace).check("allow-credentials").allowed()');
+    for (const v of spec.validations) {
+      expect(v.expression).toMatch(/^variables\.waived \|\| !\(/);
+      expect(v.messageExpression).toMatch(/\+ variables\.waiverHint$/);
+    }
+  });
+
+  test('the allow-lists: only default and the given ServiceAccounts and Secrets; tokens refused unless allowed', () => {
+    const expressions = (props: AgentSandboxSystemProps) => policyOf(synth({ credentialsPolicy: true, ...props })).spec.validations.map((v: any) => v.expression).join('\n');
+    const plain = expressions({});
+    expect(plain).toContain('!(variables.pod.?serviceAccountName.orValue(\'default\') in ["default"])');
+    expect(plain).toContain('in [])');
+    expect(plain).toContain('variables.pod.?automountServiceAccountToken.orValue(false)');
+    expect(plain).toContain('has(s.serviceAccountToken)');
+    for (const field of ['v.secret.?secretName', 's.secret.?name', 'v.csi.nodePublishSecretRef.?name', 'e.valueFrom.secretKeyRef.?name', 'f.secretRef.?name']) expect(plain).toContain(`!(${field}.orValue('') in [])`);
+    for (const list of ['containers', 'initContainers', 'ephemeralContainers']) expect(plain).toContain(`variables.pod.?${list}.orValue([]).exists(c, c.?env`);
+    const given = expressions({ credentialsPolicyServiceAccounts: ['runner'], credentialsPolicySecrets: ['shared', 'ca'], credentialsPolicyServiceAccountTokens: true });
+    expect(given).toContain('in ["default", "runner"])');
+    expect(given).toContain('in ["shared", "ca"])');
+    expect(given).not.toContain('automountServiceAccountToken');
+    expect(given).not.toContain('serviceAccountToken');
+  });
+
+  test.each<[AgentSandboxSystemProps, string]>([
+    [{ credentialsPolicySecrets: ['a'] }, 'credentialsPolicySecrets: is set but credentialsPolicy is not true; set credentialsPolicy: true or drop it'],
+    [{ credentialsPolicy: false, credentialsPolicyServiceAccountTokens: true }, 'credentialsPolicyServiceAccountTokens: is set but credentialsPolicy is not true'],
+    [{ credentialsPolicy: true, credentialsPolicyServiceAccounts: ['ok', 'Not_A_Name'] }, 'credentialsPolicyServiceAccounts[1]: "Not_A_Name" is not a ServiceAccount name:'],
+    [{ credentialsPolicy: true, credentialsPolicySecrets: [''] }, 'credentialsPolicySecrets[0]: "" is not a Secret name:'],
+    [{ credentialsPolicy: 'yes' as unknown as boolean }, 'credentialsPolicy: "yes" must be true or false'],
+    [{ credentialsPolicy: true, credentialsPolicyServiceAccountTokens: 1 as unknown as boolean }, 'credentialsPolicyServiceAccountTokens: 1 must be true or false'],
   ])('bad props: %j', (props, expected) => {
     const message = errorOf((chart) => new AgentSandboxSystem(chart, 'system', props));
     expect(message).toContain('AgentSandboxSystem test/system: invalid props');

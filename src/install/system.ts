@@ -4,7 +4,11 @@ import { REFERENCED_KINDS } from '../api/object-kinds';
 import { ErrorList } from '../api/validation';
 import { SandboxCrds } from '../crds';
 import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
-import { ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB, DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, checkAllowedCapabilities } from './admission-policy';
+import {
+  ALLOW_CREDENTIALS_ANNOTATION, ALLOW_CREDENTIALS_CLUSTER_ROLE, ALLOW_CREDENTIALS_VERB,
+  ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB,
+  DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, addCredentialsPolicy, checkAllowedCapabilities, checkCredentialsPolicy,
+} from './admission-policy';
 import { _dropClusterScopedNamespaces } from '../object-ref';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
@@ -44,12 +48,17 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   readonly flowControl?: SandboxFlowControlOptions;
   /**
    * Ship a ValidatingAdmissionPolicy (with a Deny binding) that refuses Sandboxes and
-   * SandboxTemplates whose pod template uses hostNetwork, hostPID, hostIPC, hostPath volumes,
-   * Windows hostProcess, privileged containers, allowPrivilegeEscalation, hostPort, capabilities beyond
-   * `admissionPolicyAllowedCapabilities`, or the router's Pod labels; and the unbound ClusterRole
-   * {@link AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE} whose holders may waive the host-access
-   * rules for one object with the annotation {@link AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION}.
-   * Needs Kubernetes 1.30 or later.
+   * SandboxTemplates whose pod template breaks a control of the Pod Security Standards' baseline
+   * profile (host namespaces, privileged, capabilities beyond `admissionPolicyAllowedCapabilities`,
+   * hostPath, hostPort, probe and lifecycle hosts, AppArmor, SELinux, /proc mount, seccomp, sysctls,
+   * Windows hostProcess), sets allowPrivilegeEscalation, or sets what the restricted profile forbids
+   * (volume types; runAsNonRoot false and runAsUser 0; a drop without ALL and added capabilities
+   * other than NET_BIND_SERVICE, each waived by the matching entry of the
+   * `agents.x-k8s.io/secure-defaults-opt-out` annotation), or carries the router's Pod labels; and the
+   * unbound ClusterRole {@link AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE} whose holders may
+   * waive the other rules for one object with the annotation
+   * {@link AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION}. docs/pod-security-standards.md lists
+   * every rule. Needs Kubernetes 1.30 or later.
    * @default true
    */
   readonly admissionPolicy?: boolean;
@@ -58,6 +67,26 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * @default - the container runtime's default set: AUDIT_WRITE, CHOWN, DAC_OVERRIDE, FOWNER, FSETID, KILL, MKNOD, NET_BIND_SERVICE, SETFCAP, SETGID, SETPCAP, SETUID, SYS_CHROOT
    */
   readonly admissionPolicyAllowedCapabilities?: string[];
+  /**
+   * Ship a second ValidatingAdmissionPolicy (`agent-sandbox-credentials`, with a Deny binding) that
+   * limits the credentials a Sandbox or SandboxTemplate Pod may name, which otherwise are any
+   * ServiceAccount and Secret of the namespace: `serviceAccountName` must be `default` or one of
+   * `credentialsPolicyServiceAccounts`; `automountServiceAccountToken: true` and projected
+   * `serviceAccountToken` sources are refused unless `credentialsPolicyServiceAccountTokens`; secret
+   * volumes, projected secret sources, CSI `nodePublishSecretRef`, `env[].valueFrom.secretKeyRef`
+   * and `envFrom[].secretRef` may name only `credentialsPolicySecrets`. A user granted the unbound
+   * ClusterRole {@link AgentSandboxSystem.ALLOW_CREDENTIALS_CLUSTER_ROLE} waives it for one object
+   * with the annotation {@link AgentSandboxSystem.ALLOW_CREDENTIALS_ANNOTATION}: "true". Needs
+   * Kubernetes 1.30 or later.
+   * @default false
+   */
+  readonly credentialsPolicy?: boolean;
+  /** ServiceAccounts the credentials policy lets a pod template name, besides `default`. @default - none */
+  readonly credentialsPolicyServiceAccounts?: string[];
+  /** Secrets the credentials policy lets a pod template read. @default - none */
+  readonly credentialsPolicySecrets?: string[];
+  /** Let pod templates ask for a service-account token despite the credentials policy. @default false */
+  readonly credentialsPolicyServiceAccountTokens?: boolean;
   /**
    * Include the CRDs. Turn off when they are applied separately (a CRD-only release, or a GitOps
    * stage that runs first); {@link SandboxCrds} on its own gives them.
@@ -91,6 +120,12 @@ export class AgentSandboxSystem extends Construct {
   public static readonly ALLOW_PRIVILEGED_VERB = ALLOW_PRIVILEGED_VERB;
   /** The ClusterRole granting that verb; shipped unbound: bind it per namespace to whom you trust. */
   public static readonly ALLOW_PRIVILEGED_CLUSTER_ROLE = ALLOW_PRIVILEGED_CLUSTER_ROLE;
+  /** The annotation (value `"true"`) that asks the credentials policy to waive its rules for one object. */
+  public static readonly ALLOW_CREDENTIALS_ANNOTATION = ALLOW_CREDENTIALS_ANNOTATION;
+  /** The RBAC verb on `sandboxes` or `sandboxtemplates` a user needs for that annotation to count. */
+  public static readonly ALLOW_CREDENTIALS_VERB = ALLOW_CREDENTIALS_VERB;
+  /** The ClusterRole granting that verb, shipped unbound with the credentials policy. */
+  public static readonly ALLOW_CREDENTIALS_CLUSTER_ROLE = ALLOW_CREDENTIALS_CLUSTER_ROLE;
 
   /** The namespace everything namespaced is installed into. */
   public readonly namespace: string;
@@ -108,6 +143,8 @@ export class AgentSandboxSystem extends Construct {
   public readonly flowControl?: SandboxFlowControl;
   /** The ValidatingAdmissionPolicy, unless `admissionPolicy` is false (escape hatch). */
   public readonly admissionPolicy?: ApiObject;
+  /** The credentials ValidatingAdmissionPolicy, when `credentialsPolicy` is true (escape hatch). */
+  public readonly credentialsPolicy?: ApiObject;
 
   public constructor(scope: Construct, id: string, props: AgentSandboxSystemProps = {}) {
     super(scope, id);
@@ -122,6 +159,7 @@ export class AgentSandboxSystem extends Construct {
     const admissionPolicy = props.admissionPolicy ?? true;
     if (typeof admissionPolicy !== 'boolean') errors.check('admissionPolicy', `${JSON.stringify(admissionPolicy)} must be true or false`);
     checkAllowedCapabilities(errors, admissionPolicy !== false, props.admissionPolicyAllowedCapabilities);
+    checkCredentialsPolicy(errors, props);
     if (props.podDisruptionBudget) checkDisruptionBudget(errors, props.podDisruptionBudget, operator.replicas);
     checkMonitoring(errors, props.serviceMonitor, props.prometheusRule, props.grafanaDashboard);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
@@ -169,6 +207,14 @@ export class AgentSandboxSystem extends Construct {
         namespace: this.namespace,
         routerPodLabels: this.routerPodLabels ?? props.controller?.routerPodLabels ?? defaultRouterPodLabels(),
         allowedCapabilities: props.admissionPolicyAllowedCapabilities ?? DEFAULT_ALLOWED_CAPABILITIES,
+      });
+    }
+    if (props.credentialsPolicy === true) {
+      this.credentialsPolicy = addCredentialsPolicy(this, {
+        namespace: this.namespace,
+        serviceAccounts: props.credentialsPolicyServiceAccounts ?? [],
+        secrets: props.credentialsPolicySecrets ?? [],
+        serviceAccountTokens: props.credentialsPolicyServiceAccountTokens ?? false,
       });
     }
     orderFirst(this, first);

@@ -4,7 +4,9 @@
  * Sandboxes and SandboxTemplates. `author` may create and update them; `trusted` may too, and also
  * holds the shipped `agent-sandbox-allow-privileged` ClusterRole through a RoleBinding. Every refused
  * case is refused for both with a message naming the field; only `trusted`'s annotation waives the
- * host-access rules, and nobody's waives the router labels.
+ * baseline rules, anyone's secure-defaults opt-out waives the matching restricted rule (and only
+ * that one), and nobody's waives the router labels. The opt-in credentials policy is applied, shown
+ * refusing, and taken away again, after which the same objects are admitted.
  */
 import { Testing } from 'cdk8s';
 import { serviceAccountKubeconfig } from './operator/bundle-rbac';
@@ -25,15 +27,16 @@ let counter = 0;
 const SANDBOXES = 'apis/agents.x-k8s.io/v1beta1';
 const TEMPLATES = 'apis/extensions.agents.x-k8s.io/v1beta1';
 
-function objectOf(kind: 'Sandbox' | 'SandboxTemplate', pod: Record<string, unknown>, labels?: object, annotations?: object): any {
+function objectOf(kind: 'Sandbox' | 'SandboxTemplate', pod: Record<string, unknown>, labels?: object, annotations?: object, podAnnotations?: object): any {
   counter += 1;
+  const podMetadata = { ...(labels ? { labels } : {}), ...(podAnnotations ? { annotations: podAnnotations } : {}) };
   return {
     apiVersion: kind === 'Sandbox' ? 'agents.x-k8s.io/v1beta1' : 'extensions.agents.x-k8s.io/v1beta1',
     kind,
     metadata: { name: `${kind.toLowerCase()}-${counter}`, ...(annotations ? { annotations } : {}) },
     spec: {
       podTemplate: {
-        ...(labels ? { metadata: { labels } } : {}),
+        ...(Object.keys(podMetadata).length > 0 ? { metadata: podMetadata } : {}),
         spec: { containers: [{ name: 'main', image: 'busybox', ports: [{ containerPort: 8888 }] }], ...pod },
       },
     },
@@ -50,8 +53,13 @@ async function create(client: ApiClient, o: any): Promise<{ status: number; mess
 
 const container = (extra: object) => ({ name: 'main', image: 'busybox', ...extra });
 
-// [what, pod spec fields, field the message must name]
-const REFUSED: Array<[string, Record<string, unknown>, string]> = [
+const OPT_OUT = 'agents.x-k8s.io/secure-defaults-opt-out';
+const APPARMOR_MAIN = 'container.apparmor.security.beta.kubernetes.io/main';
+
+// Pod Security Standards baseline (and restricted-only volume types): waived only by the allow-privileged annotation.
+// [what, pod spec fields, field the message must name, pod template annotations]
+type RefusedRow = [string, Record<string, unknown>, string, Record<string, string>?];
+const REFUSED: RefusedRow[] = [
   ['hostNetwork', { hostNetwork: true }, 'spec.podTemplate.spec.hostNetwork: is true'],
   ['hostPID', { hostPID: true }, 'spec.podTemplate.spec.hostPID: is true'],
   ['hostIPC', { hostIPC: true }, 'spec.podTemplate.spec.hostIPC: is true'],
@@ -64,6 +72,42 @@ const REFUSED: Array<[string, Record<string, unknown>, string]> = [
   ['a Windows host process (Pod)', { securityContext: { windowsOptions: { hostProcess: true } } }, 'spec.podTemplate.spec.securityContext.windowsOptions.hostProcess: is true'],
   ['a Windows host process (container)', { containers: [container({ securityContext: { windowsOptions: { hostProcess: true } } })] }, 'spec.podTemplate.spec.containers[0].securityContext.windowsOptions.hostProcess (container "main")'],
   ['a hostPort', { containers: [container({ ports: [{ containerPort: 8888, hostPort: 80 }] })] }, 'spec.podTemplate.spec.containers[0].ports[*].hostPort (container "main")'],
+  ['seccomp Unconfined (Pod)', { securityContext: { seccompProfile: { type: 'Unconfined' } } }, 'spec.podTemplate.spec.securityContext.seccompProfile.type: is Unconfined'],
+  ['seccomp Unconfined (init container)', { initContainers: [container({ name: 'setup', securityContext: { seccompProfile: { type: 'Unconfined' } } })] },
+    'spec.podTemplate.spec.initContainers[0].securityContext.seccompProfile.type (container "setup"): is Unconfined'],
+  ['AppArmor Unconfined (Pod)', { securityContext: { appArmorProfile: { type: 'Unconfined' } } }, 'spec.podTemplate.spec.securityContext.appArmorProfile.type: is not RuntimeDefault or Localhost'],
+  ['AppArmor Unconfined (container)', { containers: [container({ securityContext: { appArmorProfile: { type: 'Unconfined' } } })] },
+    'spec.podTemplate.spec.containers[0].securityContext.appArmorProfile.type (container "main")'],
+  ['the AppArmor annotation "unconfined"', {}, `spec.podTemplate.metadata.annotations["${APPARMOR_MAIN}"]: is not runtime/default or localhost/<profile>`, { [APPARMOR_MAIN]: 'unconfined' }],
+  ['SELinux type spc_t (Pod)', { securityContext: { seLinuxOptions: { type: 'spc_t' } } }, 'spec.podTemplate.spec.securityContext.seLinuxOptions: sets a user, a role or a type other than container_t'],
+  ['an SELinux role (container)', { containers: [container({ securityContext: { seLinuxOptions: { type: 'container_t', role: 'sysadm_r' } } })] },
+    'spec.podTemplate.spec.containers[0].securityContext.seLinuxOptions (container "main")'],
+  ['an SELinux user (ephemeral container)', { ephemeralContainers: [container({ name: 'debug', securityContext: { seLinuxOptions: { user: 'system_u' } } })] },
+    'spec.podTemplate.spec.ephemeralContainers[0].securityContext.seLinuxOptions (container "debug")'],
+  ['the unsafe sysctl kernel.core_pattern', { securityContext: { sysctls: [{ name: 'net.ipv4.tcp_syncookies', value: '1' }, { name: 'kernel.core_pattern', value: '|/tmp/x' }] } },
+    'spec.podTemplate.spec.securityContext.sysctls[1].name (sysctl "kernel.core_pattern"): is not a sysctl the baseline profile allows'],
+  ['procMount Unmasked', { containers: [container({ securityContext: { procMount: 'Unmasked' } })] }, 'spec.podTemplate.spec.containers[0].securityContext.procMount (container "main"): is not Default'],
+  ['a liveness probe of another host', { containers: [container({ livenessProbe: { httpGet: { host: '169.254.169.254', path: '/', port: 80 } } })] },
+    'spec.podTemplate.spec.containers[0].livenessProbe.httpGet.host (container "main"): is set'],
+  ['a preStop hook on another host (sidecar)', { initContainers: [container({ name: 'side', restartPolicy: 'Always', lifecycle: { preStop: { tcpSocket: { host: '10.0.0.1', port: 22 } } } })] },
+    'spec.podTemplate.spec.initContainers[0].lifecycle.preStop.tcpSocket.host (container "side")'],
+  ['an nfs volume', { volumes: [{ name: 'scratch', emptyDir: {} }, { name: 'share', nfs: { server: 'nfs.example', path: '/' } }] },
+    'spec.podTemplate.spec.volumes[1].nfs (volume "share"): is a volume type the restricted profile forbids'],
+];
+
+// Restricted controls whose secure default the operator applies: the opt-out entry that waives each.
+// [what, pod spec fields, field the message must name, opt-out entry]
+const RESTRICTED: Array<[string, Record<string, unknown>, string, string]> = [
+  ['runAsUser 0 (Pod)', { securityContext: { runAsUser: 0 } }, 'spec.podTemplate.spec.securityContext.runAsUser: is 0, which runs the containers as root', 'runAsNonRoot'],
+  ['runAsNonRoot false (Pod)', { securityContext: { runAsNonRoot: false } }, 'spec.podTemplate.spec.securityContext.runAsNonRoot: is false', 'runAsNonRoot'],
+  ['runAsUser 0 (init container)', { initContainers: [container({ name: 'setup', securityContext: { runAsUser: 0 } })] },
+    'spec.podTemplate.spec.initContainers[0].securityContext.runAsUser (container "setup"): is 0', 'runAsNonRoot'],
+  ['runAsNonRoot false (container)', { containers: [container({ securityContext: { runAsNonRoot: false } })] },
+    'spec.podTemplate.spec.containers[0].securityContext.runAsNonRoot (container "main"): is false', 'runAsNonRoot'],
+  ['a drop without ALL', { containers: [container({ securityContext: { capabilities: { drop: ['NET_RAW'] } } })] },
+    'spec.podTemplate.spec.containers[0].securityContext.capabilities.drop (container "main"): does not include "ALL"', 'dropCapabilities'],
+  ['adding CHOWN back after drop ALL', { containers: [container({ securityContext: { capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE', 'CHOWN'] } } })] },
+    'spec.podTemplate.spec.containers[0].securityContext.capabilities.add (container "main") adds CHOWN: the restricted profile lets a container add only NET_BIND_SERVICE', 'dropCapabilities'],
 ];
 
 beforeAll(async () => {
@@ -118,7 +162,8 @@ afterAll(async () => {
   admin.close();
 });
 
-test.each(['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels'])('the admissionregistration v1 API serves %s, with no type-checking warnings', async (name) => {
+/** The policy as served once the API server has type-checked it; fails on any expression warning. */
+async function expectTypeChecked(name: string): Promise<void> {
   const path = `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${name}`;
   expect((await admin.call('GET', path)).spec.validations.length).toBeGreaterThan(0);
   const checked = await waitFor(async () => {
@@ -126,14 +171,17 @@ test.each(['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels'])('th
     return p.status?.observedGeneration === p.metadata.generation ? p : undefined;
   }, 30_000, 'the policy to be type-checked');
   expect(checked.status.typeChecking?.expressionWarnings ?? []).toEqual([]);
+}
+
+test.each(['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels'])('the admissionregistration v1 API serves %s, with no type-checking warnings', async (name) => {
+  await expectTypeChecked(name);
 });
 
-test('a template\'s secure-defaults opt-out list must name known defaults', async () => {
-  const key = 'agents.x-k8s.io/secure-defaults-opt-out';
-  const bad = await create(author, objectOf('SandboxTemplate', {}, undefined, { [key]: 'runAsNonRoot, seccomp,dropCaps' }));
+test.each(['SandboxTemplate', 'Sandbox'] as const)('a %s\'s secure-defaults opt-out list must name known defaults', async (kind) => {
+  const bad = await create(author, objectOf(kind, {}, undefined, { [OPT_OUT]: 'runAsNonRoot, seccomp,dropCaps' }));
   expect(bad.status).toBe(422);
-  expect(bad.message).toContain(`metadata.annotations["${key}"]: seccomp, dropCaps is not a secure default; list any of runAsNonRoot, seccompProfile, allowPrivilegeEscalation, dropCapabilities`);
-  expect((await create(author, objectOf('SandboxTemplate', {}, undefined, { [key]: 'runAsNonRoot, seccompProfile,' }))).status).toBe(201);
+  expect(bad.message).toContain(`metadata.annotations["${OPT_OUT}"]: seccomp, dropCaps is not a secure default; list any of runAsNonRoot, seccompProfile, allowPrivilegeEscalation, dropCapabilities`);
+  expect((await create(author, objectOf(kind, {}, undefined, { [OPT_OUT]: 'runAsNonRoot, seccompProfile,' }))).status).toBe(201);
 });
 
 test('a claim\'s additionalPodMetadata may not carry the router Pod labels', async () => {
@@ -149,35 +197,107 @@ test('a claim\'s additionalPodMetadata may not carry the router Pod labels', asy
   expect(await author.request<any>('POST', url, claim('fine', { 'sandbox.users.io/team': 'a' }))).toMatchObject({ status: 201 });
 });
 
+test('a claim\'s additionalPodMetadata may not turn AppArmor off; the confined values pass', async () => {
+  const claim = (name: string, annotations: object) => ({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { name },
+    spec: { warmPoolRef: { name: 'any' }, additionalPodMetadata: { annotations } },
+  });
+  const url = `/${TEMPLATES}/namespaces/${ns}/sandboxclaims`;
+  const refused = await author.request<any>('POST', url, claim('unconfined', { [APPARMOR_MAIN]: 'unconfined' }));
+  expect(refused.status).toBe(403);
+  expect(refused.body.message).toContain(`spec.additionalPodMetadata.annotations["${APPARMOR_MAIN}"]: is not runtime/default or localhost/<profile>`);
+  expect(await author.request<any>('POST', url, claim('confined', { [APPARMOR_MAIN]: 'localhost/agent' }))).toMatchObject({ status: 201 });
+  expect(await author.request<any>('POST', url, claim('default', { [APPARMOR_MAIN]: 'runtime/default', note: 'x' }))).toMatchObject({ status: 201 });
+});
+
 describe.each(['Sandbox', 'SandboxTemplate'] as const)('%s', (kind) => {
-  test.each(REFUSED)('%s is refused, naming the field, even with the annotation from a user without the verb', async (_, pod, field) => {
-    const plain = await create(author, objectOf(kind, pod));
+  // Rest parameters: a callback with more parameters than a row has would be taken for a `done` callback.
+  test.each(REFUSED)('%s is refused, naming the field, even with the annotation from a user without the verb', async (...[, pod, field, podAnnotations]: RefusedRow) => {
+    const plain = await create(author, objectOf(kind, pod, undefined, undefined, podAnnotations));
     expect(plain.status).toBe(403);
     expect(plain.message).toContain(field);
     expect(plain.message).toContain(`annotates it ${ANNOTATION}: "true"`);
 
-    const annotated = await create(author, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }));
+    const annotated = await create(author, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }, podAnnotations));
     expect(annotated.status).toBe(403);
     expect(annotated.message).toContain(field);
     expect(annotated.message).toContain(`annotation is ignored: system:serviceaccount:${ns}:author may not allow-privileged`);
+    // The secure-defaults opt-out waives none of these.
+    expect((await create(author, objectOf(kind, pod, undefined, { [OPT_OUT]: 'runAsNonRoot,seccompProfile,allowPrivilegeEscalation,dropCapabilities' }, podAnnotations))).status).toBe(403);
   });
 
-  test.each(REFUSED)('%s is admitted with the annotation from a user granted the ClusterRole', async (_, pod) => {
-    expect(await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }))).toMatchObject({ status: 201 });
+  test.each(REFUSED)('%s is admitted with the annotation from a user granted the ClusterRole', async (...[, pod, , podAnnotations]: RefusedRow) => {
+    expect(await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }, podAnnotations))).toMatchObject({ status: 201 });
     // The annotation must say "true".
-    expect((await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'yes' }))).status).toBe(403);
+    expect((await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'yes' }, podAnnotations))).status).toBe(403);
   });
 
-  test('safe pods are admitted for anyone: hardened contexts, explicit falses, the allowed capabilities', async () => {
-    const safe: Array<Record<string, unknown>> = [
-      {},
-      { hostNetwork: false, hostPID: false, hostIPC: false, volumes: [{ name: 'work', emptyDir: {} }] },
-      {
+  test.each(RESTRICTED)('restricted: %s is refused, naming the field and the opt-out that would allow it', async (_, pod, field, optOut) => {
+    const plain = await create(author, objectOf(kind, pod));
+    expect(plain.status).toBe(403);
+    expect(plain.message).toContain(field);
+    expect(plain.message).toContain(`list ${optOut} in its ${OPT_OUT} annotation`);
+    // Opting out of another default waives nothing here.
+    const other = optOut === 'runAsNonRoot' ? 'dropCapabilities' : 'runAsNonRoot';
+    expect((await create(author, objectOf(kind, pod, undefined, { [OPT_OUT]: `seccompProfile,${other}` }))).status).toBe(403);
+  });
+
+  test.each(RESTRICTED)('restricted: %s is admitted for anyone with its secure-defaults opt-out, and with allow-privileged from a trusted user', async (_, pod, __, optOut) => {
+    expect(await create(author, objectOf(kind, pod, undefined, { [OPT_OUT]: `seccompProfile, ${optOut}` }))).toMatchObject({ status: 201 });
+    expect(await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }))).toMatchObject({ status: 201 });
+  });
+
+  test('restricted: root is admitted in a user namespace (hostUsers: false), as the standard allows', async () => {
+    const root = RESTRICTED.filter(([, , , optOut]) => optOut === 'runAsNonRoot');
+    expect(root).toHaveLength(4);
+    for (const [, pod] of root) {
+      expect(await create(author, objectOf(kind, { ...pod, hostUsers: false }))).toMatchObject({ status: 201 });
+      expect((await create(author, objectOf(kind, { ...pod, hostUsers: true }))).status).toBe(403);
+    }
+  });
+
+  test('safe pods are admitted for anyone: hardened contexts, explicit falses and allowed values of every control', async () => {
+    const probe = { httpGet: { path: '/healthz', port: 8888 }, tcpSocket: { port: 8888, host: '' } };
+    const safe: Array<[Record<string, unknown>, Record<string, string>?]> = [
+      [{}],
+      [{ hostNetwork: false, hostPID: false, hostIPC: false, volumes: [{ name: 'work', emptyDir: {} }] }],
+      [{
         initContainers: [container({ name: 'setup', securityContext: { privileged: false, allowPrivilegeEscalation: false } })],
-        containers: [container({ securityContext: { capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE', 'chown', 'CAP_SETUID'] } }, ports: [{ containerPort: 80 }] })],
-      },
+        containers: [container({ securityContext: { capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE'] } }, ports: [{ containerPort: 80 }] })],
+      }],
+      [{
+        securityContext: {
+          runAsNonRoot: true,
+          runAsUser: 1000,
+          seccompProfile: { type: 'RuntimeDefault' },
+          appArmorProfile: { type: 'RuntimeDefault' },
+          seLinuxOptions: { type: 'container_t' },
+          sysctls: [{ name: 'net.ipv4.ip_unprivileged_port_start', value: '0' }, { name: 'kernel.shm_rmid_forced', value: '1' }],
+        },
+        containers: [container({
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            procMount: 'Default',
+            seccompProfile: { type: 'Localhost', localhostProfile: 'agent.json' },
+            appArmorProfile: { type: 'Localhost', localhostProfile: 'agent' },
+            seLinuxOptions: { type: 'container_init_t', level: 's0:c1,c2' },
+          },
+          livenessProbe: { httpGet: probe.httpGet },
+          readinessProbe: { tcpSocket: probe.tcpSocket },
+          lifecycle: { preStop: { httpGet: probe.httpGet } },
+        })],
+        volumes: [
+          { name: 'cm', configMap: { name: 'c' } }, { name: 'sec', secret: { secretName: 's' } }, { name: 'pvc', persistentVolumeClaim: { claimName: 'p' } },
+          { name: 'down', downwardAPI: { items: [] } }, { name: 'proj', projected: { sources: [] } }, { name: 'csi', csi: { driver: 'x.example' } },
+          { name: 'img', image: { reference: 'busybox' } }, { name: 'bare' },
+          { name: 'eph', ephemeral: { volumeClaimTemplate: { spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } } } },
+        ],
+      }, { [APPARMOR_MAIN]: 'runtime/default', 'container.apparmor.security.beta.kubernetes.io/side': 'localhost/agent' }],
     ];
-    for (const pod of safe) expect(await create(author, objectOf(kind, pod, { app: 'agent' }))).toMatchObject({ status: 201 });
+    for (const [pod, podAnnotations] of safe) expect(await create(author, objectOf(kind, pod, { app: 'agent' }, undefined, podAnnotations))).toMatchObject({ status: 201 });
   });
 
   test('the router Pod labels are refused for everyone, the annotation notwithstanding', async () => {
@@ -209,4 +329,99 @@ test('updates: a pod template edit is checked; metadata-only updates of an opted
     { metadata: { annotations: { [ANNOTATION]: null } } }, { patchType: 'merge' });
   expect(unwaive.status).toBe(403);
   expect(unwaive.body.message).toContain('spec.podTemplate.spec.hostPID');
+});
+
+describe('the opt-in credentials policy', () => {
+  const WAIVER = AgentSandboxSystem.ALLOW_CREDENTIALS_ANNOTATION;
+  const NAME = 'agent-sandbox-credentials';
+  let objects: any[] = [];
+  // [what, pod spec fields, field the message must name]
+  const NAMED: Array<[string, Record<string, unknown>, string]> = [
+    ['a ServiceAccount outside the allow-list', { serviceAccountName: 'deployer' },
+      'spec.podTemplate.spec.serviceAccountName: "deployer": is a ServiceAccount sandbox authors may not run as; the platform lets sandbox authors use default, runner'],
+    ['the deprecated serviceAccount field', { serviceAccount: 'deployer' }, 'spec.podTemplate.spec.serviceAccount: "deployer"'],
+    ['a service-account token', { automountServiceAccountToken: true }, 'spec.podTemplate.spec.automountServiceAccountToken: is true'],
+    ['a projected service-account token', { volumes: [{ name: 'tok', projected: { sources: [{ serviceAccountToken: { path: 't' } }] } }] },
+      'spec.podTemplate.spec.volumes[0].projected.sources[*].serviceAccountToken (volume "tok")'],
+    ['a secret volume', { volumes: [{ name: 'cfg', configMap: { name: 'c' } }, { name: 'creds', secret: { secretName: 'db' } }] },
+      'spec.podTemplate.spec.volumes[1].secret.secretName (volume "creds"): names a Secret sandbox authors may not read; the platform lets sandbox authors use shared'],
+    ['a projected secret', { volumes: [{ name: 'mix', projected: { sources: [{ secret: { name: 'shared' } }, { secret: { name: 'db' } }] } }] },
+      'spec.podTemplate.spec.volumes[0].projected.sources[*].secret.name (volume "mix")'],
+    ['a CSI node-publish secret', { volumes: [{ name: 'smb', csi: { driver: 'smb.csi.k8s.io', nodePublishSecretRef: { name: 'smb-creds' } } }] },
+      'spec.podTemplate.spec.volumes[0].csi.nodePublishSecretRef.name (volume "smb")'],
+    ['env from a Secret key (init container)', { initContainers: [container({ name: 'setup', env: [{ name: 'A', value: 'x' }, { name: 'PW', valueFrom: { secretKeyRef: { name: 'db', key: 'pw' } } }] })] },
+      'spec.podTemplate.spec.initContainers[0].env[*].valueFrom.secretKeyRef.name (container "setup")'],
+    ['envFrom a Secret', { containers: [container({ envFrom: [{ configMapRef: { name: 'c' } }, { secretRef: { name: 'db' } }] })] },
+      'spec.podTemplate.spec.containers[0].envFrom[*].secretRef.name (container "main")'],
+  ];
+  const dryRun = (client: ApiClient, o: any) => client.request<any>('POST', `${collection(o)}?dryRun=All`, o);
+
+  beforeAll(async () => {
+    const chart = Testing.chart();
+    new AgentSandboxSystem(chart, 'install', { credentialsPolicy: true, credentialsPolicyServiceAccounts: ['runner'], credentialsPolicySecrets: ['shared'] });
+    objects = Testing.synth(chart).filter((o) => o.metadata.name === NAME || o.metadata.name === AgentSandboxSystem.ALLOW_CREDENTIALS_CLUSTER_ROLE);
+    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    await kube.applyServerSide([...objects, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'trusted-allow-credentials', namespace: ns },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: AgentSandboxSystem.ALLOW_CREDENTIALS_CLUSTER_ROLE },
+      subjects: [{ kind: 'ServiceAccount', name: 'trusted', namespace: ns }],
+    }], FIELD_MANAGER);
+    await waitFor(async () => (await dryRun(author, objectOf('Sandbox', NAMED[0][1]))).status === 403, 60_000, 'the credentials policy to take effect');
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const o of objects) {
+      const group = o.kind === 'ClusterRole' ? 'apis/rbac.authorization.k8s.io/v1/clusterroles' : `apis/admissionregistration.k8s.io/v1/${o.kind.toLowerCase()}s`;
+      await admin.request('DELETE', `/${group}/${o.metadata.name}`);
+    }
+  });
+
+  test('the admissionregistration v1 API serves it with no type-checking warnings', async () => {
+    await expectTypeChecked(NAME);
+  });
+
+  describe.each(['Sandbox', 'SandboxTemplate'] as const)('%s', (kind) => {
+    test.each(NAMED)('%s is refused, naming the field, even with the annotation from a user without the verb', async (_, pod, field) => {
+      const plain = await create(author, objectOf(kind, pod));
+      expect(plain.status).toBe(403);
+      expect(plain.message).toContain(field);
+      expect(plain.message).toContain(`annotates it ${WAIVER}: "true"`);
+      const annotated = await create(author, objectOf(kind, pod, undefined, { [WAIVER]: 'true' }));
+      expect(annotated.status).toBe(403);
+      expect(annotated.message).toContain(`annotation is ignored: system:serviceaccount:${ns}:author may not allow-credentials`);
+      // The hardening policy's waiver is another matter.
+      expect((await create(trusted, objectOf(kind, pod, undefined, { [ANNOTATION]: 'true' }))).status).toBe(403);
+    });
+
+    test.each(NAMED)('%s is admitted with the annotation from a user granted the ClusterRole', async (_, pod) => {
+      expect(await create(trusted, objectOf(kind, pod, undefined, { [WAIVER]: 'true' }))).toMatchObject({ status: 201 });
+    });
+
+    test('the allowed ServiceAccount and Secret, config maps and no token are admitted for anyone', async () => {
+      const allowed = {
+        serviceAccountName: 'runner',
+        automountServiceAccountToken: false,
+        volumes: [
+          { name: 's', secret: { secretName: 'shared' } },
+          { name: 'p', projected: { sources: [{ secret: { name: 'shared' } }, { configMap: { name: 'c' } }, { downwardAPI: { items: [] } }] } },
+          { name: 'csi', csi: { driver: 'x.example' } },
+        ],
+        containers: [container({
+          env: [{ name: 'K', valueFrom: { secretKeyRef: { name: 'shared', key: 'k' } } }, { name: 'C', valueFrom: { configMapKeyRef: { name: 'c', key: 'k' } } }],
+          envFrom: [{ secretRef: { name: 'shared' } }, { configMapRef: { name: 'c' } }],
+        })],
+      };
+      for (const pod of [{}, { serviceAccountName: 'default' }, allowed]) expect(await create(author, objectOf(kind, pod))).toMatchObject({ status: 201 });
+    });
+  });
+
+  test('without it (its binding deleted) every refused pod is admitted', async () => {
+    await admin.call('DELETE', `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${NAME}`);
+    await waitFor(async () => (await dryRun(author, objectOf('Sandbox', NAMED[0][1]))).status === 201, 60_000, 'the credentials policy to stop applying');
+    for (const kind of ['Sandbox', 'SandboxTemplate'] as const) {
+      for (const [what, pod] of NAMED) expect({ what, status: (await dryRun(author, objectOf(kind, pod))).status }).toEqual({ what, status: 201 });
+    }
+  });
 });
