@@ -250,6 +250,60 @@ test('MultiplePods: a second Pod controlled by the Sandbox is reported with a Wa
   expect((await sbx.podsOf('twins')).map((p) => p.metadata.uid)).toEqual([original.metadata.uid]);
 });
 
+describe('adoption', () => {
+  const podsUrl = () => `/api/v1/namespaces/${ns}/pods`;
+  const squatter = (name: string, labels: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, labels },
+    spec: { hostNetwork: true, containers: [{ name: 'main', image: 'busybox', securityContext: { privileged: true }, ports: [{ containerPort: 10250 }] }] },
+  });
+  const refusedWith = (text: string) => (sb: any) => condition(sb, 'Ready')?.reason === 'ReconcilerError' && String(condition(sb, 'Ready')?.message).includes(text);
+
+  test.each([
+    ['labelled adoptable=true', 'squat-a', () => ({ 'agents.x-k8s.io/adoptable': 'true' }), 'does not carry this Sandbox\'s label'],
+    ['carrying the Sandbox\'s hash label', 'squat-b', () => ({ [HASH_LABEL]: NameHash.of('squat-b') }), 'its spec breaks the hardening rules'],
+  ])('a privileged hostNetwork Pod created beforehand %s is not adopted: Ready=False naming why, a Warning, no node address, the Pod left alone',
+    async (_, name, labels, why) => {
+      const created = await api.call('POST', podsUrl(), squatter(name, labels()));
+      // KWOK runs it: a hostNetwork Pod reports its node's address.
+      await waitFor(async () => (await api.call('GET', `${podsUrl()}/${name}`)).status?.podIP, 30_000, `Pod ${name} to get an address`);
+      await sbx.create(sandboxManifest(name));
+      const sb = await sbx.waitFor(name, refusedWith(why), `Ready=False/ReconcilerError: ${why}`);
+      expect(condition(sb, 'Ready')).toMatchObject({ status: 'False', message: expect.stringContaining(`Pod "${name}" exists and no controller owns it`) });
+      if (why.includes('hardening')) expect(condition(sb, 'Ready').message).toContain('spec.hostNetwork is true; spec.containers[0].securityContext.privileged (container "main") is true');
+      expect(sb.status.podIPs).toBeUndefined();
+      expect(sb.status.nodeName).toBeUndefined();
+      await waitFor(async () => (await sbx.events(name)).some((e) => e.reason === 'PodAdoptionRefused' && e.type === 'Warning'), 30_000, 'a PodAdoptionRefused Warning');
+      const pod = await api.call('GET', `${podsUrl()}/${name}`);
+      expect(pod.metadata.uid).toBe(created.metadata.uid);
+      expect(pod.metadata.ownerReferences).toBeUndefined();
+
+      // Deleting the squatter lets the Sandbox make its own Pod.
+      await api.call('DELETE', `${podsUrl()}/${name}`, { gracePeriodSeconds: 0 });
+      const ready = await sbx.waitFor(name, isReady, 'Ready on a Pod of its own');
+      const own = (await sbx.podsOf(name))[0];
+      expect(own.metadata.uid).not.toBe(created.metadata.uid);
+      expect(own.spec.hostNetwork).toBeUndefined();
+      expect(ready.status.podIPs).toEqual(own.status.podIPs.map((p: any) => p.ip));
+    });
+
+  test('a Pod of ours orphaned by deleting its Sandbox with propagationPolicy Orphan is adopted by the Sandbox made again under the name', async () => {
+    await sbx.createAndWaitReady(sandboxManifest('orphan'));
+    const [original] = await sbx.podsOf('orphan');
+    await api.call('DELETE', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/orphan`, { propagationPolicy: 'Orphan' });
+    await waitFor(async () => (await sbx.get('orphan')) === undefined, 30_000, 'the Sandbox to be deleted');
+    await waitFor(async () => (await api.call('GET', `${podsUrl()}/orphan`)).metadata.ownerReferences === undefined, 30_000, 'the Pod to lose its ownerReference');
+
+    await sbx.createAndWaitReady(sandboxManifest('orphan'));
+    const again = await sbx.get('orphan');
+    const pods = await sbx.podsOf('orphan');
+    expect(pods.map((p) => p.metadata.uid)).toEqual([original.metadata.uid]);
+    expect(pods[0].metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Sandbox', uid: again.metadata.uid, controller: true })]);
+    expect((await sbx.events('orphan')).filter((e) => e.reason === 'PodAdoptionRefused')).toEqual([]);
+  });
+});
+
 describe('crash safety', () => {
   const BURST = 30;
   const names = Array.from({ length: BURST }, (_, i) => `burst-${String(i).padStart(2, '0')}`);

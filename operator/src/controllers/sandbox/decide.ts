@@ -3,7 +3,8 @@
  * from the Sandbox, the children the caches hold and the clock, the writes to make, the status to
  * end up with and when to look again. reconcile.ts only executes the plan.
  */
-import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
+import { podAdoption } from './adoption';
+import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, nameHashOf, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
 import type { ChildKind } from './desired';
 import { expiredStatus, isBookkeepingOnly, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
@@ -48,9 +49,17 @@ export interface Plan {
   readonly problem?: Problem;
   /** Reconcile again after this long: the shutdownTime timer. */
   readonly requeueAfterMs?: number;
-  /** A Warning event to record (MultiplePods, once per episode). */
+  /** A Warning event to record (MultiplePods or PodAdoptionRefused, once per episode). */
   readonly event?: { readonly reason: string; readonly note: string };
+  /**
+   * An unowned Pod of this name may be adopted, but the cache holds no Pod spec: fetch the live Pod
+   * and decide again (the plan's actions and status are not to be used).
+   */
+  readonly inspectPod?: string;
 }
+
+/** Event reason: an unowned Pod named like the Sandbox's was not adopted (see adoption.ts). */
+export const POD_ADOPTION_REFUSED = 'PodAdoptionRefused';
 
 export function decide(obs: Observed): Plan {
   const { sandbox, nowMs } = obs;
@@ -89,6 +98,9 @@ export function decide(obs: Observed): Plan {
   // a moment later, which sees the Pod: one status write per cold Sandbox saved, nothing lost (a
   // failed create recomputes and writes the status in statusAfterFailure).
   const createsPod = actions.some((a) => a.op === 'create' && a.kind === 'pod');
+  // A refused adoption is reported once, when the Ready condition first says so.
+  const enteringRefusal = pods.refused === true && problem === pods.problem
+    && findCondition(status.conditions, ConditionType.READY)?.message !== findCondition(sandbox.status?.conditions, ConditionType.READY)?.message;
   return {
     actions,
     status,
@@ -97,6 +109,8 @@ export function decide(obs: Observed): Plan {
     problem,
     requeueAfterMs,
     ...(enteringMultiplePods ? { event: { reason: SandboxReadyReason.MULTIPLE_PODS, note: problem!.message } } : {}),
+    ...(enteringRefusal ? { event: { reason: POD_ADOPTION_REFUSED, note: pods.problem!.message } } : {}),
+    ...(pods.inspect !== undefined ? { inspectPod: pods.inspect } : {}),
   };
 }
 
@@ -212,6 +226,10 @@ interface PodOutcome {
   ownedCount: number;
   notOwned: boolean;
   problem?: Problem;
+  /** The problem is a refused adoption. */
+  refused?: boolean;
+  /** The Pod to fetch live before deciding on its adoption. */
+  inspect?: string;
 }
 
 /**
@@ -269,8 +287,11 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[], freezeMetad
         problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `Pod "${name}" is controlled by ${describeController(foreignNamed)}, not by this Sandbox`, podStep: true },
       };
     }
-    if (!isAdoptable(foreignNamed, sandbox)) {
-      return { ownedCount: 0, notOwned: true, problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: refuseAdoption('Pod', name), podStep: true } };
+    const verdict = podAdoption(foreignNamed, nameHashOf(sandbox));
+    if (verdict.verdict === 'inspect') return { ownedCount: 0, notOwned: true, inspect: name };
+    if (verdict.verdict === 'refuse') {
+      const problem: Problem = { reason: SandboxReadyReason.RECONCILER_ERROR, message: verdict.message, podStep: true };
+      return { ownedCount: 0, notOwned: true, refused: true, problem };
     }
     const adoption = adoptionMetadata(sandbox, foreignNamed);
     const metadata = podMetadataPatch(sandbox, foreignNamed);

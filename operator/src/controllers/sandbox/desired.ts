@@ -44,8 +44,9 @@ export function pvcNameOf(vct: VolumeClaimTemplate, sandbox: Sandbox): string {
 }
 
 /**
- * May a Sandbox take over an unowned child? Only when someone marked it adoptable, or it already
- * carries this Sandbox's hash (e.g. it was ours and lost its ownerReference).
+ * May a Sandbox take over an unowned Service or PVC? Only when someone marked it adoptable, or it
+ * already carries this Sandbox's hash (e.g. it was ours and lost its ownerReference). Pods have
+ * stricter rules (adoption.ts).
  */
 export function isAdoptable(obj: KubeObject, sandbox: Sandbox): boolean {
   const labels = obj.metadata.labels ?? {};

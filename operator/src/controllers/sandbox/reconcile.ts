@@ -120,6 +120,13 @@ export class SandboxReconciler implements Reconciler {
 
     let observed = this.observe(sandbox);
     let plan = decide(observed);
+    if (plan.inspectPod !== undefined) {
+      // An adoption candidate: the cache keeps no Pod spec, and the spec decides.
+      const live = await this.getLive('pod', namespace, plan.inspectPod);
+      observed = live ? withLiveChild(observed, 'pod', live) : { ...observed, pods: observed.pods.filter((p) => p.metadata.name !== plan.inspectPod) };
+      plan = decide(observed);
+      if (plan.inspectPod !== undefined) return { requeueAfterMs: RACE_RETRY_MS };
+    }
     // A claimed member's relabel and observedGeneration rewrite give way to waiting claims.
     const bookkeeping = isDeferrable(sandbox, plan);
     const deferred = this.opts.deferral && bookkeeping ? this.opts.deferral.defer(key) : undefined;

@@ -1,7 +1,8 @@
 import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { NameHash } from '../../../../src/api/name-hash';
 import { decide, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/decide';
-import { type Condition, type Pod, type Sandbox, type Service } from '../../../src/model';
+import { type Condition, type Pod, type PodSpec, type Sandbox, type Service } from '../../../src/model';
 
 const POD_NAME = { [SandboxAnnotations.POD_NAME]: 'my-sandbox' };
 const READY_TRUE: Condition = { type: 'Ready', status: 'True', reason: 'DependenciesReady', message: 'Pod is Ready', lastTransitionTime: '2026-09-01T11:00:00Z', observedGeneration: 1 };
@@ -30,6 +31,10 @@ interface Case {
 }
 
 const running = (spec: Parameters<typeof sandbox>[0] = {}) => sandbox({ annotations: POD_NAME, ...spec });
+/** `p` with its spec replaced (undefined: the slim spec the informer cache keeps, nodeName only). */
+const withSpec = (p: Pod, spec: Partial<PodSpec> | undefined): Pod => ({ ...p, spec: spec === undefined ? { nodeName: 'kwok-node-0' } as PodSpec : { nodeName: 'kwok-node-0', containers: [], ...spec } });
+/** The refusal message decide gives for unowned Pod `p`. */
+const refusalOf = (p: Pod) => decide(observed(running(), { pods: [p] })).problem!.message;
 const withService = (value: boolean | undefined, extra: Parameters<typeof sandbox>[0] = {}) =>
   running({ ...extra, spec: { ...(value === undefined ? {} : { service: value }), ...extra.spec } });
 
@@ -140,17 +145,34 @@ const CASES: Case[] = [
     ready: ['False', 'ReconcilerError', 'Error seen: Pod "my-sandbox" is controlled by ReplicaSet "other", not by this Sandbox'],
   },
   {
-    name: 'unowned Pod without the adoptable label: refused',
+    name: 'unowned Pod without our hash label: refused, with a Warning event',
     sandbox: running(),
     pods: [pod({ owner: null, labels: { app: 'x' } })],
     actions: [],
     ready: ['False', 'ReconcilerError'],
-    check: (plan) => expect(plan.problem?.message).toContain('agents.x-k8s.io/adoptable=true'),
+    check: (plan) => {
+      expect(plan.problem?.message).toContain('Pod "my-sandbox" exists and no controller owns it, and it does not carry this Sandbox\'s label agents.x-k8s.io/sandbox-name-hash=374de8f5');
+      expect(plan.problem?.message).toContain('delete the Pod and the Sandbox creates its own');
+      expect(plan.event).toEqual({ reason: 'PodAdoptionRefused', note: plan.problem?.message });
+    },
   },
   {
-    name: 'unowned adoptable Pod: adopted with a resourceVersion precondition',
+    name: 'unowned Pod labelled adoptable=true but without our hash: refused (the label does not make a Pod adoptable)',
     sandbox: running(),
     pods: [pod({ owner: null, labels: { [SandboxLabels.ADOPTABLE]: 'true' } })],
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+    suspended: ['False', 'NotSuspended'],
+    check: (plan) => {
+      expect(plan.problem?.message).toContain('agents.x-k8s.io/adoptable=true does not make a Pod adoptable');
+      expect(plan.status.podIPs).toBeUndefined();
+      expect(plan.status.nodeName).toBeUndefined();
+    },
+  },
+  {
+    name: 'unowned Pod already carrying our hash (lost its ownerReference), hardened: adopted with a resourceVersion precondition',
+    sandbox: running(),
+    pods: [pod({ owner: null, labels: { [SandboxLabels.SANDBOX_NAME_HASH]: '374de8f5', [SandboxLabels.ADOPTABLE]: 'true' } })],
     actions: ['patch pod my-sandbox'],
     ready: ['True', 'DependenciesReady'],
     check: (plan) => {
@@ -158,14 +180,40 @@ const CASES: Case[] = [
       expect(patch.resourceVersion).toBe('10');
       expect(patch.ownerReferences).toEqual([expect.objectContaining({ kind: 'Sandbox', uid: 'uid-sandbox-1', controller: true })]);
       expect(patch.labels[SandboxLabels.SANDBOX_NAME_HASH]).toBe('374de8f5');
+      expect(plan.event).toBeUndefined();
     },
   },
   {
-    name: 'unowned Pod already carrying our hash (lost its ownerReference): adopted',
+    name: 'unowned Pod with our hash, privileged and on the host network: refused, naming what it breaks; no node address reported',
     sandbox: running(),
-    pods: [pod({ owner: null })],
-    actions: ['patch pod my-sandbox'],
-    ready: ['True', 'DependenciesReady'],
+    pods: [withSpec(pod({ owner: null, ips: ['10.0.0.5'] }), { hostNetwork: true, containers: [{ name: 'main', securityContext: { privileged: true } }] })],
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+    check: (plan) => {
+      expect(plan.problem?.message).toContain('Pod "my-sandbox" exists and no controller owns it, but it is not adopted: its spec breaks the hardening rules');
+      expect(plan.problem?.message).toContain('spec.hostNetwork is true; spec.containers[0].securityContext.privileged (container "main") is true');
+      expect(plan.status.podIPs).toBeUndefined();
+      expect(plan.event?.reason).toBe('PodAdoptionRefused');
+    },
+  },
+  {
+    name: 'unowned Pod with our hash as the cache holds it (no spec): no decision until the live Pod is read',
+    sandbox: running(),
+    pods: [withSpec(pod({ owner: null }), undefined)],
+    actions: [],
+    ready: ['False', 'DependenciesNotReady'],
+    check: (plan) => {
+      expect(plan.inspectPod).toBe('my-sandbox');
+      expect(plan.event).toBeUndefined();
+    },
+  },
+  {
+    name: 'a refused adoption already reported: no second event',
+    sandbox: running({ conditions: [{ ...READY_TRUE, status: 'False', reason: 'ReconcilerError', message: `Error seen: ${refusalOf(pod({ owner: null, labels: {} }))}` }] }),
+    pods: [pod({ owner: null, labels: {} })],
+    actions: [],
+    ready: ['False', 'ReconcilerError'],
+    check: (plan) => expect(plan.event).toBeUndefined(),
   },
   {
     name: 'owned Pod, annotation names another Pod: the owner UID wins, annotation fixed',
@@ -524,5 +572,68 @@ describe('decide: status writes', () => {
     expect(condition(stillNot.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T11:00:00Z');
     const ready = decide(observed(sb, { pods: [pod()] }));
     expect(condition(ready.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T12:00:00Z');
+  });
+});
+
+describe('decide: adopting an unowned Pod that carries our hash', () => {
+  const APPARMOR = 'container.apparmor.security.beta.kubernetes.io/main';
+  const orphan = (spec: Partial<PodSpec>, annotations?: Record<string, string>) =>
+    withSpec(pod({ owner: null, ...(annotations ? { annotations } : {}) }), spec);
+  const main = (extra: Record<string, unknown>) => ({ name: 'main', image: 'busybox', ...extra });
+
+  // [what, spec, pod annotations, what the refusal must name]
+  const BREAKING: Array<[string, Partial<PodSpec>, Record<string, string> | undefined, string]> = [
+    ['hostPID', { hostPID: true }, undefined, 'spec.hostPID is true'],
+    ['hostIPC', { hostIPC: true }, undefined, 'spec.hostIPC is true'],
+    ['a hostPath volume', { volumes: [{ name: 'tmp', emptyDir: {} }, { name: 'root', hostPath: { path: '/' } }] }, undefined, 'spec.volumes[1].hostPath (volume "root") is a node volume'],
+    ['an nfs volume', { volumes: [{ name: 'share', nfs: { server: 'nfs', path: '/' } }] }, undefined, 'spec.volumes[0].nfs (volume "share")'],
+    ['a hostPort', { containers: [main({ ports: [{ containerPort: 80, hostPort: 80 }] })] }, undefined, 'spec.containers[0].ports[*].hostPort (container "main") is set'],
+    ['a privileged init container', { initContainers: [main({ name: 'setup', securityContext: { privileged: true } })] }, undefined,
+      'spec.initContainers[0].securityContext.privileged (container "setup") is true'],
+    ['a privileged ephemeral container', { ephemeralContainers: [main({ name: 'debug', securityContext: { privileged: true } })] }, undefined,
+      'spec.ephemeralContainers[0].securityContext.privileged (container "debug") is true'],
+    ['privilege escalation', { containers: [main({ securityContext: { allowPrivilegeEscalation: true } })] }, undefined, 'allowPrivilegeEscalation (container "main") is true'],
+    ['SYS_ADMIN', { containers: [main({ securityContext: { capabilities: { add: ['CHOWN', 'cap_sys_admin'] } } })] }, undefined, 'capabilities.add (container "main") adds cap_sys_admin'],
+    ['a Windows host process', { securityContext: { windowsOptions: { hostProcess: true } } }, undefined, 'spec.securityContext.windowsOptions.hostProcess is true'],
+    ['seccomp Unconfined', { containers: [main({ securityContext: { seccompProfile: { type: 'Unconfined' } } })] }, undefined,
+      'spec.containers[0].securityContext.seccompProfile.type (container "main") is Unconfined'],
+    ['AppArmor Unconfined', { securityContext: { appArmorProfile: { type: 'Unconfined' } } }, undefined, 'spec.securityContext.appArmorProfile.type is Unconfined'],
+    ['the AppArmor annotation unconfined', {}, { [APPARMOR]: 'unconfined' }, `metadata.annotations["${APPARMOR}"] is "unconfined"`],
+    ['SELinux spc_t', { securityContext: { seLinuxOptions: { type: 'spc_t' } } }, undefined, 'spec.securityContext.seLinuxOptions sets a user, a role or type spc_t'],
+    ['an unsafe sysctl', { securityContext: { sysctls: [{ name: 'kernel.core_pattern', value: '|/x' }] } }, undefined, 'sysctls[0].name "kernel.core_pattern" is not a safe sysctl'],
+    ['procMount Unmasked', { containers: [main({ securityContext: { procMount: 'Unmasked' } })] }, undefined, 'procMount (container "main") is Unmasked'],
+    ['a probe of another host', { containers: [main({ readinessProbe: { tcpSocket: { host: '10.0.0.1', port: 22 } } })] }, undefined,
+      'spec.containers[0].readinessProbe.tcpSocket.host (container "main") is 10.0.0.1'],
+  ];
+
+  test.each(BREAKING)('%s: refused, naming it; nothing written to the Pod', (_, spec, annotations, named) => {
+    const plan = decide(observed(running(), { pods: [orphan(spec, annotations)] }));
+    expect(plan.actions).toEqual([]);
+    expect(plan.problem).toMatchObject({ reason: 'ReconcilerError', podStep: true });
+    expect(plan.problem?.message).toContain(named);
+    expect(plan.event?.reason).toBe('PodAdoptionRefused');
+  });
+
+  test('a Pod that keeps the rules with explicit safe values is adopted', () => {
+    const safe = orphan({
+      hostNetwork: false,
+      securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' }, appArmorProfile: { type: 'Localhost', localhostProfile: 'p' }, seLinuxOptions: { type: 'container_t', level: 's0' }, sysctls: [{ name: 'net.ipv4.tcp_syncookies', value: '1' }] },
+      volumes: [{ name: 'tmp', emptyDir: {} }, { name: 'cm', configMap: { name: 'c' } }],
+      containers: [main({
+        ports: [{ containerPort: 80, hostPort: 0 }],
+        securityContext: { privileged: false, allowPrivilegeEscalation: false, procMount: 'Default', capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE', 'CAP_CHOWN'] } },
+        livenessProbe: { httpGet: { port: 80, path: '/' } },
+      })],
+    }, { [APPARMOR]: 'runtime/default' });
+    const plan = decide(observed(running(), { pods: [safe] }));
+    expect(summary(plan.actions)).toEqual(['patch pod my-sandbox']);
+    expect(plan.problem).toBeUndefined();
+  });
+
+  test('a Pod of another Sandbox (its hash) named in our pod-name annotation is not ours to adopt', () => {
+    const other = pod({ name: 'victim', owner: null, labels: { [SandboxLabels.SANDBOX_NAME_HASH]: NameHash.of('victim') } });
+    const plan = decide(observed(sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'victim' } }), { pods: [other] }));
+    expect(plan.actions.filter((a) => a.op === 'patch' && a.kind === 'pod')).toEqual([]);
+    expect(plan.problem?.message).toContain('Pod "victim" exists and no controller owns it, and it does not carry this Sandbox\'s label agents.x-k8s.io/sandbox-name-hash=374de8f5');
   });
 });

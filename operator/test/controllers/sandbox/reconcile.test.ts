@@ -123,12 +123,61 @@ describe('SandboxReconciler', () => {
     expect(client.writes).toEqual(['create pods my-sandbox', 'create services my-sandbox', 'patch sandboxes my-sandbox/status']);
   });
 
-  test('AlreadyExists on an adoptable label-less Pod: adopted in the same pass', async () => {
+  test('AlreadyExists on a Pod labelled only adoptable=true: refused in the same pass, with a Warning event and the error for the backoff', async () => {
     const { client, reconciler } = setup(created);
     client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
     client.live.set('pods/my-sandbox', pod({ owner: null, labels: { [SandboxLabels.ADOPTABLE]: 'true' } }));
+    await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
+    expect(client.writes).toEqual(['create pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+    expect(condition(statusBody(client).conditions, 'Ready')).toMatchObject({ reason: 'ReconcilerError', message: expect.stringContaining('does not carry this Sandbox\'s label') });
+    expect(client.calls.filter((c) => c.verb === 'event').map((c) => c.body)).toEqual([
+      { type: 'Warning', reason: 'PodAdoptionRefused', action: 'Reconciling', note: expect.stringContaining('Pod "my-sandbox" exists and no controller owns it') },
+    ]);
+    expect(client.live.get('pods/my-sandbox')?.metadata.ownerReferences).toBeUndefined();
+  });
+
+  test('AlreadyExists on a label-less Pod that lost its ownerReference but kept our hash: adopted in the same pass', async () => {
+    const { client, reconciler } = setup(created);
+    client.failOnce({ verb: 'create', resource: 'pods', error: apiError(409, 'AlreadyExists') });
+    client.live.set('pods/my-sandbox', pod({ owner: null }));
     await reconciler.reconcile(KEY);
     expect(client.writes).toEqual(['create pods my-sandbox', 'patch pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+  });
+
+  describe('an unowned Pod with our hash in the cache, which keeps no Pod spec', () => {
+    const slim = (p: ReturnType<typeof pod>) => ({ ...p, spec: { nodeName: 'kwok-node-0' } }) as ReturnType<typeof pod>;
+
+    test('is read live first, and adopted when its spec keeps the hardening rules', async () => {
+      const orphan = pod({ owner: null });
+      const { client, reconciler } = setup(created, { pods: [slim(orphan)] });
+      client.live.set('pods/my-sandbox', orphan);
+      await reconciler.reconcile(KEY);
+      expect(client.calls.filter((c) => c.verb === 'get').map((c) => `${c.resource} ${c.name}`)).toEqual(['pods my-sandbox']);
+      expect(client.writes).toEqual(['patch pods my-sandbox', 'patch sandboxes my-sandbox/status']);
+      expect(client.live.get('pods/my-sandbox')?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'Sandbox', uid: 'uid-sandbox-1', controller: true })]);
+    });
+
+    test('is refused when the live spec is privileged on the host network: no adoption, ReconcilerError naming the fields, one Warning', async () => {
+      const orphan = pod({ owner: null, ips: ['10.0.0.5'] });
+      const { client, reconciler } = setup(created, { pods: [slim(orphan)] });
+      client.live.set('pods/my-sandbox', { ...orphan, spec: { hostNetwork: true, nodeName: 'kwok-node-0', containers: [{ name: 'main', securityContext: { privileged: true } }] } });
+      await expect(reconciler.reconcile(KEY)).rejects.toThrow(SandboxReconcileError);
+      expect(client.writes).toEqual(['patch sandboxes my-sandbox/status']);
+      const status = statusBody(client);
+      expect(condition(status.conditions, 'Ready')).toMatchObject({
+        status: 'False', reason: 'ReconcilerError', message: expect.stringContaining('spec.hostNetwork is true; spec.containers[0].securityContext.privileged (container "main") is true'),
+      });
+      expect(status.podIPs).toBeUndefined();
+      expect(client.calls.filter((c) => c.verb === 'event').map((c) => c.body.reason)).toEqual(['PodAdoptionRefused']);
+      expect(client.live.get('pods/my-sandbox')?.metadata.ownerReferences).toBeUndefined();
+    });
+
+    test('gone by the time it is read: the Sandbox creates its own', async () => {
+      const { client, reconciler } = setup(created, { pods: [slim(pod({ owner: null }))] });
+      client.live.delete('pods/my-sandbox');
+      await reconciler.reconcile(KEY);
+      expect(client.writes).toEqual(['create pods my-sandbox']);
+    });
   });
 
   test('AlreadyExists on a foreign Pod: ReconcilerError in status, then an error for the backoff', async () => {
