@@ -3,6 +3,7 @@ import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS, controllerFlag, parseControlle
 import { defaultSandboxNetworkPolicySpec } from '../src/api/network-policy-defaults';
 import { ImagePullPolicy } from '../src/container';
 import { AgentSandboxExtensions, AgentSandboxSystem, AgentSandboxSystemProps, ControllerLogLevel, ControllerOptions } from '../src/install';
+import { OPERATOR_SANDBOX_LABELS, OWNERSHIP_POLICY_NAME } from '../src/install/admission-policy';
 import { AllowRouterIngress, DnsAccess } from '../src/network-policy';
 import { SandboxTemplate } from '../src/template';
 
@@ -447,12 +448,12 @@ describe('the admission policy', () => {
   const validations = (objects: any[], name = POLICY): any[] => find(objects, 'ValidatingAdmissionPolicy', name).spec.validations;
   const messageOf = (v: any): string => v.message ?? v.messageExpression;
 
-  test('shipped by default: two policies with Deny bindings, and the opt-out ClusterRole, unbound', () => {
+  test('shipped by default: three policies with Deny bindings, and the opt-out ClusterRole, unbound', () => {
     const chart = Testing.chart();
     const system = new AgentSandboxSystem(chart, 'system');
     const objects = Testing.synth(chart);
     expect(system.admissionPolicy?.name).toBe(POLICY);
-    for (const name of [POLICY, CLAIM_POLICY]) {
+    for (const name of [POLICY, CLAIM_POLICY, OWNERSHIP_POLICY_NAME]) {
       expect(find(objects, 'ValidatingAdmissionPolicy', name).spec.failurePolicy).toBe('Fail');
       expect(find(objects, 'ValidatingAdmissionPolicyBinding', name).spec).toEqual({ policyName: name, validationActions: ['Deny'] });
     }
@@ -463,6 +464,37 @@ describe('the admission policy', () => {
     ]);
     expect(ofKind(objects, 'ClusterRoleBinding', 'RoleBinding').filter((b) => b.roleRef.name === role.metadata.name)).toEqual([]);
     expect([AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION, AgentSandboxSystem.ALLOW_PRIVILEGED_VERB]).toEqual(['agents.x-k8s.io/allow-privileged', 'allow-privileged']);
+  });
+
+  test('the ownership policy: Sandboxes, Deny-bound, exempting the ServiceAccount the operator Deployment runs as and nobody else', () => {
+    const chart = Testing.chart();
+    new AgentSandboxSystem(chart, 'system', { namespace: 'ops' });
+    const objects = Testing.synth(chart);
+    const spec = find(objects, 'ValidatingAdmissionPolicy', OWNERSHIP_POLICY_NAME).spec;
+    expect(find(objects, 'ValidatingAdmissionPolicyBinding', OWNERSHIP_POLICY_NAME).spec).toEqual({ policyName: OWNERSHIP_POLICY_NAME, validationActions: ['Deny'] });
+    expect(spec.failurePolicy).toBe('Fail');
+    expect(spec.matchConstraints.resourceRules).toEqual([{ apiGroups: [SANDBOXES], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['sandboxes'] }]);
+    const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata.name === 'agent-sandbox-controller');
+    const exempt = `system:serviceaccount:${deployment.metadata.namespace}:${deployment.spec.template.spec.serviceAccountName}`;
+    expect(exempt).toBe('system:serviceaccount:ops:agent-sandbox-controller');
+    expect(spec.matchConditions[0]).toEqual({ name: 'not-the-operator', expression: `request.userInfo.username != "${exempt}"` });
+    // The garbage collector is not exempt: it is a variable, only allowed to remove references.
+    expect(spec.matchConditions.map((c: any) => c.expression).join(' ')).not.toContain('kube-system');
+    expect(spec.variables.find((v: any) => v.name === 'garbageCollector').expression)
+      .toBe('request.userInfo.username in ["system:serviceaccount:kube-system:generic-garbage-collector", "system:kube-controller-manager"]');
+    const messages = spec.validations.map(messageOf).join('\n');
+    for (const label of OPERATOR_SANDBOX_LABELS) expect(spec.validations[1].expression).toContain(`"${label}"`);
+    expect(messages).toContain('only the agent-sandbox operator sets them');
+    expect(messages).toContain('metadata.ownerReferences');
+    expect(spec.validations[0].expression).toContain('["SandboxClaim", "SandboxWarmPool"]');
+  });
+
+  test('the ownership policy names every label the claim and warm pool controllers read, and no label a user sets', () => {
+    expect([...OPERATOR_SANDBOX_LABELS].sort()).toEqual([
+      'agents.x-k8s.io/claim-uid', 'agents.x-k8s.io/launch-type', 'agents.x-k8s.io/sandbox-pod-template-hash',
+      'agents.x-k8s.io/sandbox-template-hash', 'agents.x-k8s.io/sandbox-template-ref-hash', 'agents.x-k8s.io/warm-pool-sandbox',
+    ]);
+    expect(OPERATOR_SANDBOX_LABELS).not.toContain('agents.x-k8s.io/created-by');
   });
 
   test('admissionPolicy: false ships none of it', () => {

@@ -12,6 +12,7 @@ import { Construct } from 'constructs';
 import { CONTROLLER } from './manifest';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { CORE_GROUP, EXTENSIONS_GROUP, KINDS } from '../api/groups';
+import { SandboxLabels } from '../api/labels';
 import {
   APPARMOR_ANNOTATION_PREFIX, BASELINE_CAPABILITIES, CONFINED_PROFILE_TYPES, HARDENING_DEFAULTS, HardeningDefault, RESTRICTED_CAPABILITY,
   RESTRICTED_VOLUME_TYPES, SAFE_SYSCTLS, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, SELINUX_TYPES,
@@ -22,6 +23,24 @@ import { ErrorList, checkDns1123Subdomain } from '../api/validation';
 export const ADMISSION_POLICY_NAME = 'agent-sandbox-pod-hardening';
 /** Name of the policy (and binding) on SandboxClaims, whose additionalPodMetadata reaches the Pod. */
 export const CLAIM_POLICY_NAME = 'agent-sandbox-claim-pod-labels';
+/** Name of the policy (and binding) on who may set a Sandbox's ownerReferences and system labels. */
+export const OWNERSHIP_POLICY_NAME = 'agent-sandbox-ownership';
+/**
+ * Labels on a Sandbox only the operator sets: the claim and warm-pool controllers read them to
+ * decide pool membership, which claim owns a Sandbox and whether a member is stale.
+ */
+export const OPERATOR_SANDBOX_LABELS: readonly string[] = [
+  SandboxLabels.WARM_POOL_SANDBOX, SandboxLabels.CLAIM_UID, SandboxLabels.SANDBOX_TEMPLATE_HASH,
+  SandboxLabels.SANDBOX_POD_TEMPLATE_HASH, SandboxLabels.SANDBOX_TEMPLATE_REF_HASH, SandboxLabels.LAUNCH_TYPE,
+];
+/**
+ * The users the kube-controller-manager's garbage collector writes as: its own ServiceAccount with
+ * `--use-service-account-credentials` (kubeadm's default), the controller manager's user without.
+ * It removes ownerReferences to deleted owners when orphaning, and clears blockOwnerDeletion.
+ */
+export const GARBAGE_COLLECTOR_USERS: readonly string[] = [
+  'system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager',
+];
 /** The annotation on a Sandbox or SandboxTemplate that asks for the host-access rules to be waived. */
 export const ALLOW_PRIVILEGED_ANNOTATION = 'agents.x-k8s.io/allow-privileged';
 /** The custom RBAC verb a user needs on the object's resource for the annotation to count. */
@@ -389,8 +408,91 @@ export function addAdmissionPolicy(scope: Construct, settings: AdmissionPolicySe
     },
   });
   denyBinding(scope, 'ClaimAdmissionPolicyBinding', CLAIM_POLICY_NAME);
+  addOwnershipPolicy(scope, settings.namespace);
   waiverClusterRole(scope, 'AllowPrivilegedClusterRole', PRIVILEGED_WAIVER);
   return policy;
+}
+
+const OWNER_KINDS = [KINDS.claim.kind, KINDS.warmPool.kind];
+const ONLY_THE_OPERATOR = 'only the agent-sandbox operator sets them';
+
+/**
+ * The claim controller, warm pool controller and router trust a Sandbox's controller ownerReference
+ * and its {@link OPERATOR_SANDBOX_LABELS}: which claim's `connect` permission guards it, whether it
+ * is an unclaimed pool member, which claim may adopt it. Anyone allowed to patch Sandboxes could
+ * otherwise hand a used Sandbox back to a pool or point a victim's at their own claim. This policy
+ * refuses, for everyone but the operator: a Sandbox created with an ownerReference to a SandboxClaim
+ * or SandboxWarmPool or with one of those labels, and an update that changes its ownerReferences or
+ * those labels. The garbage collector may only remove references (or clear blockOwnerDeletion).
+ */
+function addOwnershipPolicy(scope: Construct, namespace: string): void {
+  const labels = celList(OPERATOR_SANDBOX_LABELS);
+  const labelChanged = (k: string, now = 'variables.labels', before = 'variables.oldLabels') =>
+    `((${k} in ${now}) != (${k} in ${before}) || (${k} in ${now} && ${now}[${k}] != ${before}[${k}]))`;
+  const refsOf = (o: string) => `${o}.metadata.?ownerReferences.orValue([])`;
+  const labelsOf = (o: string) => `${o}.metadata.?labels.orValue({})`;
+  const ownerRef = `r.kind in ${celList(OWNER_KINDS)}`;
+  const firstRef = `[variables.refs.filter(r, ${ownerRef})[0]].map(x, 'metadata.ownerReferences['`
+    + ' + string(variables.refs.map(r, r.uid).indexOf(x.uid)) + \'] (\' + x.kind + \' "\' + x.name + \'")\')[0]';
+  // Only removals: every remaining reference was there before, naming the same owner the same way.
+  const onlyRemoved = 'variables.refs.all(r, variables.oldRefs.exists(o, o.uid == r.uid && o.kind == r.kind && o.name == r.name'
+    + ' && o.apiVersion == r.apiVersion && o.?controller.orValue(false) == r.?controller.orValue(false)))';
+  const validations: Validation[] = [
+    {
+      expression: `request.operation != 'CREATE' || !variables.refs.exists(r, ${ownerRef})`,
+      messageExpression: `${firstRef} + ${q(`: a Sandbox may not be created with an ownerReference to a SandboxClaim or SandboxWarmPool, ${ONLY_THE_OPERATOR};`
+        + ' create a SandboxClaim to get a claimed Sandbox.')}`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: `request.operation != 'CREATE' || !${labels}.exists(k, k in variables.labels)`,
+      messageExpression: `'metadata.labels["' + ${labels}.filter(k, k in variables.labels)[0] + '"]'`
+        + ` + ${q(`: a Sandbox may not be created with this label, ${ONLY_THE_OPERATOR} (they decide warm-pool membership and which claim owns a Sandbox); remove it.`)}`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: `request.operation != 'UPDATE' || variables.refs == variables.oldRefs || (variables.garbageCollector && ${onlyRemoved})`,
+      message: `metadata.ownerReferences: may not be changed, ${ONLY_THE_OPERATOR} (the garbage collector only removes references to deleted owners);`
+        + ' they decide which SandboxClaim guards the Sandbox and whether it is a warm-pool member. Leave them as they are.',
+      reason: 'Forbidden',
+    },
+    {
+      expression: `request.operation != 'UPDATE' || !${labels}.exists(k, ${labelChanged('k')})`,
+      messageExpression: `'metadata.labels["' + ${labels}.filter(k, ${labelChanged('k')})[0] + '"]'`
+        + ` + ${q(`: may not be added, changed or removed, ${ONLY_THE_OPERATOR} (they decide warm-pool membership and which claim owns a Sandbox); leave it as it is.`)}`,
+      reason: 'Forbidden',
+    },
+  ];
+  new ApiObject(scope, 'OwnershipAdmissionPolicy', {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: OWNERSHIP_POLICY_NAME, labels: { ...PART_OF_LABEL } },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        resourceRules: [{ apiGroups: [CORE_GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [KINDS.sandbox.plural] }],
+      },
+      matchConditions: [
+        // The claim and warm pool controllers create members, adopt them and hand them over.
+        notTheOperator(namespace),
+        // Updates that leave the ownerReferences and these labels alone (the SDK's suspend and resume) pass.
+        {
+          name: 'ownership-changed',
+          expression: `request.operation != 'UPDATE' || ${refsOf('object')} != ${refsOf('oldObject')}`
+            + ` || ${labels}.exists(k, ${labelChanged('k', labelsOf('object'), labelsOf('oldObject'))})`,
+        },
+      ],
+      variables: [
+        { name: 'refs', expression: refsOf('object') },
+        { name: 'oldRefs', expression: `request.operation == 'UPDATE' ? ${refsOf('oldObject')} : []` },
+        { name: 'labels', expression: labelsOf('object') },
+        { name: 'oldLabels', expression: `request.operation == 'UPDATE' ? ${labelsOf('oldObject')} : {}` },
+        { name: 'garbageCollector', expression: `request.userInfo.username in ${celList(GARBAGE_COLLECTOR_USERS)}` },
+      ],
+      validations,
+    },
+  });
+  denyBinding(scope, 'OwnershipAdmissionPolicyBinding', OWNERSHIP_POLICY_NAME);
 }
 
 /** Name of the opt-in policy (and binding) on the credentials a sandbox Pod may name. */

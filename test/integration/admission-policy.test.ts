@@ -11,6 +11,7 @@
 import { Testing } from 'cdk8s';
 import { serviceAccountKubeconfig } from './operator/bundle-rbac';
 import { AgentSandboxSystem } from '../../src/install';
+import { OPERATOR_SANDBOX_LABELS } from '../../src/install/admission-policy';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { Kube, waitFor } from '../../tools/control-plane/kube';
 
@@ -117,7 +118,8 @@ beforeAll(async () => {
   const all = Testing.synth(chart);
   shipped = all.filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy') || o.metadata.name === AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE);
   expect(shipped.map((o) => o.kind).sort()).toEqual([
-    'ClusterRole', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
+    'ClusterRole', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicy',
+    'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicyBinding',
   ]);
   await kube.applyServerSide(shipped, FIELD_MANAGER);
 
@@ -173,7 +175,7 @@ async function expectTypeChecked(name: string): Promise<void> {
   expect(checked.status.typeChecking?.expressionWarnings ?? []).toEqual([]);
 }
 
-test.each(['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels'])('the admissionregistration v1 API serves %s, with no type-checking warnings', async (name) => {
+test.each(['agent-sandbox-pod-hardening', 'agent-sandbox-claim-pod-labels', 'agent-sandbox-ownership'])('the admissionregistration v1 API serves %s, with no type-checking warnings', async (name) => {
   await expectTypeChecked(name);
 });
 
@@ -329,6 +331,145 @@ test('updates: a pod template edit is checked; metadata-only updates of an opted
     { metadata: { annotations: { [ANNOTATION]: null } } }, { patchType: 'merge' });
   expect(unwaive.status).toBe(403);
   expect(unwaive.body.message).toContain('spec.podTemplate.spec.hostPID');
+});
+
+describe('ownership: a Sandbox\'s ownerReferences and system labels are the operator\'s', () => {
+  const OPERATOR = 'system:serviceaccount:agent-sandbox-system:agent-sandbox-controller';
+  const POOL_LABEL = 'agents.x-k8s.io/warm-pool-sandbox';
+  const CLAIM_UID = 'agents.x-k8s.io/claim-uid';
+  const ONLY = 'only the agent-sandbox operator sets them';
+  // Real owners: the garbage collector deletes a Sandbox whose owners do not exist.
+  const owners: Record<string, any> = {};
+  const ref = (kind: string, name: string, controller = true) => ({
+    apiVersion: kind === 'ConfigMap' ? 'v1' : 'extensions.agents.x-k8s.io/v1beta1', kind, name, uid: owners[`${kind}/${name}`].metadata.uid, controller,
+  });
+  let claimRef: any;
+  let poolRef: any;
+  let mineRef: any;
+  let cmRef: any;
+  beforeAll(async () => {
+    const ext = (kind: string, name: string, spec: object) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind, metadata: { name, namespace: ns }, spec });
+    const created = await kube.applyServerSide([
+      ext('SandboxClaim', 'victim-claim', { warmPoolRef: { name: 'any' } }),
+      ext('SandboxClaim', 'mine', { warmPoolRef: { name: 'any' } }),
+      ext('SandboxWarmPool', 'pool', { sandboxTemplateRef: { name: 'any' } }),
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', namespace: ns } },
+    ], FIELD_MANAGER);
+    for (const o of created) owners[`${o.kind}/${o.metadata.name}`] = o;
+    claimRef = ref('SandboxClaim', 'victim-claim');
+    mineRef = ref('SandboxClaim', 'mine');
+    poolRef = ref('SandboxWarmPool', 'pool');
+    cmRef = ref('ConfigMap', 'cm', false);
+  });
+  const sandboxOf = (metadata: object) => {
+    const o = objectOf('Sandbox', {});
+    o.metadata = { ...o.metadata, ...metadata };
+    return o;
+  };
+  /**
+   * `kubectl` as `user` (impersonated by the admin, in system:masters so RBAC lets it through):
+   * the admission policy sees that user name. Resolves the exit and stderr.
+   */
+  async function kubectlAs(user: string, args: string[], input?: string): Promise<{ ok: boolean; stderr: string }> {
+    try {
+      await kube.kubectl([...args, '-n', ns, `--as=${user}`, '--as-group=system:masters', '--as-group=system:authenticated'], { input });
+      return { ok: true, stderr: '' };
+    } catch (e: any) {
+      return { ok: false, stderr: String(e.stderr ?? e.message) };
+    }
+  }
+  const createAs = (user: string, o: object) => kubectlAs(user, ['create', '-f', '-'], JSON.stringify(o));
+  const patchAs = (user: string, name: string, patch: object, type = 'merge') =>
+    kubectlAs(user, ['patch', 'sandbox', name, `--type=${type}`, '-p', JSON.stringify(patch)]);
+  const patch = (client: ApiClient, name: string, body: object) =>
+    client.request<any>('PATCH', `/${SANDBOXES}/namespaces/${ns}/sandboxes/${name}`, body, { patchType: 'merge' });
+  const get = (name: string) => admin.call('GET', `/${SANDBOXES}/namespaces/${ns}/sandboxes/${name}`);
+
+  test.each([['SandboxClaim', 'victim-claim'], ['SandboxWarmPool', 'pool']])('creating a Sandbox owned by a %s is refused for users, naming the reference', async (kind, ownerName) => {
+    const owner = ref(kind, ownerName);
+    for (const client of [author, trusted]) {
+      const res = await create(client, sandboxOf({ ownerReferences: [cmRef, owner] }));
+      expect(res.status).toBe(403);
+      expect(res.message).toContain(`metadata.ownerReferences[1] (${kind} "${owner.name}"): a Sandbox may not be created with an ownerReference to a SandboxClaim or SandboxWarmPool, ${ONLY}`);
+    }
+    // Negative control: the same reference as the operator is admitted.
+    expect(await createAs(OPERATOR, sandboxOf({ ownerReferences: [owner] }))).toEqual({ ok: true, stderr: '' });
+  });
+
+  test('an ownerReference to another kind, even as controller, is not the policy\'s business', async () => {
+    const o = sandboxOf({ ownerReferences: [{ ...cmRef, controller: true }] });
+    expect(await create(author, o)).toMatchObject({ status: 201 });
+  });
+
+  test.each(OPERATOR_SANDBOX_LABELS.map((l) => [l]))('creating a Sandbox labelled %s is refused for users, naming the label', async (label) => {
+    const res = await create(author, sandboxOf({ labels: { team: 'a', [label]: 'x' } }));
+    expect(res.status).toBe(403);
+    expect(res.message).toContain(`metadata.labels["${label}"]: a Sandbox may not be created with this label, ${ONLY}`);
+    // Negative controls: the operator may; other labels under the same prefix (created-by) are not system ones here.
+    expect((await createAs(OPERATOR, sandboxOf({ labels: { [label]: 'x' } }))).ok).toBe(true);
+    expect(await create(author, sandboxOf({ labels: { 'agents.x-k8s.io/created-by': 'python-client', 'team': 'a' } }))).toMatchObject({ status: 201 });
+  });
+
+  test('updates by users may not re-point, add, drop or relabel; other metadata and spec edits pass', async () => {
+    const member = sandboxOf({ ownerReferences: [poolRef], labels: { [POOL_LABEL]: 'hash', 'agents.x-k8s.io/sandbox-template-ref-hash': 't' } });
+    const claimed = sandboxOf({ ownerReferences: [claimRef], labels: { [CLAIM_UID]: claimRef.uid } });
+    const plain = sandboxOf({ labels: { team: 'a' } });
+    for (const o of [member, claimed]) expect((await createAs(OPERATOR, o)).ok).toBe(true);
+    expect((await create(author, plain)).status).toBe(201);
+
+    const refused: Array<[string, object, string]> = [
+      ['point a claimed Sandbox back at the pool', { metadata: { ownerReferences: [poolRef], labels: { [POOL_LABEL]: 'hash' } } }, 'metadata.ownerReferences: may not be changed'],
+      ['point the victim at another claim', { metadata: { ownerReferences: [mineRef] } }, 'metadata.ownerReferences: may not be changed'],
+      ['drop the claim reference', { metadata: { ownerReferences: null } }, 'metadata.ownerReferences: may not be changed'],
+      ['change the claim-uid label', { metadata: { labels: { [CLAIM_UID]: 'other' } } }, `metadata.labels["${CLAIM_UID}"]: may not be added, changed or removed, ${ONLY}`],
+      ['remove the claim-uid label', { metadata: { labels: { [CLAIM_UID]: null } } }, `metadata.labels["${CLAIM_UID}"]: may not be added, changed or removed`],
+      ['add the warm-pool label', { metadata: { labels: { [POOL_LABEL]: 'hash' } } }, `metadata.labels["${POOL_LABEL}"]: may not be added, changed or removed`],
+    ];
+    for (const [what, body, message] of refused) {
+      const res = await patch(author, claimed.metadata.name, body);
+      expect({ what, status: res.status, message: res.body.message }).toEqual({ what, status: 403, message: expect.stringContaining(message) });
+    }
+    expect(await get(claimed.metadata.name)).toMatchObject({ metadata: { ownerReferences: [claimRef], labels: { [CLAIM_UID]: claimRef.uid } } });
+    const grab = await patch(author, plain.metadata.name, { metadata: { ownerReferences: [claimRef] } });
+    expect(grab.status).toBe(403);
+    const join = await patch(author, plain.metadata.name, { metadata: { labels: { [POOL_LABEL]: 'hash' } } });
+    expect(join.body.message).toContain(`metadata.labels["${POOL_LABEL}"]: may not be added`);
+    const leave = await patch(author, member.metadata.name, { metadata: { labels: { [POOL_LABEL]: null } } });
+    expect(leave.status).toBe(403);
+
+    // Negative controls: what suspend, resume and ordinary labelling do, on claimed and pool Sandboxes alike.
+    for (const name of [claimed.metadata.name, member.metadata.name, plain.metadata.name]) {
+      const ok = await patch(author, name, { metadata: { labels: { team: 'b' }, annotations: { note: 'x' } }, spec: { operatingMode: 'Suspended' } });
+      expect({ name, status: ok.status }).toEqual({ name, status: 200 });
+    }
+    // The operator hands a member to a claim: ownerReference and labels in one patch.
+    const handover = { metadata: { ownerReferences: [claimRef], labels: { [POOL_LABEL]: null, [CLAIM_UID]: claimRef.uid } } };
+    const adopt = await patchAs(OPERATOR, member.metadata.name, handover);
+    expect(adopt).toEqual({ ok: true, stderr: '' });
+  });
+
+  test.each(['system:serviceaccount:kube-system:generic-garbage-collector', 'system:kube-controller-manager'])(
+    'the garbage collector (%s) may remove references and clear blockOwnerDeletion, nothing more', async (gc) => {
+      const other = cmRef;
+      const o = sandboxOf({ ownerReferences: [claimRef, other], labels: { [CLAIM_UID]: claimRef.uid } });
+      expect((await createAs(OPERATOR, o)).ok).toBe(true);
+      const name = o.metadata.name;
+      // Refused for it too: adding a reference, re-pointing one, making one the controller, a system label.
+      const add = await patchAs(gc, name, { metadata: { ownerReferences: [claimRef, other, { ...poolRef, controller: false }] } });
+      expect(add.ok).toBe(false);
+      expect(add.stderr).toContain('metadata.ownerReferences: may not be changed');
+      expect((await patchAs(gc, name, { metadata: { ownerReferences: [{ ...claimRef, uid: poolRef.uid }, other] } })).ok).toBe(false);
+      expect((await patchAs(gc, name, { metadata: { ownerReferences: [{ ...other, controller: true }] } })).ok).toBe(false);
+      expect((await patchAs(gc, name, { metadata: { labels: { [CLAIM_UID]: null } } })).stderr).toContain(`metadata.labels["${CLAIM_UID}"]`);
+      // What it does when an owner is deleted with blocking or orphaning: both pass.
+      const blocking = sandboxOf({ ownerReferences: [{ ...claimRef, blockOwnerDeletion: true }] });
+      expect((await createAs(OPERATOR, blocking)).ok).toBe(true);
+      expect(await patchAs(gc, blocking.metadata.name, { metadata: { ownerReferences: [{ ...claimRef, blockOwnerDeletion: false }] } })).toEqual({ ok: true, stderr: '' });
+      expect(await patchAs(gc, name, { metadata: { ownerReferences: [other] } })).toEqual({ ok: true, stderr: '' });
+      expect((await get(name)).metadata.ownerReferences).toEqual([other]);
+      // The same removal by a user is refused.
+      expect((await patch(author, name, { metadata: { ownerReferences: null } })).status).toBe(403);
+    });
 });
 
 describe('the opt-in credentials policy', () => {

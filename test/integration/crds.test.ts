@@ -6,7 +6,7 @@
 import { App, Chart, Testing } from 'cdk8s';
 import { EXAMPLES } from '../../examples';
 import { AgentSandboxSystem, NameHash, SandboxCrds } from '../../src';
-import { ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME } from '../../src/install/admission-policy';
+import { ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, OWNERSHIP_POLICY_NAME } from '../../src/install/admission-policy';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { Kube, KubectlError, waitFor } from '../../tools/control-plane/kube';
 
@@ -33,7 +33,7 @@ afterAll(async () => {
   // The bundle's admission policies are cluster-wide: leave the shared cluster without them, so later
   // files' deliberately privileged objects are not refused by a policy this file happened to apply.
   for (const kind of ['validatingadmissionpolicybinding', 'validatingadmissionpolicy']) {
-    await kube.kubectl(['delete', kind, ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, '--ignore-not-found']);
+    await kube.kubectl(['delete', kind, ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, OWNERSHIP_POLICY_NAME, '--ignore-not-found']);
   }
 });
 
@@ -245,7 +245,10 @@ describe('garbage collection (kube-controller-manager)', () => {
     const ownerReferences = [{
       apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'gc-owner', uid: owner.metadata.uid, controller: true, blockOwnerDeletion: true,
     }];
-    await kube.applyServerSide([sandbox('gc-dependent', {}, { metadata: { name: 'gc-dependent', namespace: ns, ownerReferences } })], MANAGER);
+    // Only the operator gives a Sandbox a claim as owner (the bundle's ownership policy, applied above, refuses anyone else).
+    const dependent = sandbox('gc-dependent', {}, { metadata: { name: 'gc-dependent', namespace: ns, ownerReferences } });
+    await kube.kubectl(['create', '-f', '-', '--as=system:serviceaccount:agent-sandbox-system:agent-sandbox-controller', '--as-group=system:masters'],
+      { input: JSON.stringify(dependent) });
     await kube.kubectl(['delete', 'sandboxclaim', 'gc-owner', '-n', ns, '--wait=false']);
     await waitFor(async () => (await kube.tryGetJson(['sandbox', 'gc-dependent', '-n', ns])) === undefined, 90_000, 'the dependent Sandbox to be garbage-collected');
   });

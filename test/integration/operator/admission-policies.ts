@@ -4,7 +4,7 @@
  * that tests of the operator's own behaviour create on purpose. Such tests call this first.
  */
 import { sandboxManifest } from './sandbox-api';
-import { ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME } from '../../../src/install/admission-policy';
+import { ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, OWNERSHIP_POLICY_NAME } from '../../../src/install/admission-policy';
 import { ApiClient } from '../../../tools/control-plane/api';
 import { waitFor } from '../../../tools/control-plane/kube';
 
@@ -12,7 +12,7 @@ const BINDINGS = '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolic
 
 /** Delete the bundle's policy bindings, and wait until the API server no longer applies them. */
 export async function withoutAdmissionPolicies(api: ApiClient, namespace: string): Promise<void> {
-  for (const name of [ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME]) await api.request('DELETE', `${BINDINGS}/${name}`);
+  for (const name of [ADMISSION_POLICY_NAME, CLAIM_POLICY_NAME, OWNERSHIP_POLICY_NAME]) await api.request('DELETE', `${BINDINGS}/${name}`);
   // The router's label is refused by the hardening policy: a dry-run with it passes once no binding applies.
   const probe = sandboxManifest('admission-probe', {}, { labels: { app: 'sandbox-router' } });
   await waitFor(async () => (await api.request('POST', `/apis/agents.x-k8s.io/v1beta1/namespaces/${namespace}/sandboxes?dryRun=All`, probe)).status !== 403,
