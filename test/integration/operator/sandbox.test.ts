@@ -288,6 +288,37 @@ describe('adoption', () => {
       expect(ready.status.podIPs).toEqual(own.status.podIPs.map((p: any) => p.ip));
     });
 
+  test('a harmless-looking Pod with another image, made under a suspended Sandbox\'s name with its hash label, is not adopted on resume', async () => {
+    const name = 'suspended-victim';
+    const sandboxUrl = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/${name}`;
+    await sbx.createAndWaitReady(sandboxManifest(name));
+    await api.call('PATCH', sandboxUrl, { spec: { operatingMode: 'Suspended' } });
+    await waitFor(async () => (await sbx.podsOf(name)).length === 0 && (await api.request('GET', `${podsUrl()}/${name}`)).status === 404, 30_000, 'the Pod to go');
+    // Keeps every hardening rule, carries the label, and is the Sandbox's Pod in all but its image.
+    const impostor = await api.call('POST', podsUrl(), {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, labels: { [HASH_LABEL]: NameHash.of(name) } },
+      spec: { automountServiceAccountToken: false, containers: [{ name: 'main', image: 'attacker.example/agent:latest', ports: [{ name: 'http', containerPort: 8888 }] }] },
+    });
+    await api.call('PATCH', sandboxUrl, { spec: { operatingMode: 'Running' } });
+    const why = 'it is not the Pod this Sandbox\'s spec describes (spec.containers[0].image (container "main") differs)';
+    const sb = await sbx.waitFor(name, refusedWith(why), `Ready=False/ReconcilerError: ${why}`);
+    expect(sb.status.podIPs).toBeUndefined();
+    await waitFor(async () => (await sbx.events(name)).some((e) => e.reason === 'PodAdoptionRefused' && e.type === 'Warning' && e.note.includes(why)),
+      30_000, 'a PodAdoptionRefused Warning naming the image');
+    const left = await api.call('GET', `${podsUrl()}/${name}`);
+    expect(left.metadata.uid).toBe(impostor.metadata.uid);
+    expect(left.metadata.ownerReferences).toBeUndefined();
+
+    // Deleting it lets the Sandbox make its own Pod, from its own spec.
+    await api.call('DELETE', `${podsUrl()}/${name}`, { gracePeriodSeconds: 0 });
+    await sbx.waitFor(name, isReady, 'Ready on a Pod of its own');
+    const [own] = await sbx.podsOf(name);
+    expect(own.metadata.uid).not.toBe(impostor.metadata.uid);
+    expect(own.spec.containers[0].image).toBe('busybox');
+  });
+
   test('a Pod of ours orphaned by deleting its Sandbox with propagationPolicy Orphan is adopted by the Sandbox made again under the name', async () => {
     await sbx.createAndWaitReady(sandboxManifest('orphan'));
     const [original] = await sbx.podsOf('orphan');

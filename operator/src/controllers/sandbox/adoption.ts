@@ -17,8 +17,15 @@
  * write it), so the Pod's spec must also keep the install's hardening rules: no host namespaces,
  * privileged or privilege-escalating containers, host paths or ports, capabilities beyond the
  * runtime's default set, unconfined seccomp or AppArmor, custom SELinux, unmasked /proc, unsafe
- * sysctls, probes of other hosts, or non-core volume types. The informer cache keeps no Pod spec, so
- * the decision on a candidate waits for the live object.
+ * sysctls, probes of other hosts, or non-core volume types. And since a hardened Pod can still run
+ * someone else's image, it must also be the Pod this controller would build for the Sandbox now
+ * (desired.ts buildPod): the same containers and init containers (images, commands, args, working
+ * directories, env, envFrom, volume mounts, probes and lifecycle hooks, security contexts), the
+ * same volumes, ServiceAccount and token mount, security context, runtime class, host namespaces,
+ * DNS settings and host aliases. Fields the API server fills in with their defaults, and the token
+ * volume its ServiceAccount admission adds when the Pod asks for a token, compare as the Pod was
+ * written. The informer cache keeps no Pod spec, so the decision on a candidate waits for the live
+ * object.
  */
 import { SandboxLabels } from '../../../../src/api/labels';
 import {
@@ -91,12 +98,90 @@ function containerViolations(at: string, who: string, c: Container): string[] {
   return out;
 }
 
+type Json = unknown;
+const isObject = (v: Json): v is Record<string, Json> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Boolean fields the API server omits when false (not pointers): false and absent are the same. */
+const OMITTED_WHEN_FALSE = new Set(['readOnly', 'hostNetwork', 'hostPID', 'hostIPC']);
+const DEFAULTS: Record<string, Json> = { defaultMode: 420, scheme: 'HTTP', timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 };
+
 /**
- * The decision on `pod`, unowned and named like the Pod of the Sandbox whose name hash is `hash`.
- * A Pod without its spec (as the informer cache holds it) that passes the label check is to be
- * fetched and decided on again.
+ * `v` without what the API server's defaulting adds, so a Pod as written and the same Pod as served
+ * compare equal: volume `defaultMode` 420, fieldRef `apiVersion` v1, probe timings, `scheme` HTTP,
+ * empty strings and lists, an empty securityContext, and false in the non-pointer booleans. A
+ * pointer boolean's false (allowPrivilegeEscalation, runAsNonRoot) is kept: absent is not false.
  */
-export function podAdoption(pod: Pod, hash: string): PodAdoption {
+function normalized(v: Json, key = ''): Json {
+  if (Array.isArray(v)) return v.length > 0 ? v.map((x) => normalized(x)) : undefined;
+  if (v === '' || v === null || (v === false && OMITTED_WHEN_FALSE.has(key))) return undefined;
+  if (!isObject(v)) return v;
+  const out: Record<string, Json> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if ((DEFAULTS[k] !== undefined && x === DEFAULTS[k]) || (k === 'apiVersion' && key === 'fieldRef' && x === 'v1')) continue;
+    const n = normalized(x, k);
+    if (n !== undefined) out[k] = n;
+  }
+  return key === 'securityContext' && Object.keys(out).length === 0 ? undefined : out;
+}
+
+const same = (a: Json, b: Json, key: string) => JSON.stringify(sorted(normalized(a, key))) === JSON.stringify(sorted(normalized(b, key)));
+function sorted(v: Json): Json {
+  if (Array.isArray(v)) return v.map(sorted);
+  if (!isObject(v)) return v;
+  return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+}
+
+const CONTAINER_FIELDS = ['image', 'command', 'args', 'workingDir', 'env', 'envFrom', 'volumeMounts', 'securityContext',
+  'livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle'] as const;
+const POD_FIELDS = ['automountServiceAccountToken', 'securityContext', 'runtimeClassName', 'hostNetwork', 'hostPID', 'hostIPC',
+  'hostUsers', 'dnsConfig', 'hostAliases'] as const;
+/** The token volume the ServiceAccount admission plugin adds (`kube-api-access-<random>`) and where it mounts it. */
+const TOKEN_VOLUME_PREFIX = 'kube-api-access-';
+const TOKEN_MOUNT_PATH = '/var/run/secrets/kubernetes.io/serviceaccount';
+
+/**
+ * The first field in which `live` is not the Pod `desired` (buildPod's) describes, as
+ * `spec.<path>` with the container or volume named, or undefined when they agree.
+ */
+export function podSpecMismatch(live: Pod, desired: Pod): string | undefined {
+  const want = desired.spec!;
+  const have = live.spec!;
+  // The API server adds a token volume and its mounts to a Pod that does not opt out of the token.
+  const addedToken = want.automountServiceAccountToken === false ? () => false
+    : (name: string | undefined) => (name ?? '').startsWith(TOKEN_VOLUME_PREFIX) && !(want.volumes ?? []).some((v) => v.name === name);
+  for (const list of ['initContainers', 'containers'] as const) {
+    const wanted = (want[list] ?? []) as Container[];
+    const had = (have[list] ?? []) as Container[];
+    if (wanted.map((c) => c.name).join('\n') !== had.map((c) => c.name).join('\n')) {
+      return `spec.${list} (names ${JSON.stringify(had.map((c) => c.name))}, this Sandbox's are ${JSON.stringify(wanted.map((c) => c.name))})`;
+    }
+    for (const [i, c] of had.entries()) {
+      const mounts = (c.volumeMounts ?? []).filter((m) => !(addedToken(m.name) && m.mountPath === TOKEN_MOUNT_PATH));
+      const field = CONTAINER_FIELDS.find((f) => !same((wanted[i] as unknown as Record<string, Json>)[f],
+        f === 'volumeMounts' ? mounts : (c as unknown as Record<string, Json>)[f], f));
+      if (field) return `spec.${list}[${i}].${field} (container "${c.name}")`;
+    }
+  }
+  const volumes = (have.volumes ?? []).filter((v) => !addedToken(v.name));
+  const wantedVolumes = want.volumes ?? [];
+  if (volumes.map((v) => v.name).join('\n') !== wantedVolumes.map((v) => v.name).join('\n')) {
+    return `spec.volumes (names ${JSON.stringify(volumes.map((v) => v.name))}, this Sandbox's are ${JSON.stringify(wantedVolumes.map((v) => v.name))})`;
+  }
+  const volume = volumes.findIndex((v, i) => !same(wantedVolumes[i], v, 'volume'));
+  if (volume >= 0) return `spec.volumes[${volume}] (volume "${volumes[volume].name}")`;
+  if ((have.serviceAccountName ?? 'default') !== (want.serviceAccountName ?? want.serviceAccount ?? 'default')) return 'spec.serviceAccountName';
+  if ((have.dnsPolicy ?? 'ClusterFirst') !== (want.dnsPolicy ?? 'ClusterFirst')) return 'spec.dnsPolicy';
+  const field = POD_FIELDS.find((f) => f === 'automountServiceAccountToken'
+    ? want[f] !== have[f] : !same((want as unknown as Record<string, Json>)[f], (have as unknown as Record<string, Json>)[f], f));
+  return field ? `spec.${field}` : undefined;
+}
+
+/**
+ * The decision on `pod`, unowned and named like the Pod of the Sandbox whose name hash is `hash`,
+ * for which the controller would build `desired`. A Pod without its spec (as the informer cache
+ * holds it) that passes the label check is to be fetched and decided on again.
+ */
+export function podAdoption(pod: Pod, hash: string, desired: Pod): PodAdoption {
   const name = pod.metadata.name;
   const label = `${SandboxLabels.SANDBOX_NAME_HASH}=${hash}`;
   if (pod.metadata.labels?.[SandboxLabels.SANDBOX_NAME_HASH] !== hash) {
@@ -109,10 +194,18 @@ export function podAdoption(pod: Pod, hash: string): PodAdoption {
   }
   if (!Array.isArray(pod.spec?.containers)) return { verdict: 'inspect' };
   const violations = hardeningViolations(pod);
-  if (violations.length === 0) return { verdict: 'adopt' };
+  if (violations.length > 0) {
+    return {
+      verdict: 'refuse',
+      message: `Pod "${name}" exists and no controller owns it, but it is not adopted: its spec breaks the hardening rules the install's admission policy`
+        + ` applies to Sandboxes (${violations.join('; ')}); delete the Pod and the Sandbox creates its own from its spec`,
+    };
+  }
+  const mismatch = podSpecMismatch(pod, desired);
+  if (mismatch === undefined) return { verdict: 'adopt' };
   return {
     verdict: 'refuse',
-    message: `Pod "${name}" exists and no controller owns it, but it is not adopted: its spec breaks the hardening rules the install's admission policy`
-      + ` applies to Sandboxes (${violations.join('; ')}); delete the Pod and the Sandbox creates its own from its spec`,
+    message: `Pod "${name}" exists and no controller owns it, but it is not adopted: it is not the Pod this Sandbox's spec describes (${mismatch} differs),`
+      + ' and the label alone proves nothing (whoever may create Pods can write it); delete the Pod and the Sandbox creates its own from its spec',
   };
 }

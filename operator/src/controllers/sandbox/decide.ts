@@ -287,7 +287,7 @@ function planPod(obs: Observed, blocked: boolean, actions: Action[], freezeMetad
         problem: { reason: SandboxReadyReason.RECONCILER_ERROR, message: `Pod "${name}" is controlled by ${describeController(foreignNamed)}, not by this Sandbox`, podStep: true },
       };
     }
-    const verdict = podAdoption(foreignNamed, nameHashOf(sandbox));
+    const verdict = podAdoption(foreignNamed, nameHashOf(sandbox), buildPod(sandbox));
     if (verdict.verdict === 'inspect') return { ownedCount: 0, notOwned: true, inspect: name };
     if (verdict.verdict === 'refuse') {
       const problem: Problem = { reason: SandboxReadyReason.RECONCILER_ERROR, message: verdict.message, podStep: true };

