@@ -133,9 +133,20 @@ export async function openNamespace(prefix: string, objects: (ns: string) => any
 }
 
 /** The name of a Ready Pod of warm pool `pool` (its members are named `<pool>-<suffix>`). */
-export async function readyPoolPod(k: Kube, ns: string, pool: string, timeoutMs = 180_000): Promise<string> {
-  return eventually(`a Ready pod of pool ${pool}`, async () => (await pods(k, ns)).find((p) => p.metadata.name.startsWith(`${pool}-`)
-    && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'))?.metadata.name as string | undefined, timeoutMs);
+/**
+ * Claims a sandbox from `pool` (a SandboxClaim named `claim`, or `<pool>-claim`) and returns the name
+ * of the Sandbox the claim holds once it is Ready: the router serves only claimed sandboxes (an
+ * unclaimed pool member is refused), and the agent's grant is `connect` on its claims.
+ */
+export async function claimSandbox(k: Kube, ns: string, pool: string, claim = `${pool}-claim`, timeoutMs = 180_000): Promise<string> {
+  await k.applyServerSide([{
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: claim, namespace: ns }, spec: { warmPoolRef: { name: pool } },
+  }], 'real-nodes-test');
+  return eventually(`claim ${claim} Ready with a sandbox`, async () => {
+    const got = await k.tryGetJson(['sandboxclaim', claim, '-n', ns]);
+    const ready = got?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
+    return ready ? (got.status?.sandbox?.name as string | undefined) : undefined;
+  }, timeoutMs);
 }
 
 export interface ExecResult {

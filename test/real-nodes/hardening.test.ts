@@ -5,7 +5,7 @@
  * template that switches each default off shows the opposite, so none of these checks can pass on
  * a node that ignores the settings.
  */
-import { TestNamespace, eventually, execute, openNamespace, pods, pythonPool, readyPoolPod } from './e2e';
+import { TestNamespace, claimSandbox, eventually, execute, openNamespace, pods, pythonPool } from './e2e';
 
 let t: TestNamespace;
 
@@ -43,7 +43,7 @@ test('a root image without runAsUser does not start: the kubelet refuses it and 
 });
 
 test('inside a sandbox: seccomp filtering, no capabilities, no new privileges, no t.token; each off when the template opts out', async () => {
-  const hardened = fields((await execute(t.router.url, t.token, t.ns, await readyPoolPod(t.k, t.ns, 'hardened'), STATUS)).stdout);
+  const hardened = fields((await execute(t.router.url, t.token, t.ns, await claimSandbox(t.k, t.ns, 'hardened'), STATUS)).stdout);
   expect(hardened).toEqual({
     Seccomp: '2', // SECCOMP_MODE_FILTER: the RuntimeDefault profile
     CapBnd: '0000000000000000',
@@ -51,7 +51,7 @@ test('inside a sandbox: seccomp filtering, no capabilities, no new privileges, n
     NoNewPrivs: '1',
     Token: 'none',
   });
-  const relaxed = fields((await execute(t.router.url, t.token, t.ns, await readyPoolPod(t.k, t.ns, 'relaxed'), STATUS)).stdout);
+  const relaxed = fields((await execute(t.router.url, t.token, t.ns, await claimSandbox(t.k, t.ns, 'relaxed'), STATUS)).stdout);
   expect(relaxed.Seccomp).toBe('0');
   expect(relaxed.CapBnd).not.toBe('0000000000000000');
   expect(relaxed.NoNewPrivs).toBe('0');

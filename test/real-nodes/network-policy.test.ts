@@ -7,7 +7,7 @@
  */
 import * as fs from 'fs';
 import { parse as parseYaml } from 'yaml';
-import { TestNamespace, eventually, execute, openNamespace, pods, probeCommand, pythonPool, writeArtifact } from './e2e';
+import { TestNamespace, claimSandbox, eventually, execute, openNamespace, pods, probeCommand, pythonPool, writeArtifact } from './e2e';
 import { KUBERNETES_SERVICE_IP } from '../../tools/control-plane/real-node';
 import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
 
@@ -51,7 +51,9 @@ test('the default policy isolates a sandbox; without it the same probes connect'
     const policy = await t.k.tryGetJson(['networkpolicy', 'guarded-network-policy', '-n', t.ns]);
     return list.length >= 2 && policy ? list.map((p) => p.metadata.name as string) : undefined;
   }, 180_000);
-  const self = ready[0];
+  expect(ready.length).toBeGreaterThanOrEqual(2);
+  // The router serves claimed sandboxes only: probe from one the agent claims.
+  const self = await claimSandbox(t.k, t.ns, 'guarded');
   const to = await targets(self);
 
   // The router reaches the sandbox (that is how every probe runs), and the policy holds: give

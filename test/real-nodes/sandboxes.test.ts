@@ -3,7 +3,7 @@
  * gVisor (the gvisor RuntimeClass the bundle ships), reached through the router Pod.
  */
 import { execFileSync } from 'child_process';
-import { TestNamespace, execute, openNamespace, pods, pythonPool, readyPoolPod } from './e2e';
+import { TestNamespace, claimSandbox, execute, openNamespace, pods, pythonPool } from './e2e';
 
 const HOST_KERNEL = execFileSync('uname', ['-r'], { encoding: 'utf8' }).trim();
 let t: TestNamespace;
@@ -17,7 +17,7 @@ afterAll(async () => {
 });
 
 test('a runc sandbox runs the stock image with the injected runtime, on the host kernel', async () => {
-  const name = await readyPoolPod(t.k, t.ns, 'py-runc');
+  const name = await claimSandbox(t.k, t.ns, 'py-runc');
   const pod = (await pods(t.k, t.ns)).find((p) => p.metadata.name === name);
   expect(pod.spec.runtimeClassName).toBeUndefined();
   expect(pod.status.podIP).toMatch(/^198\.18\./);
@@ -27,7 +27,7 @@ test('a runc sandbox runs the stock image with the injected runtime, on the host
 });
 
 test('a gVisor sandbox runs under gVisor: its kernel is not the host\'s', async () => {
-  const name = await readyPoolPod(t.k, t.ns, 'py-gvisor');
+  const name = await claimSandbox(t.k, t.ns, 'py-gvisor');
   const pod = (await pods(t.k, t.ns)).find((p) => p.metadata.name === name);
   expect(pod.spec.runtimeClassName).toBe('gvisor');
   const r = await execute(t.router.url, t.token, t.ns, name, 'uname -r; dmesg 2>/dev/null | head -1; python3 -c "print(6*7)"');
