@@ -24,8 +24,10 @@ import { loadClusterConnection } from '../runtime/cluster-config';
 import { closeServer, listen, listenOn, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
+import type { ClusterConnection } from '../runtime/kubeconfig';
 import { ProcessLifecycle } from '../runtime/lifecycle';
-import { createLogger } from '../runtime/log';
+import { createLogger, type Logger } from '../runtime/log';
+import type { BuildInfo } from '../runtime/metrics';
 
 /** Longest wait for in-flight requests at shutdown. */
 const DRAIN_TIMEOUT_MS = 10_000;
@@ -44,7 +46,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
 
   const client = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });
   const metrics = new RouterMetrics(build);
-  const authorizer = makeAuthorizer(flags, client, metrics);
+  const authorizer = makeAuthorizer(flags, connection, build, log, metrics);
   if (flags.string('auth') === 'none') log.warn('--auth=none: anyone who reaches the router can use every sandbox it routes to');
 
   const namespace = flags.string('namespace') || undefined;
@@ -77,7 +79,20 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   }), log, 'health probes');
   const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
   const h2 = new H2Proxy(router);
-  const proxy = new ProxyListener({}, { maxConnectionsPerClient: flags.number('max-connections-per-client'), h2IdleTimeoutMs: flags.number('h2-idle-timeout') });
+  let lastRefusalLog = 0;
+  const proxy = new ProxyListener({}, {
+    maxConnectionsPerClient: flags.number('max-connections-per-client'),
+    h2IdleTimeoutMs: flags.number('h2-idle-timeout'),
+    maxResetsPer10s: flags.number('h2-max-resets-per-10s'),
+    onRefused: (reason) => {
+      metrics.connectionRefused(reason);
+      // At most one line a minute: a flood must not flood the log too.
+      if (Date.now() - lastRefusalLog > 60_000) {
+        lastRefusalLog = Date.now();
+        log.warn({ reason }, 'closed a client connection at a limit (sandbox_router_connections_refused_total counts them all)');
+      }
+    },
+  });
   router.attach(proxy.http1);
   h2.attach(proxy.http2);
   const bind = parseBindAddress(flags.string('bind-address'));
@@ -101,13 +116,15 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   return life.exited;
 }
 
-function makeAuthorizer(flags: RouterFlags, client: HttpKubeClient, metrics: RouterMetrics): Authorizer {
+function makeAuthorizer(flags: RouterFlags, connection: ClusterConnection, build: BuildInfo, log: Logger, metrics: RouterMetrics): Authorizer {
   const mode = flags.string('auth');
   if (mode === 'none') return ALLOW_ALL;
   if (mode === 'token') return new StaticTokenAuthorizer(fs.readFileSync(flags.string('auth-token-file'), 'utf8'));
   const qps = flags.number('auth-review-qps');
   const clientQps = flags.number('auth-review-qps-per-client');
-  return new KubernetesAuthorizer(new KubeReviewer(client), {
+  // Reviews have a client (and sockets) of their own: a slow API server must not queue informer re-lists behind them.
+  const reviews = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });
+  return new KubernetesAuthorizer(new KubeReviewer(reviews, flags.number('auth-review-timeout')), {
     ttlMs: flags.number('auth-cache-ttl'),
     maxEntries: flags.number('auth-cache-size'),
     maxNegativeEntries: flags.number('auth-cache-size'),

@@ -11,16 +11,20 @@
  *   router's ROUTER_AUTH_TOKEN).
  * - `none`: everyone; only when asked for explicitly, and logged as a warning at start-up.
  *
- * An unauthenticated caller must not be able to make the router hammer the API server: answers to
- * TokenReviews are cached (bounded, failures in a cache of their own so a flood of bad tokens cannot
- * push out good ones), reviews of new tokens are rate-limited per client address and in total, at
- * most `maxPendingReviews` run at once, and a review the API server does not answer in time is a 503.
+ * An unauthenticated caller must not be able to make the router hammer the API server, nor lock
+ * out the callers it already knows: answers to TokenReviews are cached (bounded, refusals in a cache
+ * of their own so a flood of bad tokens cannot push out good ones); a token that passed within
+ * `trustTtlMs` is reviewed again without any rate limit, and while the API server does not answer it
+ * keeps its last answer; a token never seen costs a review only within a total rate, and a client
+ * address (IPv6 by /64) may have only so many such reviews under way and so many refused per second.
+ * Token and access reviews each have their own bound on reviews under way, and a review the API
+ * server does not answer in time is a 503.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TokenReviewOutcome } from './metrics';
 import { KINDS } from '../../../src/api/groups';
 import { TokenBucket } from '../runtime/rate-limit';
-import type { KubeClient, KubeObject, ResourceType } from '../runtime/types';
+import type { KubeObject, ResourceType } from '../runtime/types';
 
 export type AuthMode = 'kubernetes' | 'token' | 'none';
 export const AUTH_MODES: readonly AuthMode[] = ['kubernetes', 'token', 'none'];
@@ -149,16 +153,18 @@ export interface KubernetesAuthorizerOptions {
   readonly maxEntries?: number;
   /** Most refused tokens kept (their own cache, so they cannot evict good ones). @default 4096 */
   readonly maxNegativeEntries?: number;
-  /** TokenReviews of tokens not in the cache, per second, in total. @default 50 */
+  /** TokenReviews of tokens never seen (or not within `trustTtlMs`), per second, in total. @default 100 */
   readonly reviewQps?: number;
-  /** Burst of the total review rate. @default 100 */
+  /** Burst of the total review rate. @default 200 */
   readonly reviewBurst?: number;
-  /** TokenReviews of new tokens per second from one client address. @default 5 */
+  /** Refused tokens per second one client address (IPv6: its /64) may present before it gets 429. @default 5 */
   readonly clientReviewQps?: number;
-  /** Burst of one client's review rate. @default 20 */
+  /** Burst of one client's refused tokens, and the most reviews of its new tokens under way at once. @default 20 */
   readonly clientReviewBurst?: number;
-  /** Reviews (token and access) waiting on the API server at once; more get 503. @default 64 */
+  /** TokenReviews waiting on the API server at once (SubjectAccessReviews have as many of their own); more get 503. @default 64 */
   readonly maxPendingReviews?: number;
+  /** How long a token that passed a review is trusted: reviewed again unthrottled, its last answer kept while the API server is down. @default 5 min */
+  readonly trustTtlMs?: number;
   /** A review the API server has not answered by then is a 503. @default 5 s */
   readonly reviewTimeoutMs?: number;
   /**
@@ -200,44 +206,76 @@ class ExpiringCache<T> {
     this.entries.set(key, { value, expires: this.now() + this.ttlMs });
   }
 
+  public delete(key: string): void {
+    this.entries.delete(key);
+  }
+
   public get size(): number {
     return this.entries.size;
   }
 }
 
-/** Per-key token buckets, at most `max` keys (the least recently used goes first). */
-class KeyedBuckets {
-  private readonly buckets = new Map<string, TokenBucket>();
+/** One client address's budget for new tokens: reviews under way, and refusals per second. */
+interface ClientBudget {
+  pending: number;
+  readonly refusals: TokenBucket;
+}
+
+/** Budgets by client address (IPv6 grouped by /64), at most `max` of them (the least recently used goes first). */
+class ClientBudgets {
+  private readonly budgets = new Map<string, ClientBudget>();
 
   public constructor(private readonly qps: number, private readonly burst: number, private readonly max: number) {}
 
-  public tryTake(key: string): boolean {
-    let bucket = this.buckets.get(key);
-    if (bucket) this.buckets.delete(key);
-    else bucket = new TokenBucket(this.qps, this.burst);
-    this.buckets.set(key, bucket);
-    while (this.buckets.size > this.max) this.buckets.delete(this.buckets.keys().next().value!);
-    return bucket.tryTake();
+  public get(address: string | undefined): ClientBudget {
+    const key = clientKey(address);
+    let budget = this.budgets.get(key);
+    if (budget) this.budgets.delete(key);
+    else budget = { pending: 0, refusals: new TokenBucket(this.qps, this.burst) };
+    this.budgets.set(key, budget);
+    while (this.budgets.size > this.max) this.budgets.delete(this.budgets.keys().next().value!);
+    return budget;
   }
+
+  /** Whether the client may have one more new token reviewed now. */
+  public admits(budget: ClientBudget): boolean {
+    return budget.pending < this.burst && budget.refusals.available() >= 1;
+  }
+}
+
+/** A client's key: its address, an IPv6 one cut to its /64 (one host can hold a whole /64). */
+export function clientKey(address: string | undefined): string {
+  if (address === undefined || address === '') return '';
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (v4) return v4[1];
+  if (!address.includes(':')) return address;
+  const [head, tail = ''] = address.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right] : left;
+  return `${groups.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '').toLowerCase()).join(':')}::/64`;
 }
 
 class ReviewTimeout extends Error {}
 
 export class KubernetesAuthorizer implements Authorizer {
   private readonly users: ExpiringCache<Principal>;
+  /** Tokens that passed a review within trustTtlMs (longer than the answer cache). */
+  private readonly trusted: ExpiringCache<Principal>;
   private readonly refused: ExpiringCache<Refusal>;
   private readonly decisions: ExpiringCache<boolean>;
   /** Reviews under way, so a burst with one token (or one access) asks the API server once. */
   private readonly pendingTokens = new Map<string, Promise<Principal | Refusal>>();
   private readonly pendingAccess = new Map<string, Promise<AuthDecision>>();
   private readonly total: TokenBucket;
-  private readonly perClient: KeyedBuckets;
+  private readonly clients: ClientBudgets;
   private readonly maxPending: number;
   private readonly timeoutMs: number;
   private readonly audience: string;
   private readonly acceptApiTokens: boolean;
   private readonly onTokenReview?: (outcome: TokenReviewOutcome) => void;
-  private inFlight = 0;
+  private tokensInFlight = 0;
+  private accessInFlight = 0;
   /** TokenReviews sent, for tests and the metrics. */
   public tokenReviews = 0;
 
@@ -248,8 +286,9 @@ export class KubernetesAuthorizer implements Authorizer {
     this.users = new ExpiringCache(max, ttl, now);
     this.decisions = new ExpiringCache(max, ttl, now);
     this.refused = new ExpiringCache(options.maxNegativeEntries ?? 4096, ttl, now);
-    this.total = new TokenBucket(options.reviewQps ?? 50, options.reviewBurst ?? 100);
-    this.perClient = new KeyedBuckets(options.clientReviewQps ?? 5, options.clientReviewBurst ?? 20, 4096);
+    this.trusted = new ExpiringCache(max, Math.max(ttl, options.trustTtlMs ?? 300_000), now);
+    this.total = new TokenBucket(options.reviewQps ?? 100, options.reviewBurst ?? 200);
+    this.clients = new ClientBudgets(options.clientReviewQps ?? 5, options.clientReviewBurst ?? 20, 4096);
     this.maxPending = options.maxPendingReviews ?? 64;
     this.timeoutMs = options.reviewTimeoutMs ?? 5_000;
     this.audience = options.audience ?? ROUTER_AUDIENCE;
@@ -270,16 +309,30 @@ export class KubernetesAuthorizer implements Authorizer {
     if (known) return known;
     const inFlight = this.pendingTokens.get(key);
     if (inFlight) return inFlight;
-    // A token nobody has shown yet costs a TokenReview: those are paced, per client and in total.
-    if (!this.perClient.tryTake(caller.remoteAddress ?? '')) {
-      this.report('throttled');
-      return { allowed: false, status: 429, detail: 'Too many new tokens from this client; retry later.', headers: RETRY_SOON };
+    const trusted = this.trusted.get(key);
+    let asked: Promise<Principal | Refusal>;
+    if (trusted) {
+      // Known good a moment ago: checked again (it may have been revoked), never throttled.
+      asked = this.reviewToken(key, token, trusted);
+    } else {
+      // A token nobody has shown lately costs a TokenReview: those are paced in total, and a client
+      // may have only so many under way and so many refused.
+      const client = this.clients.get(caller.remoteAddress);
+      if (!this.clients.admits(client)) {
+        this.report('throttled');
+        return { allowed: false, status: 429, detail: 'Too many new or refused tokens from this client; retry later.', headers: RETRY_SOON };
+      }
+      if (!this.total.tryTake()) {
+        this.report('throttled');
+        return { allowed: false, status: 429, detail: 'Too many new tokens; retry later.', headers: RETRY_SOON };
+      }
+      client.pending++;
+      asked = this.reviewToken(key, token).then((outcome) => {
+        if (isRefusal(outcome) && outcome.status === 401) client.refusals.tryTake();
+        return outcome;
+      }).finally(() => client.pending--);
     }
-    if (!this.total.tryTake()) {
-      this.report('throttled');
-      return { allowed: false, status: 429, detail: 'Too many new tokens; retry later.', headers: RETRY_SOON };
-    }
-    const asked = this.reviewToken(key, token).finally(() => this.pendingTokens.delete(key));
+    asked = asked.finally(() => this.pendingTokens.delete(key));
     this.pendingTokens.set(key, asked);
     return asked;
   }
@@ -296,7 +349,8 @@ export class KubernetesAuthorizer implements Authorizer {
     return asked;
   }
 
-  private async reviewToken(key: string, token: string): Promise<Principal | Refusal> {
+  /** `trusted`: the token's last good answer, kept when the API server cannot answer now. */
+  private async reviewToken(key: string, token: string, trusted?: Principal): Promise<Principal | Refusal> {
     const bound = audiencesOf(token).includes(this.audience);
     if (!bound && !this.acceptApiTokens) {
       const refusal: Refusal = { ...UNAUTHENTICATED, detail: `unauthenticated: the router accepts only tokens for the audience "${this.audience}" (TokenRequest audiences: ["${this.audience}"])` };
@@ -306,20 +360,23 @@ export class KubernetesAuthorizer implements Authorizer {
     let result: TokenReviewResult | undefined;
     try {
       this.tokenReviews++;
-      result = await this.bounded(() => this.reviewer.tokenReview(token, bound ? [this.audience] : undefined));
+      result = await this.bounded('tokens', () => this.reviewer.tokenReview(token, bound ? [this.audience] : undefined));
     } catch (err) {
       this.report('error');
-      return unavailable('TokenReview', err as Error); // not cached: the next request asks again
+      // Not cached: the next request asks again. A token trusted a moment ago keeps its answer meanwhile.
+      return trusted ?? unavailable('TokenReview', err as Error);
     }
     // With audiences asked for, the API server must say the token is valid for ours.
     if (!result || (bound && !(result.audiences ?? []).includes(this.audience))) {
       this.report('unauthenticated');
+      this.trusted.delete(key);
       this.refused.set(key, UNAUTHENTICATED);
       return UNAUTHENTICATED;
     }
     this.report('authenticated');
     const principal: Principal = { key, user: result.user };
     this.users.set(key, principal);
+    this.trusted.set(key, principal);
     return principal;
   }
 
@@ -329,14 +386,15 @@ export class KubernetesAuthorizer implements Authorizer {
     });
     // The claim's permission first (what an agent is granted); `sandboxes/connect` also covers a
     // claimed Sandbox, for operators granted it namespace-wide.
-    const asks = [
-      ...(access.claim !== undefined ? [connect(KINDS.claim.plural, access.claim)] : []),
-      connect(KINDS.sandbox.plural, access.sandbox),
-    ];
+    // For a claimed Sandbox only a namespace-wide grant (name "") counts: a grant for one Sandbox
+    // name would otherwise open any claim's cold Sandbox of that name.
+    const asks = access.claim !== undefined
+      ? [connect(KINDS.claim.plural, access.claim), connect(KINDS.sandbox.plural, '')]
+      : [connect(KINDS.sandbox.plural, access.sandbox)];
     let allowed = false;
     try {
       for (const attributes of asks) {
-        if ((allowed = await this.bounded(() => this.reviewer.accessReview(user, attributes)))) break;
+        if ((allowed = await this.bounded('access', () => this.reviewer.accessReview(user, attributes)))) break;
       }
     } catch (err) {
       return unavailable('SubjectAccessReview', err as Error);
@@ -349,10 +407,11 @@ export class KubernetesAuthorizer implements Authorizer {
     this.onTokenReview?.(outcome);
   }
 
-  /** One review, counted against maxPendingReviews and cut off at the review timeout. */
-  private async bounded<T>(review: () => Promise<T>): Promise<T> {
-    if (this.inFlight >= this.maxPending) throw new Error('too many reviews waiting on the API server');
-    this.inFlight++;
+  /** One review, counted against its kind's bound on reviews under way and cut off at the review timeout. */
+  private async bounded<T>(kind: 'tokens' | 'access', review: () => Promise<T>): Promise<T> {
+    const count = kind === 'tokens' ? 'tokensInFlight' : 'accessInFlight';
+    if (this[count] >= this.maxPending) throw new Error('too many reviews waiting on the API server');
+    this[count]++;
     let timer: NodeJS.Timeout | undefined;
     try {
       return await Promise.race([
@@ -361,7 +420,7 @@ export class KubernetesAuthorizer implements Authorizer {
       ]);
     } finally {
       clearTimeout(timer);
-      this.inFlight--;
+      this[count]--;
     }
   }
 }
@@ -393,25 +452,40 @@ interface Review extends KubeObject {
   status?: { authenticated?: boolean; allowed?: boolean; user?: UserInfo; audiences?: string[]; error?: string };
 }
 
-/** TokenReview and SubjectAccessReview through the operator's client. */
+/** The one call KubeReviewer makes: a POST whose status and body come back as they are. */
+export interface RawPoster {
+  rawRequest(method: string, path: string, options: { body?: unknown; timeoutMs?: number }): Promise<{ status: number; text: string }>;
+}
+
+/**
+ * TokenReview and SubjectAccessReview through a client of their own (so informer re-lists never wait
+ * behind them), each POST cut off at `timeoutMs` and never retried: a review the API server did not
+ * answer in time is not sent again later, when nobody waits for it.
+ */
 export class KubeReviewer implements Reviewer {
-  public constructor(private readonly client: KubeClient) {}
+  public constructor(private readonly client: RawPoster, private readonly timeoutMs = 5_000) {}
 
   public async tokenReview(token: string, audiences?: readonly string[]): Promise<TokenReviewResult | undefined> {
-    const review = await this.client.create<Review>(TOKEN_REVIEWS, undefined, {
+    const review = await this.post(`/apis/${TOKEN_REVIEWS.group}/${TOKEN_REVIEWS.version}/${TOKEN_REVIEWS.resource}`, {
       apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', metadata: {}, spec: { token, ...(audiences?.length ? { audiences } : {}) },
     });
     return review.status?.authenticated ? { user: review.status.user ?? {}, audiences: review.status.audiences } : undefined;
   }
 
   public async accessReview(user: UserInfo, attributes: ResourceAttributes): Promise<boolean> {
-    const review = await this.client.create<Review>(ACCESS_REVIEWS, undefined, {
+    const review = await this.post(`/apis/${ACCESS_REVIEWS.group}/${ACCESS_REVIEWS.version}/${ACCESS_REVIEWS.resource}`, {
       apiVersion: 'authorization.k8s.io/v1',
       kind: 'SubjectAccessReview',
       metadata: {},
       spec: { user: user.username, uid: user.uid, groups: user.groups, extra: user.extra, resourceAttributes: attributes },
     });
     return review.status?.allowed === true;
+  }
+
+  private async post(path: string, body: object): Promise<Review> {
+    const { status, text } = await this.client.rawRequest('POST', path, { body, timeoutMs: this.timeoutMs });
+    if (status < 200 || status >= 300) throw new Error(`${path}: HTTP ${status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as Review;
   }
 }
 

@@ -30,8 +30,14 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'auth-token-file', type: 'string', default: '', description: 'File holding the bearer token for --auth=token (trimmed).' },
   { flag: 'auth-cache-ttl', type: 'duration', default: 10_000, description: 'How long a kubernetes-mode decision is cached.', validate: positiveDuration },
   { flag: 'auth-cache-size', type: 'int', default: 4096, description: 'Most kubernetes-mode answers kept in each cache (authenticated tokens, refused tokens, authorization decisions).', validate: positive },
-  { flag: 'auth-review-qps', type: 'int', default: 50, description: 'TokenReviews per second of tokens not in the cache, in total; beyond it (and its burst, twice as many) a new token gets 429 without a review.', validate: positive },
-  { flag: 'auth-review-qps-per-client', type: 'int', default: 5, description: 'TokenReviews per second of new tokens from one client address (burst four times as many); beyond it 429.', validate: positive },
+  { flag: 'auth-review-qps', type: 'int', default: 100, description: 'TokenReviews per second of tokens not seen within the last 5 minutes, in total; beyond it (and its burst, twice as many) a new token gets 429 without a review. Known tokens are reviewed again unthrottled.', validate: positive },
+  {
+    flag: 'auth-review-qps-per-client',
+    type: 'int',
+    default: 5,
+    description: 'Refused tokens per second one client address (IPv6: its /64) may present, burst four times as many, which is also the most reviews of its new tokens under way; beyond it 429. Tokens that pass cost nothing here.',
+    validate: positive,
+  },
   { flag: 'auth-review-timeout', type: 'duration', default: 5_000, description: 'A TokenReview or SubjectAccessReview the API server has not answered by then fails the request with 503 (not cached).', validate: positiveDuration },
   {
     flag: 'auth-audience',
@@ -43,6 +49,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'auth-api-tokens', type: 'bool', default: true, description: 'Also accept tokens for the API server itself (a ServiceAccount\'s own token, as upstream\'s SDKs send); false accepts only tokens for --auth-audience.' },
   { flag: 'max-connections-per-client', type: 'int', default: 512, description: 'Open connections from one client address, counted before any authentication; more are closed at once.', validate: positive },
   { flag: 'h2-idle-timeout', type: 'duration', default: 60_000, description: 'An HTTP/2 connection with no stream open this long is closed with a GOAWAY.', validate: positiveDuration },
+  { flag: 'h2-max-resets-per-10s', type: 'int', default: 100, description: 'Streams an HTTP/2 client may reset before they are answered, per connection in 10 s; more close the connection (GOAWAY ENHANCE_YOUR_CALM).', validate: positive },
   {
     flag: 'allowed-pod-cidrs',
     type: 'string',

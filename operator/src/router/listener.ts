@@ -18,6 +18,7 @@
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
+import { clientKey } from './auth';
 
 export const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1');
 
@@ -39,6 +40,8 @@ export interface ListenerLimits {
    * pattern). Node closes a connection after about a thousand resets itself; this acts sooner. @default 100
    */
   readonly maxResetsPer10s?: number;
+  /** Told of each connection a limit closes (`per-client`: over the cap; `resets`: too many resets). */
+  readonly onRefused?: (reason: 'per-client' | 'resets') => void;
 }
 
 export class ProxyListener {
@@ -51,16 +54,23 @@ export class ProxyListener {
   private readonly maxPerClient: number;
   private readonly h2IdleMs: number;
   private readonly maxResets: number;
+  private readonly onRefused?: (reason: 'per-client' | 'resets') => void;
 
   /** `http1Options`: e.g. headersTimeout (Node's default 60 s) and requestTimeout (300 s). */
   public constructor(http1Options: http.ServerOptions = {}, limits: ListenerLimits = {}) {
     this.maxPerClient = limits.maxConnectionsPerClient ?? 512;
     this.h2IdleMs = limits.h2IdleTimeoutMs ?? 60_000;
     this.maxResets = limits.maxResetsPer10s ?? 100;
+    this.onRefused = limits.onRefused;
     this.http1 = http.createServer(http1Options);
     this.http2 = http2.createServer({ settings: { maxConcurrentStreams: limits.maxConcurrentStreams ?? 256 } });
     this.server.on('listening', () => this.http1.emit('listening'));
     this.http2.on('session', (session) => this.track(session));
+  }
+
+  /** Reports a connection closed by a limit. */
+  private refused(reason: 'per-client' | 'resets'): void {
+    this.onRefused?.(reason);
   }
 
   /** Stops accepting; idle HTTP/1.1 connections close and HTTP/2 clients get a GOAWAY. Resolves once every connection is gone. */
@@ -99,15 +109,22 @@ export class ProxyListener {
       open++;
       clearTimeout(idle);
       stream.once('aborted', () => {
+        // Only a reset of a stream not answered yet: cancelling a call whose response has begun (a
+        // gRPC deadline, a stream the client is done with) is ordinary, and so is the router cutting
+        // a stream short after the sandbox did.
+        if (stream.headersSent) return;
         const now = Date.now();
         if (now - windowStart > RESET_WINDOW_MS) {
           windowStart = now;
           resets = 0;
         }
-        if (++resets > this.maxResets && !session.destroyed) {
+        if (++resets > this.maxResets && !session.closed && !session.destroyed) {
+          // GOAWAY names the last stream taken, so the client knows what was not processed; the
+          // streams already running get a moment to finish.
           session.goaway(http2.constants.NGHTTP2_ENHANCE_YOUR_CALM);
-          // The next turn, once the GOAWAY frame is written.
-          setImmediate(() => session.destroy());
+          session.close();
+          setTimeout(() => session.destroy(), 1_000).unref();
+          this.refused('resets');
         }
       });
       stream.once('close', () => {
@@ -121,9 +138,12 @@ export class ProxyListener {
   }
 
   private accept(socket: net.Socket): void {
-    const client = socket.remoteAddress ?? '';
+    const client = clientKey(socket.remoteAddress);
     const n = (this.perClient.get(client) ?? 0) + 1;
-    if (n > this.maxPerClient) return void socket.destroy();
+    if (n > this.maxPerClient) {
+      this.refused('per-client');
+      return void socket.destroy();
+    }
     this.perClient.set(client, n);
     socket.once('close', () => {
       const left = (this.perClient.get(client) ?? 1) - 1;

@@ -28,6 +28,7 @@ export class RouterMetrics {
   private readonly retries: Counter<'sandbox_namespace'>;
   private readonly readyWaits: Counter<'sandbox_namespace' | 'outcome'>;
   private readonly tokenReviews: Counter<'result'>;
+  private readonly connectionsRefused: Counter<'reason'>;
 
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
@@ -51,6 +52,12 @@ export class RouterMetrics {
       name: 'sandbox_router_token_reviews_total',
       help: 'Tokens not in the cache: reviewed (result authenticated, unauthenticated or error) or refused without a review (throttled).',
       labelNames: ['result'],
+      registers,
+    });
+    this.connectionsRefused = new Counter({
+      name: 'sandbox_router_connections_refused_total',
+      help: 'Client connections closed by a limit before any request was read (reason per-client: over --max-connections-per-client; resets: an HTTP/2 connection resetting too many unanswered streams).',
+      labelNames: ['reason'],
       registers,
     });
     this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
@@ -82,6 +89,10 @@ export class RouterMetrics {
 
   public readyWait(namespace: string, outcome: 'waited' | 'timeout' | 'aborted'): void {
     this.readyWaits.inc({ sandbox_namespace: namespace, outcome });
+  }
+
+  public connectionRefused(reason: 'per-client' | 'resets'): void {
+    this.connectionsRefused.inc({ reason });
   }
 
   public tokenReview(result: TokenReviewOutcome): void {

@@ -12,7 +12,7 @@ import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
 import { parseTarget, type Target } from './addressing';
-import { type Authorizer, isRefusal } from './auth';
+import { type Authorizer, isRefusal, type Principal } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
@@ -21,6 +21,9 @@ import type { Logger } from '../runtime/log';
 
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
 export type Dial = (host: string, port: number) => net.Socket;
+
+/** Waits for sandboxes the cache does not show, per caller at once (each holds connection slots before it is authorized). */
+export const MAX_UNSEEN_WAITS_PER_CALLER = 16;
 
 export const defaultDial: Dial = (host, port) => net.connect({ host, port });
 
@@ -98,6 +101,8 @@ export class Router {
   private readonly limits: ConnectionLimits;
   /** Requests in admit(), each with the controller that ends its ready-wait (close() aborts them all). */
   private readonly waits = new Set<AbortController>();
+  /** Waits for a sandbox the cache did not show (so not yet authorized), by caller. */
+  private readonly unseenWaits = new Map<string, number>();
   /** The dial function behind the address guard: every connection to a sandbox goes through it. */
   public readonly dial: Dial;
   /** Upgraded connections (both ends), destroyed by close(): the HTTP server does not track them. */
@@ -169,15 +174,21 @@ export class Router {
   }
 
   /**
-   * Parse, limit, authenticate, resolve, authorize, guard and count one request, upgrade or HTTP/2
-   * stream. The limits come before authentication, so a flood of bad credentials is bounded like any
-   * other; a sandbox the cache shows is authorized before any wait, and one it does not show after
-   * the wait (only then is it known which claim controls it), so a refused caller gets 403 either
-   * way and never learns whether the sandbox exists.
+   * Parse, authenticate, limit, resolve, authorize, guard and count one request, upgrade or HTTP/2
+   * stream. Authentication takes no connection slot (its own bounds are in the authorizer), so bad
+   * credentials cannot fill the limits; a sandbox the cache shows is authorized before any wait,
+   * and one it does not show after the wait (only then is it known which claim controls it), so a
+   * refused caller gets 403 either way and never learns whether the sandbox exists. A caller may
+   * have only MAX_UNSEEN_WAITS_PER_CALLER such waits at once.
    */
   public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal, remoteAddress?: string): Promise<Admitted | Refused> {
     const target = parseTarget(url, headers, this.opts.pathRoutingPrefix ?? '');
     if ('detail' in target) return target;
+    const principal = await this.opts.authorizer.authenticate({ authorization: headers.authorization, remoteAddress });
+    if (isRefusal(principal)) {
+      this.opts.metrics?.authzDecision('', false);
+      return principal;
+    }
     const release = this.limits.acquire(`${target.namespace}/${target.id}`);
     if (typeof release !== 'function') {
       // The namespace is not a metric label before the caller is authorized (unbounded input).
@@ -186,7 +197,7 @@ export class Router {
       return { status: 429, detail, headers: { 'retry-after': '1' } };
     }
     try {
-      const admitted = await this.admitWithin(target, headers, release, signal, remoteAddress);
+      const admitted = await this.admitWithin(target, principal, release, signal);
       if ('detail' in admitted) release();
       return admitted;
     } catch (err) {
@@ -195,20 +206,20 @@ export class Router {
     }
   }
 
-  private async admitWithin(
-    target: Target, headers: http.IncomingHttpHeaders, release: () => void, signal?: AbortSignal, remoteAddress?: string,
-  ): Promise<Admitted | Refused> {
+  private async admitWithin(target: Target, principal: Principal, release: () => void, signal?: AbortSignal): Promise<Admitted | Refused> {
     const { authorizer, resolver, metrics } = this.opts;
-    const principal = await authorizer.authenticate({ authorization: headers.authorization, remoteAddress });
-    if (isRefusal(principal)) {
-      metrics?.authzDecision('', false);
-      return principal;
-    }
     if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
     const seen = resolver.accessOf(target.namespace, target.id);
     if (seen) {
       const decision = await authorizer.authorize(principal, seen);
       if (isRefusal(decision)) return this.denied(decision);
+    } else {
+      // Not authorized yet, so bounded per caller: a valid token must not fill the limits with waits for names that do not exist.
+      const waiting = this.unseenWaits.get(principal.key) ?? 0;
+      if (waiting >= MAX_UNSEEN_WAITS_PER_CALLER) {
+        return { status: 429, detail: `Too many requests waiting for sandboxes the router does not know (${waiting}); retry later.`, headers: { 'retry-after': '1' } };
+      }
+      this.unseenWaits.set(principal.key, waiting + 1);
     }
     // The wait ends when the client leaves or the router closes, and never outlasts the request's own
     // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
@@ -224,6 +235,11 @@ export class Router {
     } finally {
       this.waits.delete(cut);
       signal?.removeEventListener('abort', onLeft);
+      if (!seen) {
+        const left = (this.unseenWaits.get(principal.key) ?? 1) - 1;
+        if (left <= 0) this.unseenWaits.delete(principal.key);
+        else this.unseenWaits.set(principal.key, left);
+      }
     }
     const { result: resolved, outcome } = settled;
     // Authorized again when the wait changed what controls the sandbox (a pool member just claimed), or first now.

@@ -28,6 +28,11 @@ export class TokenBucket {
     return this.tokens >= 0 ? 0 : (-this.tokens / this.qps) * 1000;
   }
 
+  /** Tokens in the bucket now (without taking one). */
+  public available(): number {
+    return Math.min(this.burst, this.tokens + ((this.clock.now() - this.last) / 1000) * this.qps);
+  }
+
   /** Takes a token if one is there now; never reserves ahead (for callers that refuse rather than wait). */
   public tryTake(): boolean {
     const now = this.clock.now();

@@ -93,6 +93,36 @@ describe('using a sandbox is its own permission (connect), not reading claims', 
     expect((await request(h.port, '/', to('agent', 'claimed'))).status).toBe(403);
     expect(reviewer.accessReviews).toContain('agent create sandboxclaims/connect default/mine');
     expect(reviewer.accessReviews.filter((r) => / get /.test(r))).toEqual([]);
+    // Each resource in its own API group.
+    for (const a of reviewer.attributes) expect(a.group).toBe(a.resource === 'sandboxclaims' ? 'extensions.agents.x-k8s.io' : 'agents.x-k8s.io');
+  });
+
+  test('sandboxes/connect opens a claimed Sandbox only when granted namespace-wide, not for its name (a cold Sandbox is named like its claim)', async () => {
+    const reviewer = new ScriptedReviewer({ named: 'named', wide: 'wide' }, [
+      'named create sandboxes/connect default/build-box',
+      'wide create sandboxes/connect default/',
+    ]);
+    h = await startRouter({ authorizer: new KubernetesAuthorizer(reviewer) });
+    put(h, 'build-box', { kind: 'SandboxClaim', name: 'build-box' });
+    put(h, 'bare');
+    const to = (token: string, id: string) => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port), 'authorization': `Bearer ${token}` });
+    expect((await request(h.port, '/', to('named', 'build-box'))).status).toBe(403);
+    expect((await request(h.port, '/', to('wide', 'build-box'))).status).toBe(200);
+    expect((await request(h.port, '/', to('wide', 'bare'))).status).toBe(403);
+  });
+
+  test('a caller may hold only 16 waits for sandboxes the router does not know; the rest get 429 at once', async () => {
+    const reviewer = new ScriptedReviewer({ t: 'alice' }, []);
+    h = await startRouter({ authorizer: new KubernetesAuthorizer(reviewer), readyWaitMs: 60_000 });
+    const harness = h;
+    const replies = Array.from({ length: 20 }, (_, i) => request(harness.port, '/', { 'x-sandbox-id': `ghost-${i}`, 'authorization': 'Bearer t' }));
+    while (harness.resolver.waiting < 16) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(harness.resolver.waiting).toBe(16);
+    expect(harness.router.openConnections).toBe(16);
+    harness.router.close();
+    const statuses = (await Promise.all(replies)).map((r) => r.status).sort();
+    expect(statuses.filter((x) => x === 429)).toHaveLength(4);
   });
 });
 
@@ -121,6 +151,35 @@ describe('unauthenticated floods cost bounded TokenReviews', () => {
     const before = reviewer.tokenReviews;
     expect((await request(h.port, '/', to('good'))).status).toBe(200);
     expect(reviewer.tokenReviews).toBe(before);
+  });
+
+  test('no lock-out: 30 agents behind one address start at once, and known tokens are re-checked unthrottled (and kept while the API server is down)', async () => {
+    const users = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`agent-${i}`, `agent-${i}`]));
+    const reviewer = new ScriptedReviewer(users, Object.keys(users).map((u) => `${u} create sandboxes/connect default/sb`));
+    let now = 0;
+    const authorizer = new KubernetesAuthorizer(reviewer, {
+      ttlMs: 1_000, trustTtlMs: 60_000, clientReviewQps: 1, clientReviewBurst: 20, now: () => now,
+    });
+    h = await startRouter({ authorizer });
+    put(h, 'sb');
+    const to = (token: string) => ({ 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port), 'authorization': `Bearer ${token}` });
+    // Valid tokens cost the client nothing: 30 at once from 127.0.0.1 all pass (only 20 may be reviewed at a time, so in two rounds).
+    const first = await Promise.all(Object.keys(users).map((t) => request(h!.port, '/', to(t))));
+    const retried = await Promise.all(first.map((r, i) => (r.status === 429 ? request(h!.port, '/', to(`agent-${i}`)) : r)));
+    expect(retried.map((r) => r.status)).toEqual(Array(30).fill(200));
+    // A flood of bad tokens from the same address uses up its budget...
+    for (let i = 0; i < 60; i++) await request(h.port, '/', to(`bad-${i}`));
+    expect((await request(h.port, '/', to('bad-late'))).status).toBe(429);
+    // ...yet once the answers expire, the known agents are reviewed again and pass.
+    now = 5_000;
+    const before = reviewer.tokenReviews;
+    expect((await request(h.port, '/', to('agent-3'))).status).toBe(200);
+    expect(reviewer.tokenReviews).toBe(before + 1);
+    // And while the API server does not answer, a trusted token keeps its last answer; a new one gets 503.
+    now = 10_000;
+    reviewer.fail = true;
+    expect((await request(h.port, '/', to('agent-4'))).status).toBe(200);
+    expect(await authorizer.authenticate({ authorization: 'Bearer never-seen', remoteAddress: '127.9.9.9' })).toMatchObject({ status: 503 });
   });
 
   test('one bad token sent again and again is reviewed once (negative cache)', async () => {
@@ -177,6 +236,8 @@ describe('unauthenticated floods cost bounded TokenReviews', () => {
     silentServer.on('stream', (stream, hd) => {
       stream.on('error', () => undefined);
       if (hd[':path'] === '/answer') stream.respond({ ':status': 200 }, { endStream: true });
+      // Headers now, the body never: a long call the client will cancel.
+      if (hd[':path'] === '/hold') stream.respond({ ':status': 200 });
     });
     await new Promise<void>((r) => silentServer.listen(0, UPSTREAM_IP, r));
     const silent = {
@@ -206,6 +267,18 @@ describe('unauthenticated floods cost bounded TokenReviews', () => {
         s.resume();
       });
       expect(status).toBe(200);
+      // Cancelling 150 calls whose responses have begun (gRPC deadlines, streams a client is done with) is not an attack.
+      for (let i = 0; i < 150; i++) {
+        await new Promise<void>((resolve) => {
+          const s = polite.request({ ...route, ':path': '/hold' }, { endStream: true });
+          s.on('error', () => undefined);
+          s.once('response', () => {
+            s.close(http2.constants.NGHTTP2_CANCEL);
+            resolve();
+          });
+        });
+      }
+      expect(polite.closed || polite.destroyed).toBe(false);
       expect(politeGoaway).toBe(false);
       polite.close();
     } finally {

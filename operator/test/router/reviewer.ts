@@ -7,6 +7,8 @@ export class ScriptedReviewer implements Reviewer {
   public readonly audiencesAsked: string[][] = [];
   /** `<user> <verb> <resource>[/<subresource>] <namespace>/<name>` of every access review. */
   public readonly accessReviews: string[] = [];
+  /** The attributes of every access review, as sent. */
+  public readonly attributes: ResourceAttributes[] = [];
   public fail = false;
   /** While set, reviews wait for it (an API server that does not answer). */
   public hang?: Promise<void>;
@@ -31,6 +33,7 @@ export class ScriptedReviewer implements Reviewer {
     if (this.hang) await this.hang;
     const key = `${user.username} ${a.verb} ${a.resource}${a.subresource ? `/${a.subresource}` : ''} ${a.namespace}/${a.name}`;
     this.accessReviews.push(key);
+    this.attributes.push(a);
     return this.grants.includes(key);
   }
 }
