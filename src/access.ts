@@ -35,15 +35,20 @@ export interface SandboxAccessProps {
   readonly sandboxes?: string[];
   /**
    * Suspend and resume: get, list, watch and patch Sandboxes (what the SDKs' suspend() and resume()
-   * do). Patch is namespace-wide: RBAC cannot tell one agent's Sandbox from another's.
+   * do). Patch is namespace-wide: RBAC cannot tell one agent's Sandbox from another's, so an account
+   * with it can suspend (or change) any Sandbox of the namespace.
    * @default false
    */
   readonly lifecycle?: boolean;
   /**
-   * Let each ServiceAccount mint short-lived tokens for itself (`create` on its own
-   * `serviceaccounts/token`), so the SDK can send the router a token for the `sandbox-router`
-   * audience, which the API server refuses, instead of the account's own credential.
-   * @default true
+   * Let each ServiceAccount mint tokens for itself (`create` on its own `serviceaccounts/token`, one
+   * Role per account), so the SDK's `routerToken` can send the router a token for the
+   * `sandbox-router` audience instead of the account's own credential. RBAC cannot limit what the
+   * account asks for: it may mint tokens of any audience (the API server's too) and any lifetime the
+   * API server allows (`--service-account-max-token-expiration`), not bound to its Pod. In a Pod,
+   * prefer a projected `serviceAccountToken` volume with `audience: sandbox-router`, which needs no
+   * RBAC, is bound to the Pod and rotated by the kubelet (pass it to the SDK as `token`).
+   * @default false
    */
   readonly routerTokens?: boolean;
 }
@@ -51,7 +56,8 @@ export interface SandboxAccessProps {
 /**
  * What an agent's ServiceAccount needs to use sandboxes, and nothing more: a Role and a RoleBinding
  * in one namespace. By default, claim sandboxes from any pool of the namespace and use the ones it
- * claims through the router; optionally also named bare Sandboxes and suspend/resume.
+ * claims through the router; optionally also named bare Sandboxes, suspend/resume and minting its
+ * own router tokens.
  *
  * RBAC cannot say "claims from this pool only" (the pool is a field of the claim, not a resource
  * name); restrict pools with one namespace per trust boundary.
@@ -61,6 +67,8 @@ export class SandboxAccess extends Construct {
   public readonly role: ApiObject;
   /** The RoleBinding. */
   public readonly binding: ApiObject;
+  /** With `routerTokens`: one Role and RoleBinding per account, each naming only that account's token. */
+  public readonly tokenRoles: ApiObject[] = [];
   private readonly props: SandboxAccessProps;
 
   public constructor(scope: Construct, id: string, props: SandboxAccessProps) {
@@ -82,6 +90,25 @@ export class SandboxAccess extends Construct {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: this.role.name },
       subjects: Lazy.any({ produce: () => this.subjects(namespace) }),
     });
+    if (props.routerTokens === true) {
+      (Array.isArray(props.serviceAccounts) ? props.serviceAccounts : []).forEach((account, i) => {
+        const name = `${this.role.name}-token-${i}`;
+        const role = new ApiObject(this, `TokenRole${i}`, {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'Role',
+          metadata: { ...metadata, name },
+          rules: Lazy.any({ produce: () => [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: [account.name], verbs: ['create'] }] }),
+        });
+        new ApiObject(this, `TokenRoleBinding${i}`, {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { ...metadata, name },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+          subjects: Lazy.any({ produce: () => [{ kind: 'ServiceAccount', name: account.name, ...(namespace !== undefined ? { namespace } : {}) }] }),
+        });
+        this.tokenRoles.push(role);
+      });
+    }
     this.node.addValidation({ validate: () => this.validate(namespace) });
   }
 
@@ -90,7 +117,7 @@ export class SandboxAccess extends Construct {
   }
 
   private rules(): object[] {
-    const { claims = true, sandboxes = [], lifecycle = false, routerTokens = true } = this.props;
+    const { claims = true, sandboxes = [], lifecycle = false } = this.props;
     const rules: object[] = [];
     if (claims) {
       rules.push(
@@ -102,7 +129,6 @@ export class SandboxAccess extends Construct {
       rules.push({ apiGroups: [KINDS.sandbox.group], resources: [`${KINDS.sandbox.plural}/${SANDBOX_CONNECT_SUBRESOURCE}`], resourceNames: [...sandboxes], verbs: ['create'] });
     }
     if (lifecycle) rules.push({ apiGroups: [KINDS.sandbox.group], resources: [KINDS.sandbox.plural], verbs: ['get', 'list', 'patch', 'watch'] });
-    if (routerTokens) rules.push({ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: this.accountNames(), verbs: ['create'] });
     return rules;
   }
 

@@ -8,13 +8,12 @@ function synth(build: (chart: Chart) => void, namespace: string | undefined = 'a
 }
 
 describe('SandboxAccess', () => {
-  test('by default: claims (create, get, list, watch, delete), connect on claims, and a router token for each account itself', () => {
+  test('by default: claims (create, get, list, watch, delete) and connect on claims, nothing else', () => {
     const [role, binding] = synth((c) => new SandboxAccess(c, 'agent', { metadata: { name: 'sandbox-agent' }, serviceAccounts: [ObjectRef.fromName('agent')] }));
     expect(role).toMatchObject({ kind: 'Role', metadata: { name: 'sandbox-agent', namespace: 'agents' } });
     expect(role.rules).toEqual([
       { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'delete', 'get', 'list', 'watch'] },
       { apiGroups: ['extensions.agents.x-k8s.io'], resources: [`sandboxclaims/${SANDBOX_CONNECT_SUBRESOURCE}`], verbs: ['create'] },
-      { apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: ['agent'], verbs: ['create'] },
     ]);
     // Nothing that reads or changes Sandboxes themselves.
     expect(JSON.stringify(role.rules)).not.toContain('"sandboxes"');
@@ -43,6 +42,19 @@ describe('SandboxAccess', () => {
       { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'patch', 'watch'] },
     ]);
     expect(objects.find((o) => o.kind === 'RoleBinding').subjects.map((s: any) => s.name)).toEqual(['runner', 'second']);
+  });
+
+  test('routerTokens: one Role per account, naming only its own token, so no account mints another\'s', () => {
+    const objects = synth((c) => new SandboxAccess(c, 'a', { metadata: { name: 'agents' }, serviceAccounts: [ObjectRef.fromName('one'), ObjectRef.fromName('two')], routerTokens: true }));
+    const tokenRoles = objects.filter((o) => o.kind === 'Role' && o.metadata.name.startsWith('agents-token-'));
+    expect(tokenRoles.map((r) => r.rules)).toEqual([
+      [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: ['one'], verbs: ['create'] }],
+      [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: ['two'], verbs: ['create'] }],
+    ]);
+    const bindings = objects.filter((o) => o.kind === 'RoleBinding' && o.metadata.name.startsWith('agents-token-'));
+    expect(bindings.map((b) => [b.roleRef.name, b.subjects.map((x: any) => x.name)])).toEqual([['agents-token-0', ['one']], ['agents-token-1', ['two']]]);
+    // The shared Role names no token at all.
+    expect(JSON.stringify(objects.find((o) => o.metadata.name === 'agents' && o.kind === 'Role').rules)).not.toContain('serviceaccounts/token');
   });
 
   test('mistakes name the field and the fix', () => {

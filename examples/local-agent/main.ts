@@ -27,7 +27,7 @@ export function build(app: App): void {
 
   const agent = new ApiObject(chart, 'agent', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'agent' } });
   // What the agent's ServiceAccount may do: claim sandboxes in this namespace and use the ones it
-  // claims through the router (`create` on sandboxclaims/connect), and mint short-lived router tokens.
+  // claims through the router (`create` on sandboxclaims/connect).
   new SandboxAccess(chart, 'agent-access', { metadata: { name: 'sandbox-agent' }, serviceAccounts: [ObjectRef.fromConstruct(agent)] });
 }
 
