@@ -1,7 +1,9 @@
 /**
  * A cgroup (v2) per command, where the runtime may make one: a command and everything it starts
  * stay in it whatever they do to their sessions, process groups or environments, and writing
- * `cgroup.kill` ends them all at once. The runtime's own cgroup is found from /proc/self/cgroup and
+ * `cgroup.kill` ends them all at once. Not a wall against the command itself: it runs as the
+ * runtime's user, and where the cgroup tree is writable to the runtime it is writable to the command
+ * too, which can move itself into another cgroup (then only ./descendants' scan can find it). The runtime's own cgroup is found from /proc/self/cgroup and
  * the cgroup2 mount in /proc/self/mountinfo, and used when a child cgroup with `cgroup.kill`
  * (Linux 5.14+) can be made in it and the runtime can move itself in and out. Elsewhere (a
  * read-only /sys/fs/cgroup, as in most Pods) this is off and ./descendants alone finds what to
@@ -71,11 +73,17 @@ export class CommandCgroups {
       void cgroup.remove();
       return { child: start() };
     }
+    let child: T;
     try {
-      return { child: start(), cgroup };
-    } finally {
+      child = start();
+    } catch (err) {
+      // Nothing was started (spawn refused its arguments): the new cgroup would be left empty forever.
       this.moveSelf(this.parent);
+      void cgroup.remove();
+      throw err;
     }
+    this.moveSelf(this.parent);
+    return { child, cgroup };
   }
 
   /** A new, empty cgroup `sandboxd-<name>`, or undefined when it cannot be made. */

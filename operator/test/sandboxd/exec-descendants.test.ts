@@ -146,6 +146,26 @@ test('negative control: the /proc scan alone cannot find that descendant (the li
   }
 }, 25_000);
 
+test('a spawn that throws (arguments Node refuses) leaves no cgroup behind, and the runtime back where it was', async () => {
+  const cgroups = await CommandCgroups.detect();
+  if (!cgroups) {
+    // Without writable cgroups there is nothing to leak; the check below needs them.
+    expect(cgroupsHere).toBe(false);
+    return;
+  }
+  const before = readFileSync('/proc/self/cgroup', 'utf8');
+  const dir = ownCgroupDir(before, readFileSync('/proc/self/mountinfo', 'utf8'));
+  const made = () => readdirSync(dir!).filter((n) => n.startsWith('sandboxd-leak'));
+  expect(() => cgroups.spawnIn('leak0', () => {
+    // Inside the new cgroup now (the negative control that one was made).
+    expect(made()).toEqual(['sandboxd-leak0']);
+    throw new TypeError('The argument \'args\' must be a string without null bytes');
+  })).toThrow(/null bytes/);
+  await new Promise((r) => setTimeout(r, 50));
+  expect(made()).toEqual([]);
+  expect(readFileSync('/proc/self/cgroup', 'utf8')).toBe(before);
+});
+
 test('ownCgroupDir: the cgroup2 mount and this process\'s path in it', () => {
   const mountinfo = [
     '24 1 0:22 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory',
