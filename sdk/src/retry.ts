@@ -2,7 +2,10 @@
  * Retries where they are safe: a request the caller marked idempotent (reads, overwriting writes,
  * deletes) is tried again after a connection error or a 429/502/503/504, with exponential backoff
  * and jitter, a bound on attempts and on each wait, and `Retry-After` honoured within that bound.
- * A request that is not idempotent (`run`, streamed uploads) is sent once.
+ * A request that is not idempotent (`run`, streamed uploads) is sent again only after a refusal
+ * that says nothing ran: a 429 or 503 with `Retry-After`, which the router sends when a limit or
+ * an unreachable API server stops a request before it is forwarded, and the runtime when it is
+ * running as many commands as it may.
  */
 import { SandboxConnectionError, SandboxHttpError } from './errors.js';
 
@@ -35,19 +38,25 @@ export function backoffMs(options: RetryOptions, attempt: number, retryAfterSeco
   return exp / 2 + random() * (exp / 2);
 }
 
-/** Runs `fn` up to `attempts` times while `idempotent` and the error is retriable. */
+/** Whether `err` is a refusal that guarantees nothing ran: 429 or 503 with Retry-After. */
+export function refusedUnprocessed(err: unknown): boolean {
+  return err instanceof SandboxHttpError && (err.status === 429 || err.status === 503) && err.retryAfterSeconds !== undefined;
+}
+
+/** Runs `fn` up to `attempts` times: any retriable error when `idempotent`, else only refusals that say nothing ran. */
 export async function withRetries<T>(
   fn: () => Promise<T>,
   idempotent: boolean,
   options: RetryOptions,
   signal?: AbortSignal,
 ): Promise<T> {
-  const attempts = idempotent ? Math.max(1, options.attempts ?? 4) : 1;
+  const attempts = Math.max(1, options.attempts ?? 4);
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();
     } catch (err) {
-      if (attempt >= attempts || !retriable(err) || signal?.aborted) throw err;
+      const again = idempotent ? retriable(err) : refusedUnprocessed(err);
+      if (attempt >= attempts || !again || signal?.aborted) throw err;
       const retryAfter = err instanceof SandboxHttpError ? err.retryAfterSeconds : undefined;
       await sleep(backoffMs(options, attempt, retryAfter), signal);
     }

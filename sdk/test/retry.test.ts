@@ -80,6 +80,28 @@ test('run is sent once on a 502 unless the caller opts in', async () => {
   }
 });
 
+test('run is sent again after a refusal that says nothing ran (429 or 503 with Retry-After), and only then', async () => {
+  const server = await scripted([
+    json(429, { detail: 'Too many new tokens; retry later.' }, { 'retry-after': '0' }),
+    json(503, { detail: 'Cannot check the credentials now (TokenReview: timeout); retry later.' }, { 'retry-after': '0' }),
+    json(200, { stdout: 'ok\n', stderr: '', exit_code: 0 }),
+  ]);
+  try {
+    expect((await handleFor(server.url).run('echo ok')).stdout).toBe('ok\n');
+    expect(server.seen.map((x) => x.method)).toEqual(['POST', 'POST', 'POST']);
+  } finally {
+    await server.close();
+  }
+  // Negative control: a 503 without Retry-After (the sandbox may have run it) is not sent again.
+  const plain = await scripted([json(503, { detail: 'Sandbox default/sb-test is not ready.' }), json(200, { stdout: 'twice\n', stderr: '', exit_code: 0 })]);
+  try {
+    await expect(handleFor(plain.url).run('echo once')).rejects.toMatchObject({ status: 503 });
+    expect(plain.seen).toHaveLength(1);
+  } finally {
+    await plain.close();
+  }
+});
+
 test('a 4xx is never retried', async () => {
   const server = await scripted([json(404, { detail: 'Sandbox default/sb-test not found.' })]);
   try {
