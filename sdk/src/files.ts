@@ -58,7 +58,7 @@ export class RuntimeFiles implements SandboxFiles {
     const relative = filePath(path);
     const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? content : undefined;
     const body = bytes ?? (content instanceof Readable ? content : Readable.from(content as AsyncIterable<Uint8Array>));
-    await this.api.upload(relative, body, { ...this.call(options), idempotent: bytes !== undefined });
+    await this.api.upload(relative, body, { ...this.call(options), idempotent: bytes !== undefined, replayable: bytes !== undefined });
   }
 
   public async read(path: string, options: FileCallOptions = {}): Promise<Buffer> {

@@ -2,10 +2,11 @@
  * Retries where they are safe: a request the caller marked idempotent (reads, overwriting writes,
  * deletes) is tried again after a connection error or a 429/502/503/504, with exponential backoff
  * and jitter, a bound on attempts and on each wait, and `Retry-After` honoured within that bound.
- * A request that is not idempotent (`run`, streamed uploads) is sent again only after a refusal
+ * A request that is not idempotent (`run`) is sent again only after a refusal
  * that says nothing ran: a 429 or 503 with `Retry-After`, which the router sends when a limit or
  * an unreachable API server stops a request before it is forwarded, and the runtime when it is
- * running as many commands as it may.
+ * running as many commands as it may. A streamed upload, whose body the first attempt consumed, is
+ * sent once.
  */
 import { SandboxConnectionError, SandboxHttpError } from './errors.js';
 
@@ -43,14 +44,19 @@ export function refusedUnprocessed(err: unknown): boolean {
   return err instanceof SandboxHttpError && (err.status === 429 || err.status === 503) && err.retryAfterSeconds !== undefined;
 }
 
-/** Runs `fn` up to `attempts` times: any retriable error when `idempotent`, else only refusals that say nothing ran. */
+/**
+ * Runs `fn` up to `attempts` times: any retriable error when `idempotent`, else only refusals that
+ * say nothing ran; never again when the request cannot be sent again (`replayable` false: a
+ * streamed body is consumed by the first attempt).
+ */
 export async function withRetries<T>(
   fn: () => Promise<T>,
   idempotent: boolean,
   options: RetryOptions,
   signal?: AbortSignal,
+  replayable = true,
 ): Promise<T> {
-  const attempts = Math.max(1, options.attempts ?? 4);
+  const attempts = replayable ? Math.max(1, options.attempts ?? 4) : 1;
   for (let attempt = 1; ; attempt++) {
     try {
       return await fn();

@@ -27,6 +27,8 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
   /** Try again on connection errors and 429/502/503/504 (only for requests that are safe to repeat). */
   readonly idempotent: boolean;
+  /** False when the request cannot be sent again (a streamed body). @default true */
+  readonly replayable?: boolean;
   /** The answer's body is read whole: it may pause between chunks for at most `timeoutMs`. */
   readonly bufferedBody?: boolean;
 }
@@ -120,7 +122,7 @@ export class RuntimeApi {
         method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox,
       });
       return read(res);
-    }, options.idempotent, this.retry, options.signal));
+    }, options.idempotent, this.retry, options.signal, options.replayable ?? true));
   }
 }
 

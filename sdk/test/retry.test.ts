@@ -6,6 +6,7 @@
  */
 import * as http from 'node:http';
 import { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
 import { handleFor } from './handle';
 import { SandboxConnectionError, SandboxHttpError } from '../src/errors';
 import { backoffMs } from '../src/retry';
@@ -99,6 +100,17 @@ test('run is sent again after a refusal that says nothing ran (429 or 503 with R
     expect(plain.seen).toHaveLength(1);
   } finally {
     await plain.close();
+  }
+});
+
+test('a streamed write is sent once even after a 429 with Retry-After: its body is spent', async () => {
+  const server = await scripted([json(429, { detail: 'Too many new tokens; retry later.' }, { 'retry-after': '0' }), json(200, {})]);
+  try {
+    const stream = Readable.from([Buffer.from('part one, '), Buffer.from('part two')]);
+    await expect(handleFor(server.url).files.write('big.bin', stream)).rejects.toMatchObject({ status: 429 });
+    expect(server.seen).toHaveLength(1);
+  } finally {
+    await server.close();
   }
 });
 
