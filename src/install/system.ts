@@ -58,7 +58,10 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * unbound ClusterRole {@link AgentSandboxSystem.ALLOW_PRIVILEGED_CLUSTER_ROLE} whose holders may
    * waive the other rules for one object with the annotation
    * {@link AgentSandboxSystem.ALLOW_PRIVILEGED_ANNOTATION}. docs/pod-security-standards.md lists
-   * every rule. Needs Kubernetes 1.30 or later.
+   * every rule. Also the `agent-sandbox-ownership` policy: only the operator (and the garbage
+   * collector, removing references) may set or change a Sandbox's SandboxClaim or SandboxWarmPool
+   * ownerReferences and the system labels that claiming and the NetworkPolicy read, which the router
+   * trusts. Needs Kubernetes 1.30 or later.
    * @default true
    */
   readonly admissionPolicy?: boolean;
