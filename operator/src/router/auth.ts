@@ -276,8 +276,6 @@ export class KubernetesAuthorizer implements Authorizer {
   private readonly onTokenReview?: (outcome: TokenReviewOutcome) => void;
   private tokensInFlight = 0;
   private accessInFlight = 0;
-  /** TokenReviews sent, for tests and the metrics. */
-  public tokenReviews = 0;
 
   public constructor(private readonly reviewer: Reviewer, options: KubernetesAuthorizerOptions = {}) {
     const ttl = options.ttlMs ?? 10_000;
@@ -359,7 +357,6 @@ export class KubernetesAuthorizer implements Authorizer {
     }
     let result: TokenReviewResult | undefined;
     try {
-      this.tokenReviews++;
       result = await this.bounded('tokens', () => this.reviewer.tokenReview(token, bound ? [this.audience] : undefined));
     } catch (err) {
       this.report('error');
