@@ -25,7 +25,12 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // reaches a kubeconfig's proxy-url through the agents client-node uses (hpagent, socks-proxy-agent).
   // The in-sandbox runtime reads multipart uploads with busboy (streaming, bounded memory).
   devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0',
-    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10', 'busboy@^1.6.0', '@types/busboy@^1.5.5'],
+    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10', 'busboy@^1.6.0', '@types/busboy@^1.5.5',
+    // The MCP server (mcp/) and the SDK's agent-framework adapters (sdk/src/tools): mcp/ imports the SDK by
+    // its package name, linked here from sdk/; the frameworks are the adapters' optional peers, installed
+    // here for their tests (ai 6 and openai 6: their next majors need Node 22).
+    '@cdk8s-agent-sandbox/sdk@file:sdk', '@modelcontextprotocol/sdk@^1.32.2', 'zod@^4.6.7',
+    'openai@^6.30.1', '@anthropic-ai/sdk@^1.16.0', 'ai@^6.0.333', '@langchain/core@^1.4.0'],
   keywords: ['cdk8s', 'kubernetes', 'agent-sandbox', 'sandbox', 'gvisor', 'kata', 'ai-agents'],
   publishToPypi: { distName: 'cdk8s-agent-sandbox', module: 'cdk8s_agent_sandbox' },
   publishToMaven: {
