@@ -237,7 +237,8 @@ export class SandboxdServer {
       if (rawPath === '/healthz') {
         return sendJson(res, this.draining ? 503 : 200, this.draining ? { status: 'draining' } : { status: 'ok' });
       }
-      return sendJson(res, 200, { status: 'ok', message: 'Sandbox Runtime is active.' });
+      // grpc_port: where sandboxd's gRPC ProcessService listens, when it does (the SDK's PTY sessions find it here).
+      return sendJson(res, 200, { status: 'ok', message: 'Sandbox Runtime is active.', ...(this.grpcPort !== undefined ? { grpc_port: this.grpcPort } : {}) });
     }
     const route = routeOf(rawPath);
     if (!route) return discard(req, res, 404, { detail: 'Not Found' });
@@ -297,8 +298,10 @@ export class SandboxdServer {
       const confined = await confine(this.root, request.cwd);
       if (!confined.ok) return accessDenied(res, confined.reason);
       cwd = confined.path;
+      // Refused like a path outside the workspace (`message` and `reason`, no `detail`: what the SDK
+      // reads as a path refusal), as 404. cwd is this runtime's extension: upstream clients never send it.
       if (!(await fsp.stat(cwd).then((st) => st.isDirectory(), () => false))) {
-        return sendJson(res, 200, { stdout: '', stderr: `Failed to execute command: cwd "${request.cwd}" is not a directory`, exit_code: 1, timed_out: false });
+        return sendJson(res, 404, { message: 'cwd not found', reason: `cwd "${request.cwd}" is not a directory in the workspace` });
       }
     }
     let env: NodeJS.ProcessEnv | undefined;

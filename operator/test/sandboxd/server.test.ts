@@ -28,6 +28,17 @@ describe('the legacy runtime API', () => {
     expect(json(reply)).toEqual({ status: 'ok', message: 'Sandbox Runtime is active.' });
   });
 
+  test('GET / names the gRPC ProcessService\'s port when it listens (the SDK\'s PTY sessions find it there)', async () => {
+    const withGrpc = await start({ grpcPort: 0 });
+    try {
+      expect(json(await request(withGrpc.port, 'GET', '/'))).toEqual({
+        status: 'ok', message: 'Sandbox Runtime is active.', grpc_port: withGrpc.server.grpcAddress!.port,
+      });
+    } finally {
+      await withGrpc.server.drain(1000);
+    }
+  });
+
   test('unknown routes 404 and wrong methods 405, FastAPI-shaped', async () => {
     expect(json(await request(port, 'GET', '/nope'))).toEqual({ detail: 'Not Found' });
     const reply = await request(port, 'GET', '/execute');
@@ -71,7 +82,8 @@ describe('the legacy runtime API', () => {
     const body = json(await exec(port, { command: 'echo "$GREETING" && pwd', shell: true, env: { GREETING: 'hello' }, cwd: 'sub' }));
     expect(body.stdout).toBe(`hello\n${workspace}/sub\n`);
     expect((await exec(port, { command: 'pwd', cwd: '../..' })).status).toBe(403);
-    expect(json(await exec(port, { command: 'pwd', cwd: 'no/such/dir' })).stderr).toMatch(/is not a directory/);
+    const missing = await exec(port, { command: 'pwd', cwd: 'no/such/dir' });
+    expect([missing.status, json(missing)]).toEqual([404, { message: 'cwd not found', reason: 'cwd "no/such/dir" is not a directory in the workspace' }]);
   });
 
   test('a timeout kills the whole process tree and reports timed_out with exit 124', async () => {
