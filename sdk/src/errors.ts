@@ -23,7 +23,7 @@ export class SandboxConfigError extends SandboxError {
   }
 }
 
-/** The router or the runtime answered with an error status. */
+/** The router or the runtime answered with an error status. Which subclass, by the answer's shape: see `httpErrorOf`. */
 export class SandboxHttpError extends SandboxError {
   public override readonly name: string = 'SandboxHttpError';
   /** The parsed JSON body (`{"detail": ...}` from the router, `{"message": ...}` from the runtime), or the text. */
@@ -37,6 +37,7 @@ export class SandboxHttpError extends SandboxError {
     public readonly status: number,
     body: unknown,
     public readonly method: string,
+    /** The request's path as the caller named it (a file call shows the file's path as given, not as encoded on the wire). */
     public readonly path: string,
     sandbox?: string,
   ) {
@@ -47,9 +48,83 @@ export class SandboxHttpError extends SandboxError {
   }
 }
 
-/** 401 or 403: the router (or runtime) refused the caller's credentials. */
+/** 401, or a 403 that is no path refusal: the router (or runtime) refused the caller's credentials or rights. */
 export class SandboxAuthError extends SandboxHttpError {
   public override readonly name = 'SandboxAuthError';
+}
+
+/** What a path refusal is about: a file path, or a command's working directory. */
+export interface PathSubject {
+  readonly field: 'path' | 'cwd';
+  /** As the caller gave it. */
+  readonly path: string;
+}
+
+/**
+ * The runtime refused a path: a file path or `cwd` that leaves the workspace (403, also through a
+ * symbolic link), one the runtime may not read (403), or a `cwd` that is no directory (404). Not an
+ * authentication problem: the credentials were fine. `path` is the refused path as the caller gave
+ * it, `field` says which argument it was, `reason` is the runtime's explanation.
+ */
+export class SandboxPathError extends SandboxHttpError {
+  public override readonly name = 'SandboxPathError';
+  public readonly field: 'path' | 'cwd';
+  public readonly reason: string;
+  /** The request's path (`path` is the refused one). */
+  public readonly requestPath: string;
+
+  public constructor(status: number, body: unknown, method: string, requestPath: string, subject: PathSubject, reason: string, sandbox?: string) {
+    super(status, body, method, subject.path, sandbox);
+    this.field = subject.field;
+    this.reason = reason;
+    this.requestPath = requestPath;
+    this.message = `${method} ${requestPath}${sandbox ? ` (sandbox ${sandbox})` : ''}: HTTP ${status}: the runtime refused ${subject.field} "${subject.path}": ${reason}`;
+  }
+}
+
+/**
+ * The Sandbox is suspended (its `spec.operatingMode` is Suspended): the router refused the request
+ * at once, nothing ran. Call `resume()` on the handle (or set the mode to Running) and try again.
+ */
+export class SandboxSuspendedError extends SandboxHttpError {
+  public override readonly name = 'SandboxSuspendedError';
+
+  public constructor(status: number, body: unknown, method: string, path: string, sandbox?: string) {
+    super(status, body, method, path, sandbox);
+    this.message = `sandbox ${sandbox ?? '(unnamed)'} is suspended: call resume() on its handle (or set its spec.operatingMode to Running) before using it (${method} ${path}: HTTP ${status})`;
+  }
+}
+
+/** The router's reason for refusing a suspended sandbox: its `X-Sandbox-Reason` header and its body's `reason`. */
+export const SUSPENDED_REASON = 'SandboxSuspended';
+/** The header the router names the reason of its own refusals in (HTTP and gRPC alike). */
+export const REASON_HEADER = 'x-sandbox-reason';
+
+/**
+ * The error for an error answer, decided by the answer's shape, never by its wording:
+ * - 409 with `X-Sandbox-Reason: SandboxSuspended` (or `"reason": "SandboxSuspended"` in the body):
+ *   the router's refusal of a suspended sandbox → SandboxSuspendedError.
+ * - 403 or 404 whose JSON body has a string `reason` and a string `message` and no `detail`: the
+ *   runtime's refusal of a path (`{"message": "Access denied", "reason": ...}`, upstream's 403 with
+ *   our `reason`; `{"message": "cwd not found", "reason": ...}`) → SandboxPathError. The router's own
+ *   refusals always carry `detail` (its 403 is `{"detail": "forbidden"}`), and so do the runtime's
+ *   401s; a plain missing file is `{"message": "File not found"}` (no `reason`), a SandboxHttpError.
+ * - 401, and any other 403 → SandboxAuthError.
+ * - anything else → SandboxHttpError.
+ * `subject` names the path the request was about, when the caller knows it.
+ */
+export function httpErrorOf(
+  status: number, body: unknown, headers: Readonly<Record<string, unknown>>, method: string, path: string, sandbox?: string, subject?: PathSubject,
+): SandboxHttpError {
+  const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body as Record<string, unknown> : undefined;
+  if (status === 409 && (headers[REASON_HEADER] === SUSPENDED_REASON || record?.reason === SUSPENDED_REASON)) {
+    return new SandboxSuspendedError(status, body, method, path, sandbox);
+  }
+  if ((status === 403 || status === 404) && record && typeof record.reason === 'string' && typeof record.message === 'string' && !('detail' in record)) {
+    return new SandboxPathError(status, body, method, path, subject ?? { field: 'path', path }, record.reason, sandbox);
+  }
+  if (status === 401 || status === 403) return new SandboxAuthError(status, body, method, path, sandbox);
+  return new SandboxHttpError(status, body, method, path, sandbox);
 }
 
 /** The request got no answer: connection refused or reset, or the port-forward failed. */

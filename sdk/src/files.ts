@@ -1,10 +1,13 @@
 /**
  * `sandbox.files`: write, read, list, check and remove files in the sandbox's workspace over the
- * runtime's legacy API. Paths are relative to the workspace (`/a` means `a`). Buffers and strings
+ * runtime's legacy API. Paths are relative to the workspace (`/a` means `a`); a path the runtime
+ * refuses (it leaves the workspace through a link, or may not be read) is a SandboxPathError naming
+ * the path as the caller gave it. Buffers and strings
  * are idempotent overwrites and retried on connection errors and 502/503/504; a streamed write is
  * sent once; reads and listings are retried; large files stream both ways.
  */
 import { Readable } from 'node:stream';
+import { PathSubject } from './errors.js';
 import { readAll } from './http.js';
 import { directoryPath, filePath } from './paths.js';
 import { RuntimeApi } from './runtime-api.js';
@@ -58,14 +61,14 @@ export class RuntimeFiles implements SandboxFiles {
     const relative = filePath(path);
     const bytes = typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? content : undefined;
     const body = bytes ?? (content instanceof Readable ? content : Readable.from(content as AsyncIterable<Uint8Array>));
-    await this.api.upload(relative, body, { ...this.call(options), idempotent: bytes !== undefined, replayable: bytes !== undefined });
+    await this.api.upload(relative, body, { ...this.call(options, path), idempotent: bytes !== undefined, replayable: bytes !== undefined });
   }
 
   public async read(path: string, options: FileCallOptions = {}): Promise<Buffer> {
     this.ensureOpen();
     // The whole exchange is one retriable unit: a connection cut mid-body is tried again.
     const relative = filePath(path);
-    return this.api.download(relative, { ...this.call(options), idempotent: true, bufferedBody: true }, readAll);
+    return this.api.download(relative, { ...this.call(options, path), idempotent: true, bufferedBody: true }, readAll);
   }
 
   public async readText(path: string, options: FileCallOptions = {}): Promise<string> {
@@ -74,12 +77,12 @@ export class RuntimeFiles implements SandboxFiles {
 
   public async readStream(path: string, options: FileCallOptions = {}): Promise<Readable> {
     this.ensureOpen();
-    return this.api.download(filePath(path), { ...this.call(options), idempotent: true }, async (body) => body);
+    return this.api.download(filePath(path), { ...this.call(options, path), idempotent: true }, async (body) => body);
   }
 
   public async list(path = '', options: FileCallOptions = {}): Promise<FileEntry[]> {
     this.ensureOpen();
-    const entries = (await this.api.list(directoryPath(path), { ...this.call(options), idempotent: true })) ?? [];
+    const entries = (await this.api.list(directoryPath(path), { ...this.call(options, path), idempotent: true })) ?? [];
     return entries.map((e) => ({
       name: e.name, type: e.type, size: e.size, ...(e.mod_time ? { modifiedAt: new Date(e.mod_time * 1000) } : {}),
     }));
@@ -87,15 +90,16 @@ export class RuntimeFiles implements SandboxFiles {
 
   public async exists(path: string, options: FileCallOptions = {}): Promise<boolean> {
     this.ensureOpen();
-    return (await this.api.exists(directoryPath(path), { ...this.call(options), idempotent: true })).exists === true;
+    return (await this.api.exists(directoryPath(path), { ...this.call(options, path), idempotent: true })).exists === true;
   }
 
   public async remove(path: string, options: RemoveOptions = {}): Promise<void> {
     this.ensureOpen();
-    await this.api.remove(filePath(path), options.recursive ?? false, { ...this.call(options), idempotent: true });
+    await this.api.remove(filePath(path), options.recursive ?? false, { ...this.call(options, path), idempotent: true });
   }
 
-  private call(options: FileCallOptions): { timeoutMs: number; signal?: AbortSignal } {
-    return { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, signal: options.signal };
+  /** The options of a call about `path` (as the caller gave it: a refusal names it). */
+  private call(options: FileCallOptions, path: string): { timeoutMs: number; signal?: AbortSignal; subject: PathSubject } {
+    return { timeoutMs: options.timeoutMs ?? this.defaultTimeoutMs, signal: options.signal, subject: { field: 'path', path } };
   }
 }

@@ -1,7 +1,9 @@
 /**
  * One HTTP exchange with the router or the runtime over node:http(s), with keep-alive agents, a
  * per-request time limit, an AbortSignal, streamed bodies both ways, and the SDK's errors: an error
- * status becomes a SandboxHttpError (SandboxAuthError for 401/403) carrying the parsed body, and a
+ * status becomes a SandboxHttpError carrying the parsed body (SandboxAuthError, SandboxPathError or
+ * SandboxSuspendedError by the answer's shape: see `httpErrorOf`), with the request's path as the
+ * caller named it, and a
  * request without an answer becomes a SandboxConnectionError or a SandboxTimeoutError. The signal
  * holds until the answer's body has ended (an abort destroys the body), and a body read whole may
  * pause between chunks for at most the time limit.
@@ -9,7 +11,8 @@
 import * as http from 'node:http';
 import * as https from 'node:https';
 import { Readable } from 'node:stream';
-import { SandboxAuthError, SandboxConnectionError, SandboxHttpError, SandboxTimeoutError } from './errors.js';
+import { PathSubject, SandboxConnectionError, SandboxHttpError, SandboxTimeoutError, httpErrorOf } from './errors.js';
+import { shownRequestPath } from './paths.js';
 
 export type Body = string | Uint8Array | Readable | undefined;
 
@@ -26,6 +29,8 @@ export interface HttpRequest {
   readonly signal?: AbortSignal;
   /** Names the sandbox in errors. */
   readonly sandbox?: string;
+  /** The path (or cwd) the request is about, as the caller gave it: a SandboxPathError names it. */
+  readonly subject?: PathSubject;
 }
 
 export interface HttpResponse {
@@ -57,6 +62,7 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
   const url = new URL(req.url);
   const secure = url.protocol === 'https:';
   const path = `${url.pathname}${url.search}`;
+  const shown = shownRequestPath(url.pathname);
   return new Promise<HttpResponse>((resolve, reject) => {
     if (req.signal?.aborted) return reject(req.signal.reason);
     const headers: Record<string, string> = { ...req.headers };
@@ -79,7 +85,7 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       if (req.body instanceof Readable) req.body.destroy();
       reject(err);
     };
-    const timer = setTimeout(() => fail(new SandboxTimeoutError(`${req.method} ${url.pathname}: no answer within ${req.timeoutMs} ms`, { sandbox: req.sandbox })), req.timeoutMs);
+    const timer = setTimeout(() => fail(new SandboxTimeoutError(`${req.method} ${shown}: no answer within ${req.timeoutMs} ms`, { sandbox: req.sandbox })), req.timeoutMs);
     let response: http.IncomingMessage | undefined;
     const onAbort = () => (response ? destroyBody(response, req.signal!.reason) : fail(req.signal!.reason));
     req.signal?.addEventListener('abort', onAbort, { once: true });
@@ -95,12 +101,12 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       if (req.bufferedBody) {
         bodyIdle.set(res, {
           ms: req.timeoutMs,
-          error: () => new SandboxTimeoutError(`${req.method} ${url.pathname}: the answer's body stalled for ${req.timeoutMs} ms`, { sandbox: req.sandbox }),
+          error: () => new SandboxTimeoutError(`${req.method} ${shown}: the answer's body stalled for ${req.timeoutMs} ms`, { sandbox: req.sandbox }),
         });
       }
     };
     outgoing.on('error', (err: NodeJS.ErrnoException) => {
-      fail(new SandboxConnectionError(`${req.method} ${url.pathname}: ${err.message}`, err.code, { sandbox: req.sandbox, cause: err }));
+      fail(new SandboxConnectionError(`${req.method} ${shown}: ${err.message}`, err.code, { sandbox: req.sandbox, cause: err }));
     });
     outgoing.on('response', (res) => {
       if (settled) return res.resume();
@@ -111,8 +117,7 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
         return resolve({ status, headers: res.headers, body: res });
       }
       readLimited(res, MAX_ERROR_BODY).then((text) => {
-        const ErrorClass = status === 401 || status === 403 ? SandboxAuthError : SandboxHttpError;
-        const err = new ErrorClass(status, parseBody(text), req.method, url.pathname, req.sandbox);
+        const err = httpErrorOf(status, parseBody(text), res.headers, req.method, shown, req.sandbox, req.subject);
         const retryAfter = Number(res.headers['retry-after']);
         if (res.headers['retry-after'] !== undefined && Number.isFinite(retryAfter)) err.retryAfterSeconds = retryAfter;
         fail(err);
@@ -160,7 +165,7 @@ export async function sendJson<T>(req: HttpRequest): Promise<T> {
   try {
     return JSON.parse(text) as T;
   } catch {
-    throw new SandboxHttpError(res.status, text, req.method, new URL(req.url).pathname, req.sandbox);
+    throw new SandboxHttpError(res.status, text, req.method, shownRequestPath(new URL(req.url).pathname), req.sandbox);
   }
 }
 

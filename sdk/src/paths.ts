@@ -33,3 +33,21 @@ export function directoryPath(value: string, field = 'path'): string {
 export function encodeLegacyPath(relative: string): string {
   return encodeURIComponent(encodeURIComponent(relative));
 }
+
+/** The legacy routes whose last segment is a path encoded by `encodeLegacyPath`. */
+const LEGACY_PATH_ROUTE = /^\/(download|list|exists|delete)\/([^/]*)$/;
+
+/**
+ * A request's URL path as errors show it: a legacy path route shows the path as the caller named
+ * it (`/download/missing/file.txt`), not as encoded twice for the wire (`missing%252Ffile.txt`);
+ * any other path is shown as it is.
+ */
+export function shownRequestPath(pathname: string): string {
+  const match = LEGACY_PATH_ROUTE.exec(pathname);
+  if (!match) return pathname;
+  try {
+    return `/${match[1]}/${decodeURIComponent(decodeURIComponent(match[2]))}`;
+  } catch {
+    return pathname;
+  }
+}

@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { PathSubject } from './errors.js';
 import { Body, HttpResponse, readAll, send } from './http.js';
 import { encodeLegacyPath } from './paths.js';
 import { RetryOptions, withRetries } from './retry.js';
@@ -31,6 +32,8 @@ export interface CallOptions {
   readonly replayable?: boolean;
   /** The answer's body is read whole: it may pause between chunks for at most `timeoutMs`. */
   readonly bufferedBody?: boolean;
+  /** The path (or cwd) the call is about, as the caller gave it: a refusal of it is a SandboxPathError naming it. */
+  readonly subject?: PathSubject;
 }
 
 export interface ExecuteRequest {
@@ -64,7 +67,8 @@ export class RuntimeApi {
   ) {}
 
   public execute(request: ExecuteRequest, options: CallOptions): Promise<ExecuteResponse> {
-    return this.json<ExecuteResponse>('POST', '/execute', JSON.stringify(request), { 'content-type': 'application/json' }, options);
+    const subject = request.cwd === undefined ? options.subject : { field: 'cwd' as const, path: request.cwd };
+    return this.json<ExecuteResponse>('POST', '/execute', JSON.stringify(request), { 'content-type': 'application/json' }, { ...options, subject });
   }
 
   /** Uploads `content` to `relative` (multipart, as the legacy runtime takes it). */
@@ -119,7 +123,7 @@ export class RuntimeApi {
       const all: Record<string, string> = { ...endpoint.headers, ...headers, ...this.tracing.headers() };
       if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(options.timeoutMs / 1000);
       const res = await send({
-        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox,
+        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox, subject: options.subject,
       });
       return read(res);
     }, options.idempotent, this.retry, options.signal, options.replayable ?? true));
