@@ -14,7 +14,7 @@ import { registerForCleanup } from './cleanup.js';
 import { Connection, Connector } from './connection.js';
 import { Duration, durationMs, rfc3339Seconds } from './duration.js';
 import { SandboxApiError, SandboxConfigError } from './errors.js';
-import { KubeApi } from './kube.js';
+import { KubeApi, type KubeConfigLike } from './kube.js';
 import { ProcessClient } from './process-client.js';
 import { RetryOptions } from './retry.js';
 import { RouterTokens, type RouterTokenOptions } from './router-token.js';
@@ -25,10 +25,10 @@ import { CLAIMS, CLIENT_FIRST_REQUESTED_AT, CREATED_BY_LABEL, CREATED_BY_VALUE, 
 
 export interface SandboxClientOptions {
   /**
-   * Kubernetes credentials: a kubeconfig file path or a loaded KubeConfig. Default: `$KUBECONFIG`,
-   * then `~/.kube/config`, then the in-cluster service account.
+   * Kubernetes credentials: a kubeconfig file path or a loaded KubeConfig of @kubernetes/client-node.
+   * Default: `$KUBECONFIG`, then `~/.kube/config`, then the in-cluster service account.
    */
-  readonly kubeconfig?: string | KubeConfig;
+  readonly kubeconfig?: string | KubeConfigLike;
   /** The kubeconfig context to use. @default its current context */
   readonly context?: string;
   /** Use the Pod's service account (in-cluster config) even when a kubeconfig exists. @default false */
@@ -202,8 +202,15 @@ export class SandboxClient implements AsyncDisposable {
   }
 }
 
-function loadKubeConfig(options: SandboxClientOptions): KubeConfig {
-  if (options.kubeconfig instanceof KubeConfig) return options.kubeconfig;
+function loadKubeConfig(options: SandboxClientOptions): KubeConfigLike {
+  const given = options.kubeconfig;
+  // By its methods rather than instanceof: the caller's client-node may be another copy than the SDK's.
+  if (typeof given === 'object' && given !== null) {
+    if (typeof given.getCurrentCluster !== 'function' || typeof given.applyToHTTPSOptions !== 'function' || typeof given.applyToFetchOptions !== 'function') {
+      throw new SandboxConfigError('kubeconfig', 'must be a kubeconfig file path or a loaded KubeConfig of @kubernetes/client-node');
+    }
+    return given;
+  }
   const kc = new KubeConfig();
   if (options.inCluster) kc.loadFromCluster();
   else if (typeof options.kubeconfig === 'string') loadFile(kc, options.kubeconfig);

@@ -3,8 +3,14 @@
  * claim a sandbox from a warm pool, run commands and move files in it through the sandbox router,
  * and let it go. See README.md.
  */
+// The declarations use Node's types (Buffer, streams) and AsyncDisposable: these keep them in the
+// .d.ts, so a consumer gets them whatever its `types` and `lib` (TypeScript 6 includes no @types by
+// default). kube.ts has them too, for entry points that do not come through here.
+/// <reference types="node" preserve="true" />
+/// <reference lib="esnext.disposable" preserve="true" />
 export { SandboxClient } from './client.js';
 export type { SandboxClientOptions, ClaimOptions, ConnectOptions } from './client.js';
+export type { KubeConfigLike } from './kube.js';
 export { Sandbox } from './sandbox.js';
 export type { SandboxHandle, RunOptions, RunResult, WaitOptions } from './sandbox.js';
 export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptions } from './files.js';

@@ -5,9 +5,13 @@
  * merge-patch and delete of one object) go out here with the credentials it applies, so their
  * errors carry the API server's status and Status body as a SandboxApiError.
  */
+// Node's types and AsyncDisposable for the declarations of every entry point (see index.ts): each
+// one that names a client or a Sandbox reaches kube.d.ts.
+/// <reference types="node" preserve="true" />
+/// <reference lib="esnext.disposable" preserve="true" />
 import * as http from 'node:http';
 import * as https from 'node:https';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import { Watch, type KubeConfig } from '@kubernetes/client-node';
 import { SandboxApiError } from './errors.js';
 
 export interface ResourceNames {
@@ -22,6 +26,22 @@ export interface WatchEvent {
   readonly object: any;
 }
 
+/**
+ * A loaded KubeConfig of @kubernetes/client-node (`new KubeConfig()` then `loadFrom...`), typed by
+ * the three methods the SDK and client-node's Watch and PortForward call on it. The SDK's own
+ * declarations name this rather than client-node's class, whose declarations need @types/ws, which
+ * client-node does not install: a project that type-checks its dependencies (`skipLibCheck: false`)
+ * needs nothing besides this package. Every client-node 1.x KubeConfig is one.
+ */
+export interface KubeConfigLike {
+  /** The current context's cluster: the API server the SDK talks to is its `server`. */
+  getCurrentCluster(): { readonly server: string } | null;
+  /** Adds the current user's credentials (token, client certificate, exec plugin) and CA to request options. */
+  applyToHTTPSOptions(options: object): Promise<void>;
+  /** The same for a fetch request (client-node's Watch). */
+  applyToFetchOptions(options: object): Promise<object>;
+}
+
 const REQUEST_TIMEOUT_MS = 30_000;
 
 export class KubeApi {
@@ -31,7 +51,7 @@ export class KubeApi {
     return name === undefined ? base : `${base}/${encodeURIComponent(name)}`;
   }
 
-  public constructor(public readonly config: KubeConfig) {}
+  public constructor(public readonly config: KubeConfigLike) {}
 
   public get<T = any>(path: string): Promise<T> {
     return this.request<T>('GET', path);
@@ -93,7 +113,7 @@ export class KubeApi {
       };
       const onAbort = () => finish(() => reject(signal.reason));
       signal.addEventListener('abort', onAbort, { once: true });
-      new Watch(this.config).watch(path, { ...params, allowWatchBookmarks: true }, (type, object) => {
+      new Watch(this.config as KubeConfig).watch(path, { ...params, allowWatchBookmarks: true }, (type, object) => {
         if (settled) return;
         try {
           if (onEvent({ type, object })) finish(() => resolve(true));

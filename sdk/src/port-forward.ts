@@ -5,7 +5,7 @@
  * `targetPort`, named or numbered). The Pod is looked up again after a forward fails.
  */
 import * as net from 'node:net';
-import { PortForward } from '@kubernetes/client-node';
+import { PortForward, type KubeConfig } from '@kubernetes/client-node';
 import { SandboxConnectionError } from './errors.js';
 import { KubeApi } from './kube.js';
 
@@ -86,7 +86,8 @@ export class ServicePortForward {
     socket.on('close', () => this.sockets.delete(socket));
     socket.on('error', () => socket.destroy());
     this.resolveTarget().then(async (target) => {
-      const ws = await new PortForward(this.api.config, true).portForward(this.namespace, target.pod, [target.port], socket, null, socket);
+      const forward = new PortForward(this.api.config as KubeConfig, true);
+      const ws = await forward.portForward(this.namespace, target.pod, [target.port], socket, null, socket);
       if (typeof ws === 'function') return; // only with retries, which are not asked for
       // client-node closes the WebSocket only when the socket ends, and never ends the socket: tie
       // the two, or a destroyed socket (close()) leaves an open WebSocket that keeps the process alive.

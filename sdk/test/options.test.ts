@@ -74,6 +74,23 @@ describe('credentials', () => {
       }
     }
   });
+
+  test('an object that is not a loaded KubeConfig is a SandboxConfigError naming kubeconfig (not silently the default)', () => {
+    expect(() => new SandboxClient({ kubeconfig: { getCurrentCluster: () => null } as any })).toThrow(/^kubeconfig: must be a kubeconfig file path or a loaded KubeConfig/);
+  });
+
+  test('a KubeConfig is taken by its methods, so one from another copy of client-node works', async () => {
+    // Not an instance of the SDK's client-node KubeConfig: only the three methods the SDK calls.
+    const called = new Set<string>();
+    const kubeconfig = {
+      getCurrentCluster: () => (called.add('getCurrentCluster'), { server: 'https://127.0.0.1:1' }),
+      applyToHTTPSOptions: async () => void called.add('applyToHTTPSOptions'),
+      applyToFetchOptions: async () => (called.add('applyToFetchOptions'), {}),
+    };
+    const client = new SandboxClient({ kubeconfig, token: null, cleanupOnSignal: false });
+    await expect(client.connect({ claim: 'c', namespace: 'ns', timeoutMs: 1_000 })).rejects.toThrow();
+    expect(called).toContain('getCurrentCluster');
+  });
 });
 
 describe('durations', () => {
