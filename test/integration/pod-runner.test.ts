@@ -2,7 +2,8 @@
  * The pod runner (tools/control-plane/pod-runner.ts) on the real control plane: opted-in Pods get
  * an address of the runner's half of the pod CIDR and a real operator runtime listening on it;
  * status follows the process (a crash makes the Pod not Ready until the restart); deletion stops
- * the process, removes the workspace and the Pod; and neither a SIGKILLed runner nor a runner whose
+ * the process, removes the workspace and the Pod; a workspace on a PersistentVolumeClaim is the bound
+ * volume's directory and outlives the Pod; and neither a SIGKILLed runner nor a runner whose
  * owner went away leaves a process behind.
  */
 import { ChildProcess, spawn } from 'child_process';
@@ -81,7 +82,7 @@ function get(ip: string, port: number, p: string): Promise<{ status: number; bod
   });
 }
 
-function execute(ip: string, command: string): Promise<any> {
+function execute(ip: string, command: string, shell = false): Promise<any> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: ip, port: 8888, path: '/execute', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
       let body = '';
@@ -89,7 +90,7 @@ function execute(ip: string, command: string): Promise<any> {
       res.on('end', () => resolve(JSON.parse(body)));
     });
     req.on('error', reject);
-    req.end(JSON.stringify({ command }));
+    req.end(JSON.stringify({ command, shell }));
   });
 }
 
@@ -165,6 +166,67 @@ test('deleting a Pod stops its runtime gracefully, removes its workspace, then t
   const log = fs.readdirSync(path.join(podRunnerDir(process.env[ENV.workDir]!), 'logs')).find((f) => f.startsWith(`${ns}_deleted_`))!;
   // The runtime's own drain ran: it got SIGTERM, not SIGKILL.
   expect(fs.readFileSync(path.join(podRunnerDir(process.env[ENV.workDir]!), 'logs', log), 'utf8')).toMatch(/"msg":"stopped"/);
+});
+
+test('a runtime whose workspace is a PersistentVolumeClaim works in the bound volume\'s directory, which outlives the Pod', async () => {
+  await kube.create({
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'ws' },
+    spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '64Mi' } } },
+  }, ns);
+  await kube.wait(['pvc/ws', '--for=jsonpath={.status.phase}=Bound'], ns, 60_000);
+  const pv = await kube.getJson(['pv', (await kube.getJson(['pvc', 'ws', '-n', ns])).spec.volumeName]);
+  const volumeDir = pv.spec.hostPath.path;
+  const onClaim = (name: string) => podObject(name, 'true', {
+    command: [...RUNTIME, '--workspace=/workspace'], volumeMounts: [{ name: 'work', mountPath: '/workspace/' }],
+  }, { volumes: [{ name: 'work', persistentVolumeClaim: { claimName: 'ws' } }] });
+
+  const first = await createReady(onClaim('on-claim-1'));
+  const wrote = await execute(first.status.podIP, 'echo "written by the first Pod" > note.txt && pwd', true);
+  expect(wrote).toMatchObject({ exit_code: 0, stdout: `${volumeDir}\n` });
+  await api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name=on-claim-1`, (ev) => (ev.type === 'DELETED' ? true : undefined), {
+    timeoutMs: 30_000,
+    onReady: () => api.call('DELETE', `/api/v1/namespaces/${ns}/pods/on-claim-1`),
+  });
+  // The volume is not the Pod's workspace: deleting the Pod leaves it, as the kubelet leaves a PV.
+  expect(fs.readFileSync(path.join(volumeDir, 'note.txt'), 'utf8')).toBe('written by the first Pod\n');
+
+  const second = await createReady(onClaim('on-claim-2'));
+  expect(await execute(second.status.podIP, 'cat note.txt')).toMatchObject({ exit_code: 0, stdout: 'written by the first Pod\n' });
+  // A claim mounted elsewhere leaves the runtime in the Pod's own workspace.
+  const elsewhere = await createReady(podObject('claim-elsewhere', 'true', {
+    command: [...RUNTIME, '--workspace=/workspace'], volumeMounts: [{ name: 'work', mountPath: '/data' }],
+  }, { volumes: [{ name: 'work', persistentVolumeClaim: { claimName: 'ws' } }] }));
+  expect((await execute(elsewhere.status.podIP, 'pwd')).stdout.trim()).toContain(`${ns}_claim-elsewhere_`);
+});
+
+test('a workspace claim bound to a volume that is no directory of this machine is reported with the field to fix', async () => {
+  const pvName = `${ns}-nfs`;
+  await kube.create({
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: pvName },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: '', nfs: { server: '127.0.0.1', path: '/exports' } },
+  });
+  try {
+    await kube.create({
+      apiVersion: 'v1',
+      kind: 'PersistentVolumeClaim',
+      metadata: { name: 'nfs' },
+      spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', volumeName: pvName, resources: { requests: { storage: '1Gi' } } },
+    }, ns);
+    await kube.wait(['pvc/nfs', '--for=jsonpath={.status.phase}=Bound'], ns, 60_000);
+    const pod = await watchPod('on-nfs', (p) => p.status?.containerStatuses?.[0]?.state?.waiting, () => api.call('POST', `/api/v1/namespaces/${ns}/pods`, podObject('on-nfs', 'true', {
+      command: RUNTIME, volumeMounts: [{ name: 'work', mountPath: '/app' }],
+    }, { volumes: [{ name: 'work', persistentVolumeClaim: { claimName: 'nfs' } }] })));
+    expect(pod.status.containerStatuses[0].state.waiting.reason).toBe('RunContainerError');
+    expect(pod.status.containerStatuses[0].state.waiting.message).toMatch(/spec\.containers\[0\]\.volumeMounts: the workspace volume "work": PersistentVolume ".*-nfs" of claim "nfs" is neither hostPath nor local/);
+  } finally {
+    await kube.kubectl(['delete', 'pod', 'on-nfs', '-n', ns, '--wait=false', '--ignore-not-found']);
+    await kube.kubectl(['delete', 'pvc', 'nfs', '-n', ns, '--wait=false', '--ignore-not-found']);
+    await kube.kubectl(['delete', 'pv', pvName, '--wait=false', '--ignore-not-found']);
+  }
 });
 
 test('deleting a Pod stops every member of its process group, also one that ignores SIGTERM and outlives the command', async () => {

@@ -17,6 +17,7 @@ export interface ContainerSpec {
   readonly args?: string[];
   readonly env?: Array<{ name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath: string } } }>;
   readonly ports?: Array<{ containerPort: number }>;
+  readonly volumeMounts?: Array<{ name: string; mountPath: string }>;
 }
 
 export interface PodContext {
@@ -29,6 +30,12 @@ export interface PodContext {
   readonly bundle: string;
   /** Add --allow-root to runtimes (the runtime refuses uid 0 otherwise). */
   readonly allowRoot: boolean;
+  /**
+   * The Pod's PersistentVolumeClaim volumes by volume name: the bound volume's directory on this
+   * machine, or why the runner cannot mount it. A runtime whose workspace is one of them works in
+   * that directory instead of the Pod's own.
+   */
+  readonly claimVolumes?: ReadonlyMap<string, string | LaunchError>;
 }
 
 /** How the runner decides a container is up. */
@@ -109,13 +116,28 @@ export function expandEnvRefs(value: string, env: NodeJS.ProcessEnv): string {
   });
 }
 
+/**
+ * Where a runtime container's workspace is on this machine: the bound volume's directory when the
+ * container mounts a PersistentVolumeClaim at its `--workspace` (the runtime's default: $SANDBOX_BASE_DIR,
+ * else /app), as the kubelet would mount it there; else the Pod's own workspace.
+ */
+function runtimeWorkspace(container: ContainerSpec, flags: string[], env: NodeJS.ProcessEnv, index: number, pod: PodContext): string {
+  const inContainer = flagValue(flags, 'workspace') ?? (env.SANDBOX_BASE_DIR?.trim() || '/app');
+  const clean = (p: string) => path.posix.normalize(p).replace(/(.)\/+$/, '$1');
+  const mount = (container.volumeMounts ?? []).find((m) => clean(m.mountPath) === clean(inContainer));
+  const dir = mount ? pod.claimVolumes?.get(mount.name) : undefined;
+  if (dir instanceof LaunchError) throw new LaunchError(`spec.containers[${index}].volumeMounts: the workspace volume "${mount!.name}": ${dir.message}`);
+  return dir ?? pod.workspace;
+}
+
 export function launchFor(spec: ContainerSpec, index: number, pod: PodContext): Launch {
   const env = containerEnv(spec, pod);
   const expand = (values?: string[]) => values?.map((v) => expandEnvRefs(v, env));
   const container: ContainerSpec = { ...spec, command: expand(spec.command), args: expand(spec.args) };
   const runtime = runtimeArgs(container);
   if (runtime) {
-    const flags = [...withoutForced(runtime), `--listen-address=${pod.ip}`, `--workspace=${pod.workspace}`];
+    const workspace = runtimeWorkspace(container, runtime, env, index, pod);
+    const flags = [...withoutForced(runtime), `--listen-address=${pod.ip}`, `--workspace=${workspace}`];
     if (pod.allowRoot && !flags.some((f) => /^--allow-root(=|$)/.test(f))) flags.push('--allow-root');
     const port = Number(flagValue(runtime, 'port') ?? 8888);
     return { kind: 'runtime', bin: process.execPath, args: [pod.bundle, 'runtime', ...flags], env, readiness: { kind: 'http', port, path: '/healthz' } };

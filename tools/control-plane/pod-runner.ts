@@ -35,6 +35,10 @@ export const DEFAULT_RUN_VALUE = 'true';
 /** Longest a runner shutdown waits for one Pod's processes before SIGKILL. */
 const SHUTDOWN_GRACE_MS = 10_000;
 const PODS: ResourceType = { group: '', version: 'v1', resource: 'pods', namespaced: true };
+const PVCS: ResourceType = { group: '', version: 'v1', resource: 'persistentvolumeclaims', namespaced: true };
+const PVS: ResourceType = { group: '', version: 'v1', resource: 'persistentvolumes', namespaced: false };
+/** How often a Pod whose claims are not bound yet is looked at again. */
+const CLAIM_RETRY_MS = 500;
 const PORT_FORWARDS: ResourceType = { group: 'kwok.x-k8s.io', version: 'v1alpha1', resource: 'portforwards', namespaced: true };
 const FIELD_MANAGER = 'cdk8s-agent-sandbox-pod-runner';
 
@@ -58,6 +62,7 @@ interface Pod extends KubeObject {
     terminationGracePeriodSeconds?: number;
     containers: Array<import('./pod-command').ContainerSpec>;
     initContainers?: Array<{ name: string; image?: string }>;
+    volumes?: Array<{ name: string; persistentVolumeClaim?: { claimName: string } }>;
   };
   status?: { podIP?: string; conditions?: Array<{ type: string; status: string; lastTransitionTime?: string }> };
 }
@@ -81,6 +86,8 @@ export class PodRunner {
   private readonly ips: IpAllocator;
   private readonly leases = new AddressLeases();
   private readonly pods = new Map<string, RunningPod>();
+  /** Pods (by uid) waiting for their PersistentVolumeClaims to be bound before they run. */
+  private readonly mounting = new Set<string>();
   private readonly labelValue: string;
   private stopped = false;
 
@@ -127,10 +134,66 @@ export class PodRunner {
       void this.terminate(pod, true);
       return;
     }
-    if (!this.pods.has(pod.metadata.uid!)) this.run(pod);
+    const uid = pod.metadata.uid!;
+    if (this.pods.has(uid) || this.mounting.has(uid)) return;
+    if (!(pod.spec.volumes ?? []).some((v) => v.persistentVolumeClaim)) {
+      this.run(pod, new Map());
+      return;
+    }
+    this.mounting.add(uid);
+    void this.mountClaims(pod).then((claims) => {
+      if (claims && this.mounting.delete(uid) && !this.stopped) this.run(pod, claims);
+    });
   }
 
-  private run(pod: Pod): void {
+  /**
+   * The directories of the Pod's PersistentVolumeClaim volumes, as the kubelet waits for them before
+   * starting containers: each claim bound to a hostPath or local PersistentVolume (what this
+   * cluster's provisioner makes) maps to that directory, which outlives the Pod, so a new Pod of
+   * the same claim sees the files. Undefined when the Pod went away meanwhile.
+   */
+  private async mountClaims(pod: Pod): Promise<Map<string, string | LaunchError> | undefined> {
+    const { namespace, name, uid } = pod.metadata;
+    const claims = new Map<string, string | LaunchError>();
+    for (const v of pod.spec.volumes ?? []) {
+      if (!v.persistentVolumeClaim) continue;
+      const claimName = v.persistentVolumeClaim.claimName;
+      for (let waited = false; ; waited = true) {
+        if (!this.mounting.has(uid!) || this.stopped) return undefined;
+        const dir = await this.claimDirectory(namespace!, claimName).catch((e: Error) => {
+          this.opts.log(`${namespace}/${name}: reading PersistentVolumeClaim "${claimName}": ${e.message}`);
+          return undefined;
+        });
+        if (dir !== undefined) {
+          claims.set(v.name, dir);
+          break;
+        }
+        if (!waited) this.opts.log(`${namespace}/${name}: waiting for PersistentVolumeClaim "${claimName}" to be bound`);
+        await new Promise((resolve) => setTimeout(resolve, CLAIM_RETRY_MS));
+      }
+    }
+    return claims;
+  }
+
+  /** The directory of the volume `claim` is bound to; undefined while it is not bound. */
+  private async claimDirectory(namespace: string, claim: string): Promise<string | LaunchError | undefined> {
+    let pvc: KubeObject & { spec?: { volumeName?: string }; status?: { phase?: string } };
+    try {
+      pvc = await this.client.get(PVCS, namespace, claim);
+    } catch (e) {
+      if (e instanceof ApiError && e.statusCode === 404) return undefined;
+      throw e;
+    }
+    if (pvc.status?.phase !== 'Bound' || !pvc.spec?.volumeName) return undefined;
+    type Volume = KubeObject & { spec?: { hostPath?: { path?: string }; local?: { path?: string } } };
+    const pv = await this.client.get<Volume>(PVS, undefined, pvc.spec.volumeName);
+    const dir = pv.spec?.hostPath?.path ?? pv.spec?.local?.path;
+    if (!dir) return new LaunchError(`PersistentVolume "${pv.metadata.name}" of claim "${claim}" is neither hostPath nor local; the pod runner mounts only directories of this machine`);
+    if (!fs.statSync(dir, { throwIfNoEntry: false })?.isDirectory()) return new LaunchError(`PersistentVolume "${pv.metadata.name}" of claim "${claim}" is directory ${dir}, which does not exist here`);
+    return dir;
+  }
+
+  private run(pod: Pod, claimVolumes: ReadonlyMap<string, string | LaunchError>): void {
     const { namespace, name, uid } = pod.metadata as Required<Pick<KubeObject['metadata'], 'namespace' | 'name' | 'uid'>>;
     const known = pod.status?.podIP;
     // A Pod that already has an address (from a runner before this one) keeps it: podIP never changes.
@@ -138,7 +201,7 @@ export class PodRunner {
     const podDir = `${namespace}_${name}_${uid.slice(0, 8)}`;
     const workspace = path.join(this.opts.workDir, 'pods', podDir);
     fs.mkdirSync(workspace, { recursive: true });
-    const ctx: PodContext = { namespace, name, ip, workspace, bundle: this.opts.bundle, allowRoot: process.getuid?.() === 0 };
+    const ctx: PodContext = { namespace, name, ip, workspace, bundle: this.opts.bundle, allowRoot: process.getuid?.() === 0, claimVolumes };
     const rp: RunningPod = {
       pod, ip, workspace, containers: [], startTime: new Date().toISOString(), transitions: new Map(),
     };
@@ -168,7 +231,8 @@ export class PodRunner {
         log: (m) => this.opts.log(`${namespace}/${name} ${m}`),
       }));
     }
-    this.opts.log(`${namespace}/${name}: running ${rp.containers.length} container(s) at ${ip}, workspace ${workspace}`);
+    const mounted = [...claimVolumes].filter((e): e is [string, string] => typeof e[1] === 'string').map(([v, dir]) => `, volume ${v} at ${dir}`).join('');
+    this.opts.log(`${namespace}/${name}: running ${rp.containers.length} container(s) at ${ip}, workspace ${workspace}${mounted}`);
     rp.containers.forEach((c) => c.start());
     this.report(rp);
     void this.writePortForward(pod, ip, [...ports].sort((a, b) => a - b));
@@ -201,6 +265,7 @@ export class PodRunner {
    */
   private terminate(pod: Pod, finish: boolean): Promise<void> {
     const uid = pod.metadata.uid!;
+    this.mounting.delete(uid);
     const rp = this.pods.get(uid);
     if (rp?.terminating) return rp.terminating;
     const graceSeconds = pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? 30;
