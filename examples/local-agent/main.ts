@@ -3,7 +3,10 @@
 // the local control plane's pod runner to run its Pods (there is no kubelet there; drop the label in
 // a real cluster), a warm pool of two, and the RBAC an agent's ServiceAccount needs (SandboxAccess):
 // create, watch and delete its claims, and `create` on `sandboxclaims/connect`, which the router
-// checks (SubjectAccessReview) before it forwards a request.
+// checks (SubjectAccessReview) before it forwards a request. The workspace is a 1Gi claim of the
+// default StorageClass per sandbox, as in the quickstart: the local control plane's provisioner
+// binds it to a directory, and its pod runner runs the runtime in that directory, so files there
+// survive suspend and resume.
 import { ApiObject, App, Chart } from 'cdk8s';
 import { ObjectRef, SandboxAccess, SandboxTemplate, SandboxWarmPool } from '../../src';
 
@@ -21,7 +24,11 @@ export function build(app: App): void {
       security: { runAsUser: 1000, runAsGroup: 1000 },
       resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '1Gi' } },
     }],
-    runtime: { filesPort: 8080, grpcPort: 9090 },
+    volumeClaimTemplates: [{ name: 'workspace', storage: '1Gi' }],
+    runtime: { filesPort: 8080, grpcPort: 9090, workspaceVolume: 'workspace' },
+    // The volume's files belong to group 1000, so the non-root user can write them (most provisioners
+    // make root-owned volumes).
+    security: { fsGroup: 1000 },
   });
   new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 2 });
 

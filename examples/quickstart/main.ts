@@ -1,6 +1,9 @@
 // Quickstart: a Python sandbox template, a pool of three warm sandboxes, and one claim. The stock
 // python:3.12-slim image gets the agent-sandbox runtime injected (an init container copies it in),
-// so agents reach an API on port 8888 (/execute, /upload, /download, ...) through the router.
+// so agents reach an API on port 8888 (/execute, /upload, /download, ...) through the router. Each
+// sandbox's workspace (/workspace, the runtime's working directory) is a 1Gi PersistentVolumeClaim of
+// the cluster's default StorageClass, made per Sandbox from the claim template: files there survive
+// suspend and resume (the Pod is deleted and made again); files elsewhere in the container do not.
 // Copy this file into a cdk8s app and import from 'cdk8s-agent-sandbox' instead of '../../src'.
 import { App, Chart } from 'cdk8s';
 import { SandboxClaim, SandboxTemplate, SandboxWarmPool } from '../../src';
@@ -16,7 +19,11 @@ export function build(app: App): void {
       security: { runAsUser: 1000, runAsGroup: 1000 },
       resources: { requests: { cpu: '250m', memory: '512Mi' }, limits: { memory: '1Gi' } },
     }],
-    runtime: { filesPort: 8080 },
+    volumeClaimTemplates: [{ name: 'workspace', storage: '1Gi' }],
+    runtime: { filesPort: 8080, workspaceVolume: 'workspace' },
+    // The volume's files belong to group 1000, so the non-root user can write them (most provisioners
+    // make root-owned volumes).
+    security: { fsGroup: 1000 },
   });
 
   const pool = new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 3 });
