@@ -23,6 +23,8 @@ const ROOT = path.resolve(__dirname, '..', '..');
 const AGENT_SOURCE = path.join(ROOT, 'examples', 'agent-typescript', 'agent.ts');
 const AGENT_BUNDLE = path.join(ROOT, 'examples', 'agent-typescript', 'dist', 'agent.mjs');
 const POOL = 'python-pool';
+/** Each demo sandbox's workspace claim: files there survive suspend and resume, which the agent shows. */
+const WORKSPACE_STORAGE = '1Gi';
 const say = (m: string) => process.stderr.write(`[demo] ${m}\n`);
 
 let system: Pick<LocalSystem, 'kube'> | undefined;
@@ -32,8 +34,9 @@ const REAL_NODES = process.argv.includes('--real-nodes');
 /** The real-node system, a gVisor warm pool on it, and what the agent needs to reach it. */
 async function startReal(): Promise<{ kube: Kube; env: Record<string, string> }> {
   const real = await startRealSystem({ log: say, onStop: (stop) => (stopSystem = stop) });
-  say(`creating a gVisor SandboxTemplate "python" of the stock Python image and SandboxWarmPool "${POOL}" (2 warm sandboxes)`);
-  await real.kube.applyServerSide([...pythonPoolObjects(NAMESPACE, POOL, real.images['python-sandbox']), ...agentServiceAccount(NAMESPACE)], 'demo');
+  say(`creating a gVisor SandboxTemplate "python" of the stock Python image and SandboxWarmPool "${POOL}" (2 warm sandboxes, each with a ${WORKSPACE_STORAGE} workspace claim of the local-path StorageClass)`);
+  const pool = pythonPoolObjects(NAMESPACE, POOL, { image: real.images['python-sandbox'], replicas: 2, runtimeClass: 'gvisor', workspaceStorage: WORKSPACE_STORAGE });
+  await real.kube.applyServerSide([...pool, ...agentServiceAccount(NAMESPACE)], 'demo');
   await real.kube.wait([`sandboxwarmpool/${POOL}`, '--for=jsonpath={.status.readyReplicas}=2'], NAMESPACE, 240_000);
   const token = (await real.kube.kubectl(['create', 'token', 'agent', '-n', NAMESPACE, '--duration=1h'])).trim();
   return { kube: real.kube, env: { KUBECONFIG: real.cp.kubeconfig, SANDBOX_TOKEN: token } };
@@ -49,7 +52,9 @@ async function main(): Promise<void> {
     env = real.env;
     say('running the agent (examples/agent-typescript) through a port-forward to the router Service on the real node');
   } else {
-    const local = await startLocalSystem({ pool: POOL, replicas: 2, log: say, onStop: (stop) => (stopSystem = stop) });
+    const local = await startLocalSystem({
+      pool: POOL, replicas: 2, workspaceStorage: WORKSPACE_STORAGE, log: say, onStop: (stop) => (stopSystem = stop),
+    });
     system = local;
     env = { KUBECONFIG: local.kubeconfig, ROUTER_URL: local.routerUrl };
     say(`running the agent (examples/agent-typescript) through the router at ${local.routerUrl}`);

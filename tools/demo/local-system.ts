@@ -1,11 +1,14 @@
 /**
  * The whole system on this machine, for `npm run demo` and the `agent` benchmark: the local control
  * plane with the synthesized CRDs and the pod runner, the operator and the router (--auth=none) as
- * local processes, and a SandboxTemplate whose Pods the pod runner runs as local runtime processes,
- * with a warm pool of it. stop() ends everything it started, in reverse order.
+ * local processes, and the demo's SandboxTemplate "python" (real-pool.ts: the stock Python image with
+ * the runtime injected) labelled for the pod runner, which runs its Pods as local runtime processes
+ * (the injected runtime's command mapped to this checkout's bundle, the host's python3), with a warm
+ * pool of it. stop() ends everything it started, in reverse order.
  */
 import { execFileSync } from 'child_process';
 import * as path from 'path';
+import { pythonPoolObjects } from './real-pool';
 import { writeCrds } from '../../bench/crds';
 import { OperatorProcess } from '../../test/integration/operator/operator-process';
 import { startControlPlane } from '../control-plane/control-plane';
@@ -18,6 +21,12 @@ export const NAMESPACE = 'default';
 export interface LocalSystemOptions {
   readonly pool: string;
   readonly replicas: number;
+  /**
+   * Size of each sandbox's workspace claim (`runtime.workspaceVolume`): the cluster's hostPath
+   * provisioner binds it to a directory and the pod runner runs the runtime there, so the
+   * workspace survives suspend and resume. @default - the Pod's own workspace, removed with the Pod
+   */
+  readonly workspaceStorage?: string;
   readonly log: (message: string) => void;
   /** Extra controller flags (e.g. more workers for a benchmark). */
   readonly controllerArgs?: readonly string[];
@@ -55,38 +64,20 @@ export async function startLocalSystem(o: LocalSystemOptions): Promise<LocalSyst
     stops.unshift(() => router.stop());
     const routerUrl = `http://127.0.0.1:${await router.port('proxy')}`;
 
-    o.log(`creating SandboxTemplate "python" and SandboxWarmPool "${o.pool}" (${o.replicas} warm sandboxes)`);
-    await kube.applyServerSide([template('python'), pool(o.pool, 'python', o.replicas)], 'local-system', NAMESPACE);
+    const workspace = o.workspaceStorage ? `, each with a ${o.workspaceStorage} workspace claim` : '';
+    o.log(`creating SandboxTemplate "python" and SandboxWarmPool "${o.pool}" (${o.replicas} warm sandboxes${workspace})`);
+    const objects = pythonPoolObjects(NAMESPACE, o.pool, {
+      image: 'python:3.12-slim',
+      replicas: o.replicas,
+      // The pod runner runs Pods with this label as local processes on their loopback pod IP.
+      podLabels: { [RUN_LABEL]: 'true' },
+      workspaceStorage: o.workspaceStorage,
+    });
+    await kube.applyServerSide(objects, 'local-system', NAMESPACE);
     await kube.wait([`sandboxwarmpool/${o.pool}`, `--for=jsonpath={.status.readyReplicas}=${o.replicas}`], NAMESPACE, 180_000);
     return { kubeconfig: cp.kubeconfig, kube, routerUrl, stop };
   } catch (err) {
     await stop();
     throw err;
   }
-}
-
-function template(name: string): object {
-  return {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxTemplate',
-    metadata: { name },
-    spec: {
-      podTemplate: {
-        // The pod runner runs Pods with this label as local processes on their loopback pod IP.
-        metadata: { labels: { [RUN_LABEL]: 'true', app: 'agent' } },
-        spec: {
-          containers: [{
-            name: 'runtime',
-            image: 'example.invalid/agent-sandbox-operator:local',
-            command: ['agent-sandbox-operator', 'runtime', '--port=8888'],
-            ports: [{ containerPort: 8888 }],
-          }],
-        },
-      },
-    },
-  };
-}
-
-function pool(name: string, templateName: string, replicas: number): object {
-  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name }, spec: { replicas, sandboxTemplateRef: { name: templateName } } };
 }
