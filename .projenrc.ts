@@ -198,6 +198,20 @@ const sdkTests = project.addTask('sdk:test', {
   steps: [{ spawn: sdkBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c sdk/jest.config.mjs --ci', receiveArgs: true }],
 });
 project.gitignore.exclude('/sdk/dist/', '/examples/agent-typescript/dist/');
+// The SDK is released beside the library, with the release's version: the bump gives sdk/package.json
+// the version it gives package.json and unbump takes it back to 0.0.0 (build-tools/sdk-version.ts);
+// between them the package task packs the SDK (its prepack builds it) into dist/packages/sdk/, which
+// the release job uploads with the rest and release_sdk_npm publishes.
+const sdkVersion = project.addTask('sdk:version', {
+  description: 'Give sdk/package.json the version of package.json (the bump and unbump run it)',
+  exec: `${tsNode} build-tools/sdk-version.ts`,
+});
+project.tasks.tryFind('bump')!.spawn(sdkVersion);
+project.tasks.tryFind('unbump')!.spawn(sdkVersion);
+const sdkPack = project.addTask('sdk:pack', {
+  description: 'Build and pack the SDK into dist/packages/sdk/ (the release publishes it from there)',
+  steps: [{ exec: 'mkdir -p dist/packages/sdk' }, { exec: 'npm pack --pack-destination ../dist/packages/sdk', cwd: 'sdk' }],
+});
 
 // The whole system on this machine: control plane, operator, router, pod runner, a pool and the
 // example agent on the SDK (see tools/demo/demo.ts).
@@ -257,18 +271,21 @@ const bindings = project.addTask('test:bindings', {
 // `npx projen build` should not try .NET (no SDK on these machines): JS plus the checked bindings.
 project.packageTask.reset();
 project.packageTask.spawn(project.tasks.tryFind('package:js')!);
+project.packageTask.spawn(sdkPack);
 
 // The operator image, multi-arch, pushed with the packages by the release workflow and tagged with the
 // release (v0.1.0 and 0.1.0): the install bundle's default image is v<package version>
 // (src/install/operator-deployment.ts). The GitHub release, which creates the tag, waits for it.
 const operatorImage = 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator';
+// Each added publish job runs when projen's do: the release job made a new tag from the newest commit.
+const releaseCondition = "needs.release.outputs.tag_exists != 'true' && needs.release.outputs.latest_commit == github.sha";
 project.release?.addJobs({
   release_operator_image: {
     name: 'Publish the operator image to ghcr.io',
     needs: ['release'],
     runsOn: ['ubuntu-latest'],
     permissions: { contents: github.workflows.JobPermission.READ, packages: github.workflows.JobPermission.WRITE },
-    if: "needs.release.outputs.tag_exists != 'true' && needs.release.outputs.latest_commit == github.sha",
+    if: releaseCondition,
     steps: [
       { name: 'Checkout', uses: 'actions/checkout@v5' },
       { name: 'Download build artifacts', uses: 'actions/download-artifact@v5', with: { 'artifact-ids': '${{ needs.release.outputs.artifact_id }}', 'path': 'dist/packages' } },
@@ -309,10 +326,49 @@ project.github!.tryFindWorkflow('build')!.addJobs({
     ],
   },
 });
+// The SDK to npm, as the library's release_npm does (publib, provenance, the NPM_TOKEN secret), from the
+// tarball sdk:pack made in the release job; a dry run shows what npm would publish.
+const sdkTarball = 'dist/packages/sdk/cdk8s-agent-sandbox-sdk-${{ steps.version.outputs.version }}.tgz';
+project.release?.addJobs({
+  release_sdk_npm: {
+    name: 'Publish the SDK (@cdk8s-agent-sandbox/sdk) to npm',
+    needs: ['release'],
+    runsOn: ['ubuntu-latest'],
+    permissions: { idToken: github.workflows.JobPermission.WRITE, contents: github.workflows.JobPermission.READ },
+    if: releaseCondition,
+    tools: { node: { version: '20.x' } },
+    steps: [
+      github.WorkflowSteps.downloadArtifact({ name: 'Download build artifacts', with: { artifactIds: ['${{ needs.release.outputs.artifact_id }}'], path: 'dist/packages' } }),
+      { name: 'Restore build artifact permissions', run: 'cd dist/packages && setfacl --restore=permissions-backup.acl', continueOnError: true },
+      { name: 'Read the released version', id: 'version', run: 'echo "version=$(cat dist/packages/version.txt)" >> "$GITHUB_OUTPUT"' },
+      {
+        // publib publishes every tarball in the folder: there must be one, of this release's version.
+        name: 'Check the SDK tarball',
+        env: { TARBALL: sdkTarball },
+        run: 'ls -l dist/packages/sdk && [ "$(ls dist/packages/sdk)" = "$(basename "$TARBALL")" ] && tar -tzf "$TARBALL" package/package.json package/LICENSE package/dist/index.js package/dist/index.d.ts',
+      },
+      { name: 'Dry run', if: '${{ inputs.dry_run }}', env: { TARBALL: sdkTarball }, run: 'npm publish --dry-run --tag latest "$TARBALL"' },
+      {
+        name: 'Release',
+        if: '${{ !inputs.dry_run }}',
+        env: {
+          NPM_DIST_TAG: 'latest',
+          NPM_REGISTRY: 'registry.npmjs.org',
+          NPM_CONFIG_PROVENANCE: 'true',
+          NPM_TOKEN: '${{ secrets.NPM_TOKEN }}',
+        },
+        run: 'npx -p publib@latest publib-npm dist/packages/sdk',
+      },
+    ],
+  },
+});
 const releaseWorkflow = project.github!.tryFindWorkflow('release')!;
 releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_operator_image');
+releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_sdk_npm');
 // projen's publish jobs download the build artifact (dist/packages' contents) to dist/ but read it from
-// dist/packages/ (artifactsDirectory): download it where they read it. They exist from Release's preSynthesize.
+// dist/packages/ (artifactsDirectory): download it where they read it, and give publib, which reads
+// dist/<language> by default, the folder the job collected its package in. They exist from Release's preSynthesize.
+const publibDirs: Record<string, string> = { 'publib-npm': 'js', 'publib-maven': 'java', 'publib-pypi': 'python', 'publib-nuget': 'dotnet', 'publib-golang': 'go' };
 new (class extends Component {
   public preSynthesize() {
     for (const [id, job] of Object.entries(releaseWorkflow.jobs)) {
@@ -320,11 +376,18 @@ new (class extends Component {
       releaseWorkflow.updateJob(id, {
         ...job,
         steps: job.steps.map((step) => step.uses?.startsWith('actions/download-artifact@') ? { ...step, with: { ...step.with, path: 'dist/packages' } }
-          : step.run === 'cd dist && setfacl --restore=permissions-backup.acl' ? { ...step, run: 'cd dist/packages && setfacl --restore=permissions-backup.acl' } : step),
+          : step.run === 'cd dist && setfacl --restore=permissions-backup.acl' ? { ...step, run: 'cd dist/packages && setfacl --restore=permissions-backup.acl' }
+            : publibCommand(step.run) ? { ...step, run: `${step.run} 'dist/packages/${publibDirs[publibCommand(step.run)!]}'` } : step),
       });
     }
   }
 })(project);
+
+/** The publib command a step runs with no folder (projen's `npx '-p' 'publib@...' 'publib-npm'`), if any. */
+function publibCommand(run: string | undefined): string | undefined {
+  const match = /^npx '-p' 'publib@[^']*' '(publib-[a-z]+)'$/.exec(run ?? '');
+  return match && match[1] in publibDirs ? match[1] : undefined;
+}
 
 // The benchmark: ours vs the upstream Go controller vs a two-write floor (see README, Benchmarks).
 project.addTask('bench', {

@@ -1,6 +1,7 @@
 /**
  * The GitHub workflows projen generates (build, release, pull-request-lint): actionlint finds nothing
- * in them, and the release publishes the operator image under the tag the install bundle points at.
+ * in them, the release publishes the operator image under the tag the install bundle points at, and
+ * the SDK (sdk/, @cdk8s-agent-sandbox/sdk) to npm beside the library, with the release's version.
  * actionlint is built from its Go module on first use and cached (hack/install-actionlint.sh).
  */
 import { execFileSync, spawnSync } from 'child_process';
@@ -56,10 +57,54 @@ describe('release workflow', () => {
     expect(read.run).toContain('cat dist/packages/version.txt');
   });
 
-  test('the GitHub release (which creates the tag) waits for the packages and the image', () => {
+  test('the GitHub release (which creates the tag) waits for the packages, the SDK and the image', () => {
     expect(release.jobs.release_github.needs).toEqual(expect.arrayContaining([
-      'release', 'release_npm', 'release_maven', 'release_pypi', 'release_nuget', 'release_golang', 'release_operator_image',
+      'release', 'release_npm', 'release_maven', 'release_pypi', 'release_nuget', 'release_golang', 'release_operator_image', 'release_sdk_npm',
     ]));
+  });
+
+  test('publishes the SDK to npm like the library (publib, provenance, NPM_TOKEN), from the tarball the release job packed', () => {
+    const job = release.jobs.release_sdk_npm;
+    const library = release.jobs.release_npm;
+    expect(job.needs).toBe('release');
+    expect(job.if).toBe(library.if);
+    expect(job.permissions).toEqual({ 'id-token': 'write', 'contents': 'read' });
+    const publish = job.steps.find((s: any) => s.name === 'Release');
+    const libraryPublish = library.steps.find((s: any) => s.name === 'Release');
+    expect(publish.run).toBe('npx -p publib@latest publib-npm dist/packages/sdk');
+    const { PUBLIB_DRYRUN: _, ...libraryEnv } = libraryPublish.env;
+    expect(publish.env).toEqual(libraryEnv);
+    expect(publish.env).toMatchObject({ NPM_CONFIG_PROVENANCE: 'true', NPM_REGISTRY: 'registry.npmjs.org', NPM_DIST_TAG: 'latest' });
+    // A dry run publishes nothing: publib-npm does not read PUBLIB_DRYRUN, so the step is skipped and npm's dry run shown.
+    expect(publish.if).toBe('${{ !inputs.dry_run }}');
+    expect(job.steps.find((s: any) => s.name === 'Dry run').run).toContain('npm publish --dry-run');
+    // The one tarball there is this release's, with the built package in it.
+    const check = job.steps.find((s: any) => s.name === 'Check the SDK tarball');
+    expect(check.env.TARBALL).toBe('dist/packages/sdk/cdk8s-agent-sandbox-sdk-${{ steps.version.outputs.version }}.tgz');
+    expect(check.run).toContain('package/dist/index.js');
+    expect(job.steps.find((s: any) => s.id === 'version').run).toContain('cat dist/packages/version.txt');
+  });
+
+  test('the release build packs the SDK into dist/packages/sdk with the version the bump gave the library, and unbump resets it', () => {
+    const tasks = JSON.parse(fs.readFileSync(path.join(root, '.projen', 'tasks.json'), 'utf8')).tasks;
+    expect(tasks.release.steps.map((s: any) => s.spawn).filter(Boolean)).toEqual(['bump', 'build', 'unbump']);
+    expect(tasks.build.steps).toContainEqual({ spawn: 'package' });
+    expect(tasks.package.steps).toContainEqual({ spawn: 'sdk:pack' });
+    expect(tasks['sdk:pack'].steps).toContainEqual({ exec: 'npm pack --pack-destination ../dist/packages/sdk', cwd: 'sdk' });
+    // After the library's version is set (bump) and after it is reset to 0.0.0 (unbump).
+    expect(tasks.bump.steps.at(-1)).toEqual({ spawn: 'sdk:version' });
+    expect(tasks.unbump.steps.at(-1)).toEqual({ spawn: 'sdk:version' });
+    expect(tasks['sdk:version'].steps[0].exec).toContain('build-tools/sdk-version.ts');
+  });
+
+  test('each publib command reads the folder its job collected the package in (publib reads dist/<language> by default)', () => {
+    const dirs: Record<string, string> = { release_npm: 'js', release_maven: 'java', release_pypi: 'python', release_nuget: 'dotnet', release_golang: 'go' };
+    for (const [id, dir] of Object.entries(dirs)) {
+      const job = release.jobs[id];
+      const publish = job.steps.find((s: any) => /publib-/.test(s.run ?? ''));
+      expect([id, publish.run]).toEqual([id, expect.stringMatching(new RegExp(` 'dist/packages/${dir}'$`))]);
+      expect([id, job.steps.find((s: any) => /^Collect /.test(s.name ?? '')).run]).toEqual([id, 'mv .repo/dist/packages dist/packages']);
+    }
   });
 
   test('every job that downloads the build artifact finds it in dist/packages, where the release job uploaded it', () => {
