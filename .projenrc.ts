@@ -80,10 +80,12 @@ project.eslint?.addOverride({
 });
 // The SDK is its own package: its sources may use only sdk/package.json's dependencies and nothing
 // of the construct library or the operator (it is installed without them); its tests may read src/api.
+// Its optional peers (the agent frameworks) only in the adapters of sdk/src/tools/, which are their own
+// subpath exports: the core SDK loads without them.
 project.eslint?.addOverride({
   files: ['sdk/src/**/*.ts'],
   rules: {
-    'import/no-extraneous-dependencies': ['error', { devDependencies: false, packageDir: ['./sdk'] }],
+    'import/no-extraneous-dependencies': ['error', { devDependencies: false, peerDependencies: ['**/sdk/src/tools/**'], packageDir: ['./sdk'] }],
     'import/no-restricted-paths': ['error', {
       zones: [{ target: './sdk/src', from: ['./src', './operator', './tools', './test'], message: 'the SDK must not need the construct library or the operator at run time; copy wire names into sdk/src/wire.ts' }],
     }],
