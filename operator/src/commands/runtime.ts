@@ -3,11 +3,11 @@
  * runtime HTTP API (upstream's python runtime, port 8888) over the workspace directory, and on
  * request sandboxd's REST FilesystemService (--files-port) and gRPC ProcessService (--grpc-port);
  * see `../sandboxd/server.ts`. SIGTERM/SIGINT drain: the listeners close (gRPC: no new calls),
- * running commands (gRPC ones too) get `--grace-period` to finish, then their process groups are
- * killed, and the process exits 0.
+ * background processes get SIGTERM, running commands (gRPC ones too) get `--grace-period` to
+ * finish, then their process groups are killed, and the process exits 0.
  */
 import { readFileSync } from 'node:fs';
-import { DEFAULT_MAX_CONCURRENT_COMMANDS, RootRefusedError, SandboxdServer } from '../sandboxd/server';
+import { DEFAULT_MAX_BACKGROUND_PROCESSES, DEFAULT_MAX_CONCURRENT_COMMANDS, RootRefusedError, SandboxdServer } from '../sandboxd/server';
 
 export interface RuntimeFlags {
   port: number;
@@ -21,6 +21,7 @@ export interface RuntimeFlags {
   execTimeoutSeconds: number;
   maxOutputBytes: number;
   maxConcurrentCommands: number;
+  maxBackgroundProcesses: number;
   commandCgroups: boolean;
   gracePeriodSeconds: number;
   help: boolean;
@@ -32,6 +33,8 @@ export const RUNTIME_USAGE = `Usage: agent-sandbox-operator runtime [flags]
 
 The in-sandbox daemon: the legacy runtime HTTP API (GET /, POST /execute, POST /upload,
 GET /download/<path>, GET /list/<path>, GET /exists/<path>, DELETE /delete/<path>, GET /healthz),
+with this runtime's process API on the same port (an NDJSON /execute, background processes under
+/processes; docs/runtime-processes.md),
 and optionally sandboxd's REST FilesystemService and gRPC ProcessService.
 
 Flags:
@@ -57,7 +60,12 @@ Flags:
   --max-concurrent-commands <n>
                              commands that may run at once, /execute and gRPC together
                              (default ${DEFAULT_MAX_CONCURRENT_COMMANDS}); beyond it /execute answers 429 with Retry-After
-                             and a JSON detail, gRPC RESOURCE_EXHAUSTED
+                             and a JSON detail, gRPC RESOURCE_EXHAUSTED; a streamed /execute
+                             counts too
+  --max-background-processes <n>
+                             background processes (POST /processes, docs/runtime-processes.md)
+                             that may run at once (default ${DEFAULT_MAX_BACKGROUND_PROCESSES}); beyond it the start answers
+                             429 with Retry-After. They take no command slot
   --command-cgroups <auto|off>
                              auto (default): where the runtime's cgroup (v2) lets it, each command
                              runs in a cgroup of its own, so a timeout or a drain kills all it
@@ -103,6 +111,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
     execTimeoutSeconds: envTimeout(),
     maxOutputBytes: 4 * 1024 * 1024,
     maxConcurrentCommands: DEFAULT_MAX_CONCURRENT_COMMANDS,
+    maxBackgroundProcesses: DEFAULT_MAX_BACKGROUND_PROCESSES,
     commandCgroups: true,
     gracePeriodSeconds: 20,
     streamChunkSize: 4096,
@@ -137,6 +146,7 @@ export function parseRuntimeArgs(args: readonly string[]): RuntimeFlags {
       case 'exec-timeout': flags.execTimeoutSeconds = positive(name, value); break;
       case 'max-output-bytes': flags.maxOutputBytes = Math.floor(positive(name, value)); break;
       case 'max-concurrent-commands': flags.maxConcurrentCommands = wholeNumber(name, value); break;
+      case 'max-background-processes': flags.maxBackgroundProcesses = wholeNumber(name, value); break;
       case 'command-cgroups':
         if (value !== 'auto' && value !== 'off') throw new RuntimeUsageError(`--command-cgroups must be auto or off, got "${value}"`);
         flags.commandCgroups = value === 'auto';
@@ -185,6 +195,7 @@ export async function runRuntime(args: readonly string[]): Promise<number> {
     execTimeoutMs: flags.execTimeoutSeconds * 1000,
     maxOutputBytes: flags.maxOutputBytes,
     maxConcurrentCommands: flags.maxConcurrentCommands,
+    maxBackgroundProcesses: flags.maxBackgroundProcesses,
     commandCgroups: flags.commandCgroups,
     allowRoot: flags.allowRoot,
     log,

@@ -10,6 +10,7 @@
  */
 import { ChildProcess, spawn } from 'node:child_process';
 import { constants as osConstants } from 'node:os';
+import type { Writable } from 'node:stream';
 import type { CommandCgroup, CommandCgroups } from './cgroup';
 import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
 
@@ -206,101 +207,210 @@ function joinLines(text: string, note: string): string {
   return text === '' || text.endsWith('\n') ? `${text}${note}` : `${text}\n${note}`;
 }
 
-function failure(message: string): ExecResult {
+/** The answer of `/execute` for a command that could not be started. */
+export function failure(message: string): ExecResult {
   return { stdout: '', stderr: `Failed to execute command: ${message}`, exit_code: 1, timed_out: false };
+}
+
+/** What to spawn for a command: `/bin/sh -c` in shell mode, else its shlex words (with a hint when they hold shell syntax). */
+export type CommandLine = { readonly file: string; readonly args: readonly string[]; readonly hint: string } | { readonly error: string };
+
+export function commandLine(command: string, shell: boolean): CommandLine {
+  if (shell) return { file: '/bin/sh', args: ['-c', command], hint: '' };
+  let argv: string[];
+  try {
+    argv = shlexSplit(command);
+  } catch (err) {
+    return { error: (err as Error).message };
+  }
+  if (argv.length === 0) return { error: 'empty command' };
+  const syntax = shellSyntaxIn(argv);
+  const hint = syntax === undefined ? ''
+    : `note: the command ran without a shell (argv mode), so "${syntax}" was passed as a plain argument; send "shell": true to run it with /bin/sh -c\n`;
+  const [file, ...args] = argv;
+  return { file, args, hint };
+}
+
+/** How a command to start is described: `ExecRequest` without the output cap, the time limit optional. */
+export interface CommandSpec {
+  readonly command: string;
+  readonly shell: boolean;
+  readonly cwd: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Undefined: no limit. */
+  readonly timeoutMs?: number;
+  readonly cgroups?: CommandCgroups;
+  /** Give the command a stdin pipe (`Command.stdin`); default /dev/null. */
+  readonly stdin?: boolean;
+}
+
+/** Where a running command's output goes, chunk by chunk as it is read. */
+export interface CommandOutput {
+  stdout(chunk: Buffer): void;
+  stderr(chunk: Buffer): void;
+}
+
+/** How a command ended. */
+export type CommandEnd =
+  | {
+    readonly failed?: undefined;
+    /** As /execute reports it: 124 after the timeout, the negative signal number after a signal death. */
+    readonly exitCode: number;
+    readonly timedOut: boolean;
+    /** The signal that ended it, if one did. */
+    readonly signal: NodeJS.Signals | null;
+    /** What closes stderr (see `stderrTail`): the timeout message, or the argv-mode hint and the shutdown note. */
+    readonly note: string;
+  }
+  /** It could not be started after all (the executable is missing): the message says why. */
+  | { readonly failed: string };
+
+/** The text that ends stderr once the command has ended: the timeout message as is, notes on a line of their own. */
+export function stderrTail(end: CommandEnd, stderrSoFar: { readonly empty: boolean; readonly endsWithNewline: boolean }): string {
+  if (end.failed !== undefined || end.note === '') return '';
+  if (end.timedOut || stderrSoFar.empty || stderrSoFar.endsWithNewline) return end.note;
+  return `\n${end.note}`;
+}
+
+/**
+ * One running command: the leader of a new process group (a cgroup of its own where the runtime may
+ * make one), registered with the drain's ProcessGroups, killed with everything it started at its
+ * time limit. Its output goes to `output` as it is read; `done` settles once it has exited and its
+ * output is closed (never rejects).
+ */
+export class Command {
+  /**
+   * Starts the command, or says why it could not be (a shlex error, an empty command, a spawn()
+   * that threw). A missing executable shows later, as `started` resolving with the failure.
+   */
+  public static start(spec: CommandSpec, output: CommandOutput, groups?: ProcessGroups): Command | { readonly error: string } {
+    const line = commandLine(spec.command, spec.shell);
+    if ('error' in line) return line;
+    const id = newCommandId();
+    const start = () => spawn(line.file, line.args, {
+      cwd: spec.cwd,
+      env: withCommandId(spec.env ?? process.env, id),
+      detached: true,
+      stdio: [spec.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'],
+    });
+    try {
+      const { child, cgroup } = spec.cgroups ? spec.cgroups.spawnIn(id, start) : { child: start(), cgroup: undefined };
+      return new Command(spec, line.hint, id, child, cgroup, output, groups);
+    } catch (err) {
+      return { error: joinLines((err as Error).message, line.hint) };
+    }
+  }
+
+  /** Resolves once the process runs (undefined), or with why it could not start. */
+  public readonly started: Promise<string | undefined>;
+  public readonly done: Promise<CommandEnd>;
+  private timedOut = false;
+  private killing?: Promise<void>;
+  private cutOff?: NodeJS.Timeout;
+
+  private constructor(
+    private readonly spec: CommandSpec,
+    private readonly hint: string,
+    private readonly id: string,
+    public readonly child: ChildProcess,
+    private readonly cgroup: CommandCgroup | undefined,
+    output: CommandOutput,
+    private readonly groups?: ProcessGroups,
+  ) {
+    child.stdout?.on('data', (chunk: Buffer) => output.stdout(chunk));
+    child.stderr?.on('data', (chunk: Buffer) => output.stderr(chunk));
+    child.stdin?.on('error', () => undefined);
+    this.started = new Promise((resolve) => {
+      child.once('spawn', () => resolve(undefined));
+      child.once('error', (err) => resolve(joinLines(err.message, hint)));
+    });
+    let settle!: () => void;
+    const settled = new Promise<void>((r) => (settle = r));
+    this.done = new Promise<CommandEnd>((resolve) => {
+      const timer = spec.timeoutMs === undefined ? undefined : setTimeout(() => {
+        this.timedOut = true;
+        this.kill();
+      }, Math.max(1, Math.min(spec.timeoutMs, 2 ** 31 - 1)));
+      child.on('error', (err) => {
+        clearTimeout(timer);
+        clearTimeout(this.cutOff);
+        settle();
+        resolve({ failed: joinLines(err.message, hint) });
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        clearTimeout(this.cutOff);
+        // After a kill, answer once the whole tree is gone, not merely the pipes.
+        void (this.killing ?? Promise.resolve()).then(() => {
+          void cgroup?.remove();
+          const shutDown = groups?.wasKilled(child.pid) ?? false;
+          settle();
+          resolve(this.ending(code, signal, shutDown));
+        });
+      });
+    });
+    groups?.add(child, settled, () => this.kill());
+  }
+
+  /** The process (group leader) id; undefined when it never started. */
+  public get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** The command's stdin, when it was given a pipe. */
+  public get stdin(): Writable | null {
+    return this.child.stdin;
+  }
+
+  /** SIGKILL to the command and every process it started; whatever still holds the pipes shortly after cannot keep it running. */
+  public kill(): void {
+    const pid = this.child.pid;
+    if (pid === undefined || this.killing !== undefined) return;
+    this.cutOff = setTimeout(() => {
+      this.child.stdout?.destroy();
+      this.child.stderr?.destroy();
+    }, PIPES_AFTER_KILL_MS);
+    this.killing = Promise.all([this.cgroup?.kill(), killCommand(pid, this.id)]).then(() => undefined);
+  }
+
+  /** Sends `signal` to the command's process group; false when there is none any more. */
+  public signal(signal: NodeJS.Signals): boolean {
+    if (this.child.pid === undefined) return false;
+    try {
+      process.kill(-this.child.pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private ending(code: number | null, signal: NodeJS.Signals | null, shutDown: boolean): CommandEnd {
+    if (this.timedOut) {
+      const seconds = this.spec.timeoutMs! / 1000;
+      return { exitCode: 124, timedOut: true, signal, note: `Command timed out after ${seconds} seconds; it and every process it started were killed\n` };
+    }
+    const note = shutDown ? joinLines(this.hint, 'the runtime is shutting down: the command was killed when its grace period ended\n') : this.hint;
+    return { exitCode: code ?? (signal ? -(osConstants.signals[signal] ?? 1) : 1), timedOut: false, signal, note };
+  }
 }
 
 /** Runs the command; never rejects (every failure is a result, as upstream answers it with 200). */
 export async function execute(request: ExecRequest, groups?: ProcessGroups): Promise<ExecResult> {
-  let file: string;
-  let args: string[];
-  let hint = '';
-  if (request.shell) {
-    file = '/bin/sh';
-    args = ['-c', request.command];
-  } else {
-    let argv: string[];
-    try {
-      argv = shlexSplit(request.command);
-    } catch (err) {
-      return failure((err as Error).message);
-    }
-    if (argv.length === 0) return failure('empty command');
-    const syntax = shellSyntaxIn(argv);
-    if (syntax !== undefined) {
-      hint = `note: the command ran without a shell (argv mode), so "${syntax}" was passed as a plain argument; send "shell": true to run it with /bin/sh -c\n`;
-    }
-    [file, ...args] = argv;
-  }
+  const stdout = new Capture(request.maxOutputBytes);
+  const stderr = new Capture(request.maxOutputBytes);
+  const command = Command.start(request, { stdout: (c) => stdout.push(c), stderr: (c) => stderr.push(c) }, groups);
+  if ('error' in command) return failure(command.error);
+  return resultOf(await command.done, stdout, stderr);
+}
 
-  return new Promise<ExecResult>((resolve) => {
-    const id = newCommandId();
-    const start = () => spawn(file, args, {
-      cwd: request.cwd,
-      env: withCommandId(request.env ?? process.env, id),
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let child: ChildProcess;
-    let cgroup: CommandCgroup | undefined;
-    try {
-      ({ child, cgroup } = request.cgroups ? request.cgroups.spawnIn(id, start) : { child: start() });
-    } catch (err) {
-      resolve(failure(joinLines((err as Error).message, hint)));
-      return;
-    }
-    const stdout = new Capture(request.maxOutputBytes);
-    const stderr = new Capture(request.maxOutputBytes);
-    child.stdout?.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk));
-    let timedOut = false;
-    let settle!: () => void;
-    const done = new Promise<void>((r) => (settle = r));
-    let cutOff: NodeJS.Timeout | undefined;
-    let killing: Promise<void> | undefined;
-    // Kills the command's tree; whatever still holds the pipes shortly after cannot keep the answer.
-    const kill = () => {
-      if (child.pid === undefined || killing !== undefined) return;
-      cutOff = setTimeout(() => {
-        child.stdout?.destroy();
-        child.stderr?.destroy();
-      }, PIPES_AFTER_KILL_MS);
-      killing = Promise.all([cgroup?.kill(), killCommand(child.pid, id)]).then(() => undefined);
-    };
-    const timer = setTimeout(() => {
-      timedOut = true;
-      kill();
-    }, Math.max(1, Math.min(request.timeoutMs, 2 ** 31 - 1)));
-    groups?.add(child, done, kill);
-    child.on('error', (err) => {
-      clearTimeout(timer);
-      clearTimeout(cutOff);
-      settle();
-      resolve(failure(joinLines(err.message, hint)));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      clearTimeout(cutOff);
-      // After a kill, answer once the whole tree is gone, not merely the pipes.
-      void (killing ?? Promise.resolve()).then(() => finish(code, signal));
-    });
-    const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-      void cgroup?.remove();
-      const shutDown = groups?.wasKilled(child.pid) ?? false;
-      settle();
-      if (shutDown) hint = joinLines(hint, 'the runtime is shutting down: the command was killed when its grace period ended\n');
-      if (timedOut) {
-        const seconds = request.timeoutMs / 1000;
-        resolve({
-          stdout: stdout.text(),
-          stderr: `${stderr.text()}Command timed out after ${seconds} seconds; it and every process it started were killed\n`,
-          exit_code: 124,
-          timed_out: true,
-        });
-        return;
-      }
-      const exitCode = code ?? (signal ? -(osConstants.signals[signal] ?? 1) : 1);
-      resolve({ stdout: stdout.text(), stderr: joinLines(stderr.text(), hint), exit_code: exitCode, timed_out: false });
-    };
-  });
+/** The JSON answer of `/execute` for a command that ended as `end`, with its captured output. */
+export function resultOf(end: CommandEnd, stdout: Capture, stderr: Capture): ExecResult {
+  if (end.failed !== undefined) return failure(end.failed);
+  const err = stderr.text();
+  return {
+    stdout: stdout.text(),
+    stderr: err + stderrTail(end, { empty: err === '', endsWithNewline: err.endsWith('\n') }),
+    exit_code: end.exitCode,
+    timed_out: end.timedOut,
+  };
 }

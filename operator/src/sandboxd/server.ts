@@ -14,6 +14,11 @@
  * whose reason says to use a path relative to the workspace; `/` alone still names the root (see
  * paths.ts).
  *
+ * This runtime's process API, on this port too (./process-api, docs/runtime-processes.md): `/execute`
+ * streams NDJSON when the request accepts `application/x-ndjson` (without that header it answers
+ * as it always has), and `/processes` starts, lists, follows, signals and forgets background
+ * processes. `GET /` names these `features`.
+ *
  * On their own ports when asked: sandboxd's REST FilesystemService (`./filesystem`) and its gRPC
  * ProcessService (`./process-service`). The token, when set, guards those too (gRPC: the
  * `authorization` metadata, else UNAUTHENTICATED); upstream sandboxd has no authentication.
@@ -27,14 +32,18 @@ import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as grpc from '@grpc/grpc-js';
 import { CommandCgroups } from './cgroup';
+import { parseCommandRequest } from './command-request';
 import {
   ConfinementError, O_PATH, READ_DIRECTORY, READ_FILE, createAtomically, lstatEntry, namesIn, openConfined, openDirectory, removeEntry,
 } from './confined-fs';
 import { CommandSlots, ExecResult, ProcessGroups, execute } from './exec';
 import { FilesystemService } from './filesystem';
+import { accessDenied, discard, methodNotAllowed, readJson, sendJson } from './http-io';
 import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
 import { confine, confineEntry, decodePathParam } from './paths';
+import { DEFAULT_PING_MS, ProcessApi, RETRY_AFTER_SECONDS, acceptsNdjson } from './process-api';
 import { PROCESS_SERVICE_DEFINITION } from './process-proto';
+import { DEFAULT_MAX_BACKGROUND_PROCESSES, DEFAULT_RETENTION, ProcessRegistry, RetentionLimits } from './process-registry';
 import { ProcessService } from './process-service';
 
 type FileHandle = fsp.FileHandle;
@@ -56,6 +65,15 @@ export interface SandboxdOptions {
    */
   readonly maxConcurrentCommands?: number;
   /**
+   * Background processes (`POST /processes`) that may run at once (default 16); beyond it the
+   * start answers 429 with Retry-After. They do not take command slots.
+   */
+  readonly maxBackgroundProcesses?: number;
+  /** What the process API keeps: output per process, finished processes (default 1 MiB, 10 minutes, 64). */
+  readonly processRetention?: Partial<RetentionLimits>;
+  /** How long an NDJSON answer may stay silent before it says `{"type":"ping"}` (default 15 s). */
+  readonly pingMs?: number;
+  /**
    * Whether each command gets a cgroup of its own where the runtime's cgroup allows it (default
    * true; see ./cgroup); false leaves finding a command's descendants to the /proc scan alone.
    */
@@ -73,10 +91,10 @@ export interface SandboxdOptions {
 
 export class RootRefusedError extends Error {}
 
-const MAX_JSON_BODY = 1024 * 1024;
 export const DEFAULT_MAX_CONCURRENT_COMMANDS = 16;
-/** What a 429 asks the client to wait, in seconds: commands are usually short. */
-const RETRY_AFTER_SECONDS = 1;
+export { DEFAULT_MAX_BACKGROUND_PROCESSES };
+/** What the runtime offers beyond upstream, as `GET /` lists it (docs/runtime-processes.md). */
+export const RUNTIME_FEATURES: readonly string[] = ['execute-ndjson', 'processes'];
 /** How long a drain waits, once the commands are done, for the answers still being written. */
 const RESPONSE_FLUSH_MS = 5_000;
 
@@ -94,6 +112,8 @@ export class SandboxdServer {
   private active = 0;
   private onIdle?: () => void;
   private readonly tokenDigest?: Buffer;
+  private registry?: ProcessRegistry;
+  private processApi?: ProcessApi;
 
   public constructor(private readonly options: SandboxdOptions) {
     if (options.token !== undefined) this.tokenDigest = digest(options.token);
@@ -109,6 +129,15 @@ export class SandboxdServer {
     const stat = await fsp.stat(this.root);
     if (!stat.isDirectory()) throw new Error(`the workspace ${this.root} is not a directory`);
     if (this.options.commandCgroups !== false) this.cgroups = await CommandCgroups.detect();
+    this.registry = new ProcessRegistry({
+      groups: this.groups,
+      cgroups: this.cgroups,
+      maxBackground: this.options.maxBackgroundProcesses ?? DEFAULT_MAX_BACKGROUND_PROCESSES,
+      retention: { ...DEFAULT_RETENTION, ...this.options.processRetention },
+    });
+    this.processApi = new ProcessApi({
+      root: this.root, registry: this.registry, pingMs: this.options.pingMs ?? DEFAULT_PING_MS, draining: () => this.draining,
+    });
     const server = this.listen(this.options.port, (req, res) => this.handle(req, res));
     this.server = server;
     await listening(server);
@@ -198,6 +227,8 @@ export class SandboxdServer {
    */
   public async drain(graceMs: number): Promise<void> {
     this.draining = true;
+    // Servers started in the background are told first, so they may end within the grace period.
+    this.registry?.signalBackground('SIGTERM');
     const servers = [this.server, this.filesServer].filter((x): x is http.Server => x !== undefined);
     if (servers.length === 0) return;
     const closed = Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
@@ -237,16 +268,20 @@ export class SandboxdServer {
       if (rawPath === '/healthz') {
         return sendJson(res, this.draining ? 503 : 200, this.draining ? { status: 'draining' } : { status: 'ok' });
       }
-      // grpc_port: where sandboxd's gRPC ProcessService listens, when it does (the SDK's PTY sessions find it here).
-      return sendJson(res, 200, { status: 'ok', message: 'Sandbox Runtime is active.', ...(this.grpcPort !== undefined ? { grpc_port: this.grpcPort } : {}) });
+      // features: this runtime's extensions (docs/runtime-processes.md); grpc_port: where sandboxd's
+      // gRPC ProcessService listens, when it does (the SDK's PTY sessions find it here).
+      return sendJson(res, 200, {
+        status: 'ok', message: 'Sandbox Runtime is active.', features: RUNTIME_FEATURES, ...(this.grpcPort !== undefined ? { grpc_port: this.grpcPort } : {}),
+      });
+    }
+    if (rawPath === '/processes' || rawPath.startsWith('/processes/')) {
+      if (!this.authorized(req)) return this.unauthorized(req, res);
+      return this.processApi!.handle(req, res, method, rawPath, params);
     }
     const route = routeOf(rawPath);
     if (!route) return discard(req, res, 404, { detail: 'Not Found' });
     if (method !== route.method) return methodNotAllowed(req, res);
-    if (!this.authorized(req)) {
-      res.setHeader('WWW-Authenticate', 'Bearer');
-      return discard(req, res, 401, { detail: 'Missing or invalid Authorization header.' });
-    }
+    if (!this.authorized(req)) return this.unauthorized(req, res);
     switch (route.name) {
       case 'execute': return this.execute(req, res);
       case 'upload': return this.upload(req, res);
@@ -261,6 +296,11 @@ export class SandboxdServer {
     return this.bearerMatches(req.headers.authorization);
   }
 
+  private unauthorized(req: http.IncomingMessage, res: http.ServerResponse): void {
+    res.setHeader('WWW-Authenticate', 'Bearer');
+    discard(req, res, 401, { detail: 'Missing or invalid Authorization header.' });
+  }
+
   private bearerMatches(authorization: string | undefined): boolean {
     if (!this.tokenDigest) return true;
     const match = /^bearer\s+(.+)$/i.exec(authorization ?? '');
@@ -268,59 +308,27 @@ export class SandboxdServer {
     return timingSafeEqual(digest(match[1].trim()), this.tokenDigest);
   }
 
+  /**
+   * `/execute`: one JSON answer, as upstream's; with `Accept: application/x-ndjson`, the same
+   * refusals, then an NDJSON stream (./process-api).
+   */
   private async execute(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    let body: unknown;
-    try {
-      body = JSON.parse((await readBody(req, MAX_JSON_BODY)).toString('utf8'));
-    } catch (err) {
-      if (err instanceof BodyTooLarge) res.setHeader('Connection', 'close');
-      return sendJson(res, err instanceof BodyTooLarge ? 413 : 422, {
-        detail: [{ type: 'json_invalid', loc: ['body'], msg: `JSON decode error: ${(err as Error).message}` }],
-      });
-    }
-    const request = (body ?? {}) as Record<string, unknown>;
-    const invalid = (loc: string, msg: string) => sendJson(res, 422, { detail: [{ type: 'invalid', loc: ['body', loc], msg }] });
-    if (typeof body !== 'object' || Array.isArray(body) || body === null) return invalid('command', 'the body must be a JSON object');
-    if (typeof request.command !== 'string') return invalid('command', 'Field required: a string');
-    const shell = request.shell ?? false;
-    if (typeof shell !== 'boolean') return invalid('shell', 'must be a boolean');
-    let timeoutMs = this.options.execTimeoutMs;
-    if (request.timeout_seconds !== undefined && request.timeout_seconds !== null) {
-      const seconds = request.timeout_seconds;
-      if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) {
-        return invalid('timeout_seconds', 'must be a positive number of seconds');
-      }
-      timeoutMs = seconds * 1000;
-    }
-    let cwd = this.root;
-    if (request.cwd !== undefined && request.cwd !== null) {
-      if (typeof request.cwd !== 'string') return invalid('cwd', 'must be a string');
-      const confined = await confine(this.root, request.cwd);
-      if (!confined.ok) return accessDenied(res, confined.reason);
-      cwd = confined.path;
-      // Refused like a path outside the workspace (`message` and `reason`, no `detail`: what the SDK
-      // reads as a path refusal), as 404. cwd is this runtime's extension: upstream clients never send it.
-      if (!(await fsp.stat(cwd).then((st) => st.isDirectory(), () => false))) {
-        return sendJson(res, 404, { message: 'cwd not found', reason: `cwd "${request.cwd}" is not a directory in the workspace` });
-      }
-    }
-    let env: NodeJS.ProcessEnv | undefined;
-    if (request.env !== undefined && request.env !== null) {
-      const extra = request.env as Record<string, unknown>;
-      if (typeof extra !== 'object' || Array.isArray(extra) || Object.values(extra).some((v) => typeof v !== 'string')) {
-        return invalid('env', 'must be an object of strings');
-      }
-      env = { ...process.env, ...(extra as Record<string, string>) };
-    }
+    const body = await readJson(req, res);
+    if (!body) return;
+    const request = await parseCommandRequest(body.value, res, {
+      root: this.root, defaultTimeoutMs: this.options.execTimeoutMs, processFields: false,
+    });
+    if (!request) return;
     const release = this.slots.take();
     if (!release) {
       res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
       return sendJson(res, 429, { detail: this.slots.refusal(), running: this.slots.running, limit: this.slots.limit });
     }
+    if (acceptsNdjson(req.headers.accept)) return this.processApi!.executeStreaming(res, request, release);
     let result: ExecResult;
     try {
       result = await execute({
-        command: request.command, shell, cwd, env, timeoutMs, maxOutputBytes: this.options.maxOutputBytes, cgroups: this.cgroups,
+        ...request, timeoutMs: request.timeoutMs!, maxOutputBytes: this.options.maxOutputBytes, cgroups: this.cgroups,
       }, this.groups);
     } finally {
       release();
@@ -497,44 +505,10 @@ function digest(token: string): Buffer {
   return createHash('sha256').update(token).digest();
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-function accessDenied(res: http.ServerResponse, reason: string): void {
-  sendJson(res, 403, { message: 'Access denied', reason });
-}
-
-function methodNotAllowed(req: http.IncomingMessage, res: http.ServerResponse): void {
-  discard(req, res, 405, { detail: 'Method Not Allowed' });
-}
-
-/** Answers without reading the body: the connection closes so the unread body cannot desync it. */
-function discard(req: http.IncomingMessage, res: http.ServerResponse, status: number, body: unknown): void {
-  if (!req.complete) res.setHeader('Connection', 'close');
-  sendJson(res, status, body);
-  req.resume();
-}
-
 function discardSink(): PartSink {
   return {
     stream: new Writable({ write: (_chunk, _enc, cb) => cb() }),
     finish: async () => undefined,
     abort: async () => undefined,
   };
-}
-
-class BodyTooLarge extends Error {}
-
-async function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new BodyTooLarge(`body larger than ${limit} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
 }

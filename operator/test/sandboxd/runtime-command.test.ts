@@ -7,6 +7,7 @@ test('defaults: upstream port 8888 on every address, no FilesystemService, root 
   expect(flags.grpcPort).toBeUndefined();
   expect(flags.streamChunkSize).toBe(4096);
   expect(flags.maxConcurrentCommands).toBe(16);
+  expect(flags.maxBackgroundProcesses).toBe(16);
   expect(flags.commandCgroups).toBe(true);
   expect(flags.tokenFile).toBeUndefined();
 });
@@ -16,7 +17,7 @@ test('flags as "--name value" and "--name=value"', () => {
     '--port', '9000', '--listen-address=127.0.0.1', '--workspace', '/w', '--token-file=/t', '--allow-root',
     '--exec-timeout', '2.5', '--max-output-bytes=100', '--grace-period', '3', '--files-port', '8080',
     '--grpc-port=9090', '--stream-chunk-size', '1024', '--max-concurrent-commands', '3',
-    '--command-cgroups=off',
+    '--command-cgroups=off', '--max-background-processes', '5',
   ])).toEqual({
     port: 9000,
     listenAddress: '127.0.0.1',
@@ -26,6 +27,7 @@ test('flags as "--name value" and "--name=value"', () => {
     execTimeoutSeconds: 2.5,
     maxOutputBytes: 100,
     maxConcurrentCommands: 3,
+    maxBackgroundProcesses: 5,
     commandCgroups: false,
     gracePeriodSeconds: 3,
     filesPort: 8080,
@@ -46,6 +48,7 @@ test.each([
   [['--stream-chunk-size', '0']],
   [['--max-concurrent-commands', '0']],
   [['--max-concurrent-commands', '2.5']],
+  [['--max-background-processes', '0']],
   [['--command-cgroups', 'on']],
   [['--nope', 'x']],
   [['--workspace']],

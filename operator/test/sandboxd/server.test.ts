@@ -25,14 +25,15 @@ describe('the legacy runtime API', () => {
   test('GET / answers like upstream', async () => {
     const reply = await request(port, 'GET', '/');
     expect(reply.status).toBe(200);
-    expect(json(reply)).toEqual({ status: 'ok', message: 'Sandbox Runtime is active.' });
+    // Upstream's two fields, and this runtime's extensions (upstream clients ignore fields they do not know).
+    expect(json(reply)).toEqual({ status: 'ok', message: 'Sandbox Runtime is active.', features: ['execute-ndjson', 'processes'] });
   });
 
   test('GET / names the gRPC ProcessService\'s port when it listens (the SDK\'s PTY sessions find it there)', async () => {
     const withGrpc = await start({ grpcPort: 0 });
     try {
       expect(json(await request(withGrpc.port, 'GET', '/'))).toEqual({
-        status: 'ok', message: 'Sandbox Runtime is active.', grpc_port: withGrpc.server.grpcAddress!.port,
+        status: 'ok', message: 'Sandbox Runtime is active.', features: ['execute-ndjson', 'processes'], grpc_port: withGrpc.server.grpcAddress!.port,
       });
     } finally {
       await withGrpc.server.drain(1000);
