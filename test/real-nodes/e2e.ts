@@ -207,6 +207,23 @@ export async function pods(k: Kube, namespace: string, selector?: string): Promi
   return (await k.getJson<{ items: any[] }>(['pods', '-n', namespace, ...(selector ? ['-l', selector] : [])])).items;
 }
 
+/**
+ * The host pid of the process of `pod`'s container `container` whose command line contains `match`,
+ * found by the container ID in its cgroup (runc: the container's processes are the host's).
+ */
+export function containerProcess(pod: any, container: string, match: string): string | undefined {
+  const status = (pod.status?.containerStatuses ?? []).find((c: any) => c.name === container);
+  const id = String(status?.containerID ?? '').replace(/^containerd:\/\//, '');
+  if (!id) return undefined;
+  return fs.readdirSync('/proc').filter((p) => /^\d+$/.test(p)).find((p) => {
+    try {
+      return fs.readFileSync(`/proc/${p}/cgroup`, 'utf8').includes(id) && fs.readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(match);
+    } catch {
+      return false;
+    }
+  });
+}
+
 export function writeArtifact(name: string, content: string): void {
   const dir = path.join(process.cwd(), 'test-results');
   fs.mkdirSync(dir, { recursive: true });
