@@ -19,7 +19,7 @@ import * as http2 from 'node:http2';
 import { isIP } from 'node:net';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import { isGrpcRequest, trailersOnly } from './grpc-status';
-import type { Admitted, Router } from './proxy';
+import { type Admitted, refusalBody, refusalHeaders, type Router, upstreamRefusal } from './proxy';
 import type { Logger } from '../runtime/log';
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
@@ -80,7 +80,7 @@ export class H2Proxy {
     if (stream.destroyed) return;
     void this.router.admit(url, headers, left.signal, client).then((admitted) => {
       if ('detail' in admitted && (stream.closed || stream.destroyed)) return;
-      if ('detail' in admitted) return this.refuse(ex, admitted.status, admitted.detail, undefined, admitted.headers);
+      if ('detail' in admitted) return this.refuse(ex, admitted.status, admitted.detail, refusalBody(admitted), refusalHeaders(admitted));
       namespace = admitted.target.namespace;
       this.forward(ex, headers, admitted);
     }, (err: Error) => {
@@ -176,7 +176,8 @@ export class H2Proxy {
     this.router.opts.metrics?.upstreamError(target.namespace, reason);
     ex.log.warn({ namespace: target.namespace, sandbox: target.id, reason, err: err.message }, 'upstream failed');
     if (timedOut) return this.refuse(ex, 504, `Timed out waiting for the backend sandbox: ${target.id}`);
-    this.refuse(ex, 502, `Could not connect to the backend sandbox: ${target.id}`);
+    const refused = upstreamRefusal(target.id, reason, err.code);
+    this.refuse(ex, refused.status, refused.detail, refusalBody(refused), refusalHeaders(refused));
   }
 
   /** Answers the stream itself: JSON, or a trailers-only gRPC response for gRPC requests. */

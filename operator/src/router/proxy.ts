@@ -16,7 +16,7 @@ import { type Authorizer, isRefusal, type Principal } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
-import type { Resolved, Resolver } from './resolve';
+import { REASON_HEADER, type Resolved, type Resolver } from './resolve';
 import type { Logger } from '../runtime/log';
 
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
@@ -94,6 +94,35 @@ export interface Refused {
   readonly status: number;
   readonly detail: string;
   readonly headers?: Record<string, string>;
+  /** A machine-readable reason (see Unresolved): the body's `reason` and the X-Sandbox-Reason header. */
+  readonly reason?: string;
+}
+
+/** The reason of a 502 whose dial failed (refused, unreachable, or an address the guard refuses): nothing listens there for the router. */
+export const UNREACHABLE_REASON = 'UpstreamUnreachable';
+/** The reason of a 502 where the port answered, but not in HTTP/2 (an HTTP/1.1 server there, to a gRPC call). */
+export const PROTOCOL_ERROR_REASON = 'UpstreamProtocolError';
+
+/**
+ * The 502 for a sandbox the router could not reach or talk to. Its reason, when known, lets a
+ * client say what to fix (a gRPC client aimed at a port with no gRPC server): `errorCode` is the
+ * upstream error's code.
+ */
+export function upstreamRefusal(id: string, reason: UpstreamErrorReason, errorCode?: string): Refused {
+  const detail = `Could not connect to the backend sandbox: ${id}`;
+  if (reason === 'dial') return { status: 502, detail, reason: UNREACHABLE_REASON };
+  if (errorCode === 'ERR_HTTP2_ERROR') return { status: 502, detail, reason: PROTOCOL_ERROR_REASON };
+  return { status: 502, detail };
+}
+
+/** A refusal's JSON body: `detail`, and `reason` when it has one. */
+export function refusalBody(refused: Refused): { detail: string; reason?: string } {
+  return refused.reason === undefined ? { detail: refused.detail } : { detail: refused.detail, reason: refused.reason };
+}
+
+/** A refusal's own headers, and X-Sandbox-Reason when it has a reason. */
+export function refusalHeaders(refused: Refused): Record<string, string> {
+  return refused.reason === undefined ? { ...refused.headers } : { ...refused.headers, [REASON_HEADER]: refused.reason };
 }
 
 export class Router {
@@ -164,7 +193,7 @@ export class Router {
     void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
       // The client left while it was being admitted (an auth review or a ready-wait can take a while): send nothing.
       if (clientGone) return 'detail' in admitted ? undefined : admitted.release();
-      if ('detail' in admitted) return json(res, admitted.status, { detail: admitted.detail }, admitted.headers);
+      if ('detail' in admitted) return json(res, admitted.status, refusalBody(admitted), refusalHeaders(admitted));
       namespace = admitted.target.namespace;
       this.forward(req, res, admitted, log);
     }, (err: Error) => {
@@ -361,7 +390,8 @@ export class Router {
     log.warn({ namespace: target.namespace, sandbox: target.id, reason, err: err.message }, 'upstream failed');
     if (res.headersSent) return void res.destroy();
     if (reason === 'timeout') return json(res, 504, { detail: `Timed out waiting for the backend sandbox: ${target.id}` });
-    json(res, 502, { detail: `Could not connect to the backend sandbox: ${target.id}` });
+    const refused = upstreamRefusal(target.id, reason);
+    json(res, refused.status, refusalBody(refused), refusalHeaders(refused));
   }
 
   public handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -384,7 +414,7 @@ export class Router {
       if ('detail' in admitted) {
         finish(admitted.status, '');
         if (clientGone) return;
-        return rawJson(socket, admitted.status, { detail: admitted.detail }, { ...admitted.headers, 'x-request-id': requestId });
+        return rawJson(socket, admitted.status, refusalBody(admitted), { ...refusalHeaders(admitted), 'x-request-id': requestId });
       }
       if (clientGone) return admitted.release();
       this.forwardUpgrade(req, socket, head, admitted, requestId, log, finish);

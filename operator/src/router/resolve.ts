@@ -3,10 +3,18 @@
  * on the request path, never DNS): the Sandbox by namespace/name, its Pod by the Sandbox's
  * name-hash label (or the pod-name annotation, as the sandbox controller reads it).
  *
- * The caches lag the API server: a client that watched its Sandbox turn Ready (or resumed it, or
- * just claimed it) can ask before the router has seen that. `settle()` therefore lets a request
- * for a sandbox that is not serving wait a bounded time for the caches to say it is, woken by
- * the informer events of that sandbox and its Pod, before it answers 404, 409 or 503.
+ * The caches lag the API server: a client that watched its Sandbox turn Ready (or just claimed
+ * it) can ask before the router has seen that. `settle()` therefore lets a request for a sandbox
+ * that is not serving wait a bounded time for the caches to say it is, woken by the informer
+ * events of that sandbox and its Pod, before it answers 404, 409 or 503.
+ *
+ * A suspended Sandbox (`spec.operatingMode: Suspended`) is refused at once, without that wait: it
+ * will not serve until someone resumes it, so waiting only delayed a certain refusal by
+ * --ready-wait. The refusal says so in a form clients can act on: 409, `reason: SandboxSuspended`
+ * in the JSON body and the `X-Sandbox-Reason` header (which a gRPC refusal carries too). A client
+ * that resumed the Sandbox and saw it Ready cannot meet this refusal unless the router's Sandbox
+ * watch lags by the whole resume (the spec change comes before the new Pod is even made); a
+ * resume the cache has seen but whose Pod is not ready yet is a 503, and that still waits.
  */
 import { isIP } from 'node:net';
 import { KINDS } from '../../../src/api/groups';
@@ -34,7 +42,14 @@ export interface Resolved {
 export interface Unresolved {
   readonly status: number;
   readonly detail: string;
+  /** A machine-readable reason, for refusals a client acts on (`SandboxSuspended`): the body's `reason` and the X-Sandbox-Reason header. */
+  readonly reason?: string;
 }
+
+/** The reason of the refusal of a suspended sandbox. */
+export const SUSPENDED_REASON = 'SandboxSuspended';
+/** The response header that carries a refusal's reason (HTTP and gRPC responses alike). */
+export const REASON_HEADER = 'x-sandbox-reason';
 
 export interface ResolveRequest {
   readonly namespace: string;
@@ -71,7 +86,7 @@ export class Resolver {
       return { status: 409, detail: `Sandbox ${name} is an unclaimed member of warm pool "${pool}"; only a claimed sandbox is routed (create a SandboxClaim and use the sandbox it names).` };
     }
     if (sandbox.spec?.operatingMode === 'Suspended') {
-      return { status: 409, detail: `Sandbox ${name} is suspended.` };
+      return { status: 409, detail: `Sandbox ${name} is suspended; resume it (spec.operatingMode: Running) to use it.`, reason: SUSPENDED_REASON };
     }
     const pod = this.podOf(sandbox);
     if (!pod) return { status: 503, detail: `Sandbox ${name} has no pod yet.` };
@@ -95,15 +110,16 @@ export class Resolver {
   }
 
   /**
-   * `resolve()`, but a refusal (every one is about what the cache shows now: absent, suspended, not
-   * ready, a stale pod IP) waits up to `waitMs` for an event of the sandbox or its Pod that makes it
-   * resolvable; at the deadline the cache's latest answer stands. `signal` (the client left, the
+   * `resolve()`, but a refusal (every one is about what the cache shows now: absent, not ready, a
+   * stale pod IP) waits up to `waitMs` for an event of the sandbox or its Pod that makes it
+   * resolvable; at the deadline the cache's latest answer stands. A suspended sandbox is answered
+   * at once (see above). `signal` (the client left, the
    * router closes) ends the wait at once, with the latest answer and the outcome `aborted`. A
    * resolve that throws (a malformed object in the cache) rejects, wherever it ran.
    */
   public settle(req: ResolveRequest, waitMs: number, signal?: AbortSignal): Promise<{ result: Resolved | Unresolved; outcome: SettleOutcome }> {
     const first = this.resolve(req);
-    if (!('detail' in first) || waitMs <= 0) return Promise.resolve({ result: first, outcome: 'immediate' });
+    if (!('detail' in first) || waitMs <= 0 || first.reason === SUSPENDED_REASON) return Promise.resolve({ result: first, outcome: 'immediate' });
     if (signal?.aborted) return Promise.resolve({ result: first, outcome: 'aborted' });
     const key = `${req.namespace}/${NameHash.of(req.id)}`;
     return new Promise((done, fail) => {

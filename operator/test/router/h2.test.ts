@@ -100,7 +100,10 @@ describe('gRPC through the router', () => {
   test('the router\'s refusals are grpc-status codes with the JSON errors\' text', async () => {
     await expect(execute(client, sh('true'), to('nope'))).rejects.toMatchObject({ code: grpc.status.NOT_FOUND, details: 'Sandbox default/nope not found.' });
     withSandbox(h, 'sus', { suspended: true });
-    await expect(execute(client, sh('true'), to('sus'))).rejects.toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: 'Sandbox default/sus is suspended.' });
+    const suspended = await execute(client, sh('true'), to('sus')).catch((err: grpc.ServiceError) => err);
+    expect(suspended).toMatchObject({ code: grpc.status.FAILED_PRECONDITION, details: 'Sandbox default/sus is suspended; resume it (spec.operatingMode: Running) to use it.' });
+    // The reason rides along as a header of the trailers-only answer (a gRPC refusal has no body).
+    expect((suspended as grpc.ServiceError).metadata.get('x-sandbox-reason')).toEqual(['SandboxSuspended']);
     await expect(execute(client, sh('true'), { metadata: {} })).rejects.toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: 'X-Sandbox-ID header is required.' });
     const { done } = start(client, sh('true'), to('nope'));
     expect(await done).toMatchObject({ code: grpc.status.NOT_FOUND, details: 'Sandbox default/nope not found.' });
@@ -108,9 +111,9 @@ describe('gRPC through the router', () => {
   });
 
   test('an unreachable sandbox is UNAVAILABLE', async () => {
-    await expect(execute(client, sh('true'), to('sb', { 'x-sandbox-port': '1' }))).rejects.toMatchObject({
-      code: grpc.status.UNAVAILABLE, details: 'Could not connect to the backend sandbox: sb',
-    });
+    const err = await execute(client, sh('true'), to('sb', { 'x-sandbox-port': '1' })).catch((e: grpc.ServiceError) => e);
+    expect(err).toMatchObject({ code: grpc.status.UNAVAILABLE, details: 'Could not connect to the backend sandbox: sb' });
+    expect((err as grpc.ServiceError).metadata.get('x-sandbox-reason')).toEqual(['UpstreamUnreachable']);
     expect(await h.metrics.registry.metrics()).toMatch(/sandbox_router_upstream_errors_total\{sandbox_namespace="default",reason="dial"\} 1/);
   });
 

@@ -57,10 +57,17 @@ describe('router proxy', () => {
     expect(h.dialed).toEqual([]);
   });
 
-  test('missing → 404, suspended → 409, not ready or no pod → 503, each naming the sandbox', async () => {
-    expect(await request(h.port, '/', route('nope'))).toMatchObject({ status: 404, body: JSON.stringify({ detail: 'Sandbox default/nope not found.' }) });
+  test('missing → 404, suspended → 409 with reason SandboxSuspended, not ready or no pod → 503, each naming the sandbox', async () => {
+    const nope = await request(h.port, '/', route('nope'));
+    expect(nope).toMatchObject({ status: 404, body: JSON.stringify({ detail: 'Sandbox default/nope not found.' }) });
+    expect(nope.headers['x-sandbox-reason']).toBeUndefined();
     h.sandboxes.put(sandbox('sus', { suspended: true }));
-    expect(await request(h.port, '/', route('sus'))).toMatchObject({ status: 409, body: JSON.stringify({ detail: 'Sandbox default/sus is suspended.' }) });
+    const suspended = await request(h.port, '/', route('sus'));
+    expect(suspended).toMatchObject({
+      status: 409,
+      headers: expect.objectContaining({ 'x-sandbox-reason': 'SandboxSuspended' }),
+      body: JSON.stringify({ detail: 'Sandbox default/sus is suspended; resume it (spec.operatingMode: Running) to use it.', reason: 'SandboxSuspended' }),
+    });
     const nr = sandbox('nr');
     h.sandboxes.put(nr);
     h.pods.put(pod(nr, [UPSTREAM_IP], { ready: false }));
@@ -86,11 +93,15 @@ describe('router proxy', () => {
     expect(h.dialed).toEqual([`${UPSTREAM_IP}:${upstream.port}`]);
   });
 
-  test('dial failure → 502 with upstream\'s text', async () => {
+  test('dial failure → 502 with upstream\'s text, and reason UpstreamUnreachable', async () => {
     const port = upstream.port;
     await upstream.close();
     const reply = await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(port) });
-    expect(reply).toMatchObject({ status: 502, body: JSON.stringify({ detail: 'Could not connect to the backend sandbox: sb' }) });
+    expect(reply).toMatchObject({
+      status: 502,
+      headers: expect.objectContaining({ 'x-sandbox-reason': 'UpstreamUnreachable' }),
+      body: JSON.stringify({ detail: 'Could not connect to the backend sandbox: sb', reason: 'UpstreamUnreachable' }),
+    });
     upstream = await startUpstream(echoHandler);
   });
 
@@ -132,9 +143,10 @@ describe('--ready-wait: a request the caches cannot serve yet waits for them', (
     expect(h.router.openConnections).toBe(0);
   });
 
-  test('a resumed Sandbox the cache still shows Suspended, and one the cache has not listed yet, are served once it has', async () => {
-    const sb = sandbox('resumed', { suspended: true });
+  test('a resuming Sandbox (Running, its Pod not ready yet), and one the cache has not listed yet, are served once they are', async () => {
+    const sb = sandbox('resumed', { ready: false });
     h.sandboxes.put(sb);
+    h.pods.put(pod(sb, [UPSTREAM_IP], { ready: false }));
     later(50, () => h.sandboxes.put(sandbox('resumed')));
     later(80, () => h.pods.put(pod(sb, [UPSTREAM_IP])));
     const fresh = sandbox('fresh');
@@ -143,6 +155,24 @@ describe('--ready-wait: a request the caches cannot serve yet waits for them', (
     const [resumed, created] = await Promise.all([request(h.port, '/', route('resumed')), request(h.port, '/', route('fresh'))]);
     expect([resumed.status, created.status]).toEqual([200, 200]);
   });
+
+  test('a suspended Sandbox is refused at once, without the wait, while a request for one that is not ready yet still waits', () => withLongWait(async (long) => {
+    long.sandboxes.put(sandbox('starting', { ready: false }));
+    const waiting = request(long.port, '/', route('starting'));
+    await until(() => long.resolver.waiting === 1);
+    long.sandboxes.put(sandbox('asleep', { suspended: true }));
+    // With a 60 s ready-wait, only an answer that never waited arrives before the test's own timeout.
+    const refused = await request(long.port, '/', route('asleep'));
+    expect(refused).toMatchObject({ status: 409, headers: expect.objectContaining({ 'x-sandbox-reason': 'SandboxSuspended' }) });
+    expect(JSON.parse(refused.body)).toMatchObject({ reason: 'SandboxSuspended' });
+    // The control: the other request is still waiting, and no wait was counted for the suspended one.
+    expect(long.resolver.waiting).toBe(1);
+    expect(await long.metrics.registry.metrics()).not.toMatch(/sandbox_router_ready_waits_total\{[^}]*\} [1-9]/);
+    long.sandboxes.put(sandbox('starting'));
+    long.pods.put(pod(sandbox('starting'), [UPSTREAM_IP]));
+    expect((await waiting).status).toBe(200);
+    expect(long.dialed).toEqual([`${UPSTREAM_IP}:${upstream.port}`]);
+  }));
 
   test('one that stays not ready gets the latest answer when the wait runs out, and its slot back', async () => {
     const short = await startRouter({ readyWaitMs: 150, maxConnectionsPerSandbox: 1 });

@@ -163,13 +163,23 @@ test(`a WebSocket through --path-routing-prefix outlives --proxy-timeout=${PROXY
   }
 });
 
-test('a suspended Sandbox gets a clear 409 from the router at once; resumed, it serves again', async () => {
+test('a suspended Sandbox gets a clear 409 from the router at once (reason SandboxSuspended, no ready-wait); resumed, it serves again', async () => {
   await dp.api.call('PATCH', dp.sandboxPath(sandbox), { spec: { operatingMode: 'Suspended' } });
+  const call = () => send(port, '/execute', { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: '{"command":"true"}' });
   const refused = await waitFor(async () => {
-    const res = await send(port, '/execute', { method: 'POST', headers: headers({ 'content-type': 'application/json' }), body: '{"command":"true"}' });
+    const res = await call();
     return res.status === 409 ? res : undefined;
   }, 30_000, 'the router to refuse the suspended sandbox');
-  expect(JSON.parse(refused.body)).toEqual({ detail: `Sandbox ${dp.ns}/${sandbox} is suspended.` });
+  const suspended = { detail: `Sandbox ${dp.ns}/${sandbox} is suspended; resume it (spec.operatingMode: Running) to use it.`, reason: 'SandboxSuspended' };
+  expect(JSON.parse(refused.body)).toEqual(suspended);
+  expect(refused.headers['x-sandbox-reason']).toBe('SandboxSuspended');
+  // Once the router's cache shows it suspended, a request is refused without waiting for --ready-wait
+  // (the waits the polling above counted while the Pod went away stay as they were).
+  const waits = async () => (await router.metrics()).sum('sandbox_router_ready_waits_total', { sandbox_namespace: dp.ns });
+  const waitedBefore = await waits();
+  const again = await call();
+  expect({ status: again.status, body: JSON.parse(again.body) }).toEqual({ status: 409, body: suspended });
+  expect(await waits()).toBe(waitedBefore);
 
   await dp.api.call('PATCH', dp.sandboxPath(sandbox), { spec: { operatingMode: 'Running' } });
   await dp.pod(sandbox);

@@ -228,10 +228,10 @@ test('SIGKILL: the claim outlives the agent until its ttl deletes it', async () 
   await claimGone(claim, 90_000);
 });
 
-test('suspend() stops the Pod (the router answers 409, typed), resume() brings it back Ready', async () => {
+test('suspend() stops the Pod (the router answers 409: SandboxSuspendedError), resume() brings it back Ready', async () => {
   const lines = await runAgent({ scenario: 'suspendResume' });
   expect(lines.find((l) => l.error)).toBeUndefined();
-  expect(step(lines, 'suspended').refused).toEqual({ error: 'SandboxHttpError', status: 409, detail: expect.stringMatching(/is suspended/) });
+  expect(step(lines, 'suspended').refused).toEqual({ error: 'SandboxSuspendedError', status: 409, detail: expect.stringMatching(/is suspended/) });
   // The runtime's workspace is per Pod: a new Pod starts empty (volumes would keep it).
   expect(step(lines, 'resumed')).toEqual({ step: 'resumed', result: { stdout: 'back\n', stderr: '', exitCode: 0, timedOut: false }, kept: false });
 });
