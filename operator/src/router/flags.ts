@@ -76,7 +76,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     flag: 'ready-wait',
     type: 'duration',
     default: 2_000,
-    description: 'How long a request for a sandbox the router\'s caches show absent, suspended or not ready waits for them to show it serving before 404, 409 or 503; covers a client that saw it Ready (or resumed it) first. 0s answers at once.',
+    description: 'How long a request for a sandbox the router\'s caches show absent, not ready or unclaimed waits for them to show it serving before 404, 503 or 409; covers a client that saw it Ready (or resumed it) first. A suspended sandbox is refused at once (409). 0s answers at once.',
     validate: (v: number) => (v >= 0 ? undefined : `must be 0s or more (it is ${formatGoDuration(v)})`),
   },
   { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
