@@ -9,73 +9,10 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as path from 'node:path';
 import { alive, exec, json, request, runtimeFixture } from './runtime-http';
+import { NdjsonLines } from '../../../test/integration/data-plane/ndjson-lines';
 
 const NDJSON = { Accept: 'application/x-ndjson' };
-
-/** An NDJSON answer read line by line as it arrives. */
-class Lines {
-  public static open(port: number, method: string, urlPath: string, body?: unknown, headers: http.OutgoingHttpHeaders = {}): Promise<Lines> {
-    return new Promise((resolve, reject) => {
-      const req = http.request({
-        host: '127.0.0.1', port, method, path: urlPath, agent: false, headers: { ...NDJSON, 'Content-Type': 'application/json', ...headers },
-      }, (res) => resolve(new Lines(req, res)));
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
-  }
-
-  private buffer = '';
-  private readonly queue: any[] = [];
-  private waiting?: () => void;
-  private ended = false;
-  /** Every line so far, pings included. */
-  public readonly all: any[] = [];
-
-  private constructor(private readonly req: http.ClientRequest, public readonly res: http.IncomingMessage) {
-    res.setEncoding('utf8');
-    res.on('data', (text: string) => {
-      this.buffer += text;
-      for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
-        const line = JSON.parse(this.buffer.slice(0, nl));
-        this.buffer = this.buffer.slice(nl + 1);
-        this.all.push(line);
-        this.queue.push(line);
-      }
-      this.waiting?.();
-    });
-    const end = () => {
-      this.ended = true;
-      this.waiting?.();
-    };
-    res.on('end', end);
-    res.on('close', end);
-    res.on('error', end);
-  }
-
-  /** The next line that is not a ping; undefined once the answer has ended. */
-  public async next(): Promise<any> {
-    for (;;) {
-      const line = this.queue.shift();
-      if (line !== undefined && line.type !== 'ping') return line;
-      if (line !== undefined) continue;
-      if (this.ended) return undefined;
-      await new Promise<void>((resolve) => (this.waiting = resolve));
-    }
-  }
-
-  /** Every remaining line but pings, until the answer ends. */
-  public async rest(): Promise<any[]> {
-    const lines: any[] = [];
-    for (let line = await this.next(); line !== undefined; line = await this.next()) lines.push(line);
-    return lines;
-  }
-
-  /** Drops the connection, as a router restart or a lost network would. */
-  public cut(): void {
-    this.req.destroy();
-    this.res.destroy();
-  }
-}
+const Lines = NdjsonLines;
 
 /** A shell command that waits (polling) until `file` exists in the workspace. */
 const waitFor = (file: string) => `while [ ! -e ${file} ]; do sleep 0.02; done`;
