@@ -2,7 +2,7 @@
  * A sandbox's life on a real node, and what survives it (the table in docs/what-survives-what.md):
  * suspend deletes the Pod and keeps the workspace PVC (local-path), resume brings a new Pod with the
  * file written there before, while a file in /tmp (the container's root filesystem) and one in an
- * emptyDir workspace are gone (negative controls); a container restart (the runtime SIGKILLed, the
+ * emptyDir workspace are gone (negative controls), and so does a Pod deleted under a running Sandbox; a container restart (the runtime SIGKILLed, the
  * same Pod) keeps the PVC's and the emptyDir's files and loses /tmp's; and the operator Pod SIGKILLed
  * mid-burst (a real container restart by the kubelet) leaves every claim in flight Ready, each bound
  * to its own Sandbox.
@@ -72,7 +72,7 @@ async function warmPods(pool: string, replicas: number): Promise<Map<string, str
   return new Map((await pods(t.k, t.ns)).filter((p) => p.metadata.name.startsWith(`${pool}-`)).map((p) => [p.metadata.name, p.metadata.uid]));
 }
 
-test('suspend and resume: a new Pod, with the workspace PVC\'s file; /tmp\'s file and an emptyDir workspace\'s are gone', async () => {
+test('suspend and resume, and a deleted Pod: a new Pod, with the workspace PVC\'s file; /tmp\'s file and an emptyDir workspace\'s are gone', async () => {
   const warm = new Map([...await warmPods('keep', 2), ...await warmPods('scratch', 2)]);
   await t.k.applyServerSide([claim('keeper', 'keep'), claim('scratcher', 'scratch')], 'real-nodes-test');
   const [kept, scratch] = await Promise.all([readyClaimSandbox('keeper'), readyClaimSandbox('scratcher')]);
@@ -96,6 +96,19 @@ test('suspend and resume: a new Pod, with the workspace PVC\'s file; /tmp\'s fil
   for (const s of [kept, scratch]) await eventually(`the resumed Pod ${s} Ready`, () => podReady(s), 180_000);
   expect((await t.k.getJson(['pod', kept, '-n', t.ns])).metadata.uid).not.toBe(before.metadata.uid);
   expect((await t.k.getJson(['pod', scratch, '-n', t.ns])).metadata.uid).not.toBe(scratchBefore.metadata.uid);
+  expect(await readBoth(kept)).toEqual({ workspace: 'in the workspace', tmp: 'absent' });
+  expect(await readBoth(scratch)).toEqual({ workspace: 'absent', tmp: 'absent' });
+
+  // The same when the Pod is deleted from under a running Sandbox: the controller makes a new one.
+  const running = await Promise.all([kept, scratch].map((s) => t.k.getJson(['pod', s, '-n', t.ns])));
+  for (const s of [kept, scratch]) await writeBoth(s);
+  await t.k.kubectl(['delete', 'pod', kept, scratch, '-n', t.ns, '--wait=true']);
+  for (const [i, s] of [kept, scratch].entries()) {
+    await eventually(`a new Pod ${s} Ready`, async () => {
+      const pod = await t.k.tryGetJson(['pod', s, '-n', t.ns]);
+      return pod && pod.metadata.uid !== running[i].metadata.uid && isReady(pod) ? true : undefined;
+    }, 180_000);
+  }
   expect(await readBoth(kept)).toEqual({ workspace: 'in the workspace', tmp: 'absent' });
   expect(await readBoth(scratch)).toEqual({ workspace: 'absent', tmp: 'absent' });
 });
