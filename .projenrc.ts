@@ -72,7 +72,7 @@ project.tasks.addEnvironment('JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION', '2
 
 // Lint the non-jsii TypeScript too: examples, the synth job, the control-plane tools. Each of those
 // folders has a tsconfig.json extending test/tsconfig.json, which ESLint's project service picks up.
-const devDirs = ['examples', 'tools', 'hack', 'operator', 'sdk'];
+const devDirs = ['examples', 'tools', 'hack', 'operator', 'sdk', 'mcp'];
 // operator/package.json only marks the folder ESM; its dependencies are the root package's.
 project.eslint?.addOverride({
   files: ['operator/**/*.ts'],
@@ -89,6 +89,27 @@ project.eslint?.addOverride({
     'import/no-restricted-paths': ['error', {
       zones: [{ target: './sdk/src', from: ['./src', './operator', './tools', './test'], message: 'the SDK must not need the construct library or the operator at run time; copy wire names into sdk/src/wire.ts' }],
     }],
+  },
+});
+// The MCP SDK's subpaths (`@modelcontextprotocol/sdk/server/stdio.js`) resolve through a `./*` export
+// that ESLint's resolvers do not follow; tsc resolves (and checks) them.
+const mcpSdkSubpaths = ['import/no-unresolved', ['error', { ignore: ['^@modelcontextprotocol/sdk/'] }]] as const;
+// The MCP server is its own package too: its sources use only mcp/package.json's dependencies (the SDK
+// by its package name, never by path); its tests run here on the root's dev dependencies and may use the
+// SDK's test handle.
+project.eslint?.addOverride({
+  files: ['mcp/src/**/*.ts'],
+  rules: {
+    'import/no-extraneous-dependencies': ['error', { devDependencies: false, packageDir: ['./mcp'] }],
+    'no-restricted-imports': ['error', { patterns: [{ group: ['../*'], message: 'the MCP server uses the SDK by its package name (@cdk8s-agent-sandbox/sdk), and nothing else of this repository' }] }],
+    [mcpSdkSubpaths[0]]: mcpSdkSubpaths[1],
+  },
+});
+project.eslint?.addOverride({
+  files: ['mcp/test/**/*.ts'],
+  rules: {
+    'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.', './mcp'] }],
+    [mcpSdkSubpaths[0]]: mcpSdkSubpaths[1],
   },
 });
 // The SDK's tests run in this repository: the root package's dev dependencies (fast-check, jest) serve them.
@@ -128,7 +149,7 @@ for (const dir of devDirs) {
   project.eslint?.addLintPattern(dir);
   project.eslint?.allowDevDeps(`${dir}/**`);
 }
-project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/sdk/', '/test-results/', '/.ci/');
+project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/sdk/', '/mcp/', '/test-results/', '/.ci/');
 // The npm tarball (which every jsii package embeds, the wheel included) holds only the library: an
 // allowlist, so a new folder (bench/ results, docs/) stays out without an ignore entry.
 // npm adds package.json, README.md and LICENSE itself. test/package/packed-files.test.ts checks it.
@@ -214,6 +235,21 @@ const sdkPack = project.addTask('sdk:pack', {
   description: 'Build and pack the SDK into dist/packages/sdk/ (the release publishes it from there)',
   steps: [{ exec: 'mkdir -p dist/packages/sdk' }, { exec: 'npm pack --pack-destination ../dist/packages/sdk', cwd: 'sdk' }],
 });
+
+// The MCP server (mcp/, @cdk8s-agent-sandbox/mcp, the agent-sandbox-mcp command): its own ESM package on
+// the SDK, which it imports by name (the root's node_modules links it to sdk/, so the SDK is built first).
+// Its unit tests run its tools against the runtime from the operator bundle; the end-to-end tests with
+// real claims are test/integration/mcp/.
+const mcpBuild = project.addTask('mcp:build', {
+  description: 'Type-check the MCP server and its tests, and build it to mcp/dist (ESM + .d.ts)',
+  steps: [{ spawn: sdkBuild.name }, { exec: 'tsc -p mcp/test/tsconfig.json' }, { exec: 'tsc -p mcp/tsconfig.json' }, { exec: 'chmod +x mcp/dist/cli.js' }],
+});
+const mcpTests = project.addTask('mcp:test', {
+  description: 'MCP server unit tests (ESM jest; the official MCP client over in-memory and streamable HTTP transports, tools against the real runtime process)',
+  env: { NODE_OPTIONS: '--experimental-vm-modules --no-warnings=ExperimentalWarning' },
+  steps: [{ spawn: mcpBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c mcp/jest.config.mjs --ci', receiveArgs: true }],
+});
+project.gitignore.exclude('/mcp/dist/');
 
 // The whole system on this machine: control plane, operator, router, pod runner, a pool and the
 // example agent on the SDK (see tools/demo/demo.ts).
@@ -424,6 +460,7 @@ all.spawn(project.tasks.tryFind('post-compile')!);
 all.spawn(project.testTask);
 all.spawn(operatorTests);
 all.spawn(sdkTests);
+all.spawn(mcpTests);
 all.spawn(integration);
 all.spawn(faults);
 all.spawn(bindings);
