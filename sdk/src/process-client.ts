@@ -1,22 +1,51 @@
 /**
- * `run` over sandboxd's gRPC ProcessService (the runtime's --grpc-port, 9090 in sandboxd), through
- * the router (h2c; the routing headers go as gRPC metadata) or straight to the Pod, over node:http2:
- * one `Start` stream per command, so output arrives as it is written, stdin is written with
+ * sandboxd's gRPC ProcessService (the runtime's --grpc-port, 9090 in sandboxd), through the router
+ * (h2c; the routing headers go as gRPC metadata) or straight to the Pod, over node:http2: one
+ * `Start` stream per command, so output arrives as it is written, stdin is written with
  * `WriteStdin`, and a time limit or an abort sends `SendSignal(SIGKILL)` to the process group.
+ * `run` runs a command to its end; `start` hands back a live process (a PTY session's).
+ *
+ * How a call can end, and what the caller gets:
+ * - a status (trailers, or a trailers-only answer): OK, or a SandboxGrpcError with that code; the
+ *   router's refusal of a suspended sandbox (FAILED_PRECONDITION with `X-Sandbox-Reason:
+ *   SandboxSuspended`) is a SandboxSuspendedError, as over HTTP;
+ * - no gRPC at the port (connection refused, an answer that is not HTTP/2, an HTTP answer that is
+ *   not gRPC, or the router saying it could not reach or talk to the port): a SandboxGrpcError
+ *   UNAVAILABLE that says which, and how to fix it (`hint`);
+ * - cut (reset, connection lost, or ended without a status): a SandboxGrpcError UNAVAILABLE that
+ *   says the stream was cut, and for `Start` whether the command may still be running. A `Start`
+ *   stream cut after its exit event still gives the result: the command has ended.
  */
 import * as http2 from 'node:http2';
 import { StringDecoder } from 'node:string_decoder';
-import { SandboxConnectionError, SandboxGrpcError } from './errors.js';
-import { FrameReader, SIGNAL_SIGKILL, StartRequest, decodeStartResponse, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame } from './process-wire.js';
+import { SandboxError, SandboxGrpcError, SandboxSuspendedError, SUSPENDED_REASON, REASON_HEADER } from './errors.js';
+import {
+  FrameReader, SIGNAL_SIGKILL, StartRequest, decodeStartResponse, encodeResizeTty, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame,
+} from './process-wire.js';
 import { Endpoint } from './runtime-api.js';
+import { RouterHeader } from './wire.js';
 
 const SERVICE = '/process.v1.ProcessService';
 /** gRPC status codes the SDK names. */
 const GRPC_OK = 0;
+const GRPC_PERMISSION_DENIED = 7;
+const GRPC_FAILED_PRECONDITION = 9;
+const GRPC_INTERNAL = 13;
+const GRPC_UNAVAILABLE = 14;
+const GRPC_UNAUTHENTICATED = 16;
 /** How long after the time-limit kill the SDK waits for the Start stream's status before giving up on it. */
 const KILL_GRACE_MS = 5_000;
 /** The deadline of a SendSignal call. */
 const SIGNAL_DEADLINE_MS = 5_000;
+/** The router's reasons for a 502 on the way to the port (see the router's proxy.ts). */
+const UNREACHABLE_REASONS: Record<string, string> = {
+  UpstreamUnreachable: 'the router could not connect to it (connection refused or unreachable)',
+  UpstreamProtocolError: 'the router got no HTTP/2 from it (an HTTP/1.1 server, such as the runtime\'s HTTP API, answers there)',
+};
+
+/** What the client says to do when its grpcPort serves no gRPC. */
+export const GRPC_PORT_HINT = 'the client\'s grpcPort must be the port the sandbox\'s runtime serves gRPC on (the SandboxTemplate\'s runtime.grpcPort, '
+  + 'the runtime\'s --grpc-port); or leave grpcPort unset: run() then uses the runtime\'s HTTP API';
 
 export interface ProcessRunOptions {
   readonly stdin?: Uint8Array;
@@ -33,12 +62,36 @@ export interface ProcessResult {
   readonly timedOut: boolean;
 }
 
+/** A process started with `start`, until it exits. */
+export interface LiveProcess {
+  /** sandboxd's id of the process (its `InitEvent.process_id`). */
+  readonly processId: number;
+  /** Resolves with the exit code (-1 for a signal death); rejects with a SandboxGrpcError when the stream fails or is cut. */
+  readonly exited: Promise<number>;
+  write(data: Uint8Array): Promise<void>;
+  /** Closes the process's stdin. */
+  closeStdin(): Promise<void>;
+  resize(cols: number, rows: number): Promise<void>;
+  /** One of process-wire's SIGNAL_* values, to the process's group. */
+  signal(signal: number): Promise<void>;
+  /** Cancels the stream (sandboxd kills the process when it sees that) and lets go of the connection. */
+  cancel(): void;
+}
+
+/** How a call ended: its status, a failure the SDK can name, or a cut (no status: `how` says what happened). */
+type Outcome =
+  | { readonly kind: 'ok' }
+  | { readonly kind: 'error'; readonly error: SandboxError }
+  | { readonly kind: 'cut'; readonly how: string };
+
 export class ProcessClient {
   public constructor(
     private readonly endpoint: () => Promise<Endpoint>,
     private readonly sandbox: string,
     /** After the time-limit kill, how long to wait for the stream's status (then: cancel it, report the time-out). */
     private readonly killGraceMs: number = KILL_GRACE_MS,
+    /** What to do when the port serves no gRPC (it says where the port came from). */
+    private readonly hint: string = GRPC_PORT_HINT,
   ) {}
 
   /** Starts the command and resolves when it has exited (or was killed at its time limit). */
@@ -47,10 +100,10 @@ export class ProcessClient {
     const endpoint = await this.endpoint();
     const session = http2.connect(endpoint.baseUrl);
     session.on('error', () => undefined);
-    const metadata = Object.fromEntries(Object.entries(endpoint.headers).map(([k, v]) => [k.toLowerCase(), v]));
+    const metadata = metadataOf(endpoint);
     const signals: Promise<void>[] = [];
     try {
-      return await this.start(session, metadata, request, options, signals);
+      return await this.runOn(session, metadata, portOf(endpoint), request, options, signals);
     } finally {
       // Closing the session at once would have the server refuse a SendSignal still under way (it
       // answers the GOAWAY): close it once those are done (each has a deadline).
@@ -58,8 +111,106 @@ export class ProcessClient {
     }
   }
 
-  private start(
-    session: http2.ClientHttp2Session, metadata: Record<string, string>, request: StartRequest, options: ProcessRunOptions, signals: Promise<void>[],
+  /**
+   * Starts the command and resolves once sandboxd has started it (its init event), with the live
+   * process; `onOutput` gets its output as it comes. Rejects when it does not start (a status, no
+   * gRPC at the port, the stream cut first).
+   */
+  public async start(request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, signal?: AbortSignal): Promise<LiveProcess> {
+    signal?.throwIfAborted();
+    const endpoint = await this.endpoint();
+    const session = http2.connect(endpoint.baseUrl);
+    session.on('error', () => undefined);
+    const metadata = metadataOf(endpoint);
+    const port = portOf(endpoint);
+    const pending = new Set<Promise<unknown>>();
+    const track = <T>(call: Promise<T>): Promise<T> => {
+      pending.add(call);
+      void call.catch(() => undefined).finally(() => pending.delete(call));
+      return call;
+    };
+    const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
+    const reader = new FrameReader();
+    let processId: number | undefined;
+    let exitCode: number | undefined;
+    let started!: (id: number) => void;
+    let failed!: (err: unknown) => void;
+    const init = new Promise<number>((resolve, reject) => {
+      started = resolve;
+      failed = reject;
+    });
+    let ended!: (code: number) => void;
+    let broke!: (err: unknown) => void;
+    const exited = new Promise<number>((resolve, reject) => {
+      ended = resolve;
+      broke = reject;
+    });
+    // Whoever waits on exited, a failure before init is reported through init.
+    exited.catch(() => undefined);
+    const finish = (outcome: Outcome) => {
+      let err: SandboxError | undefined;
+      if (outcome.kind === 'error') err = outcome.error;
+      else if (outcome.kind === 'cut' && exitCode === undefined) err = this.cutError('Start', outcome.how, processId);
+      else if (processId === undefined || exitCode === undefined) err = new SandboxGrpcError(GRPC_INTERNAL, `the Start stream ended OK without ${processId === undefined ? 'an init' : 'an exit'} event`, this.sandbox);
+      if (err) {
+        failed(err);
+        broke(err);
+      } else {
+        ended(exitCode!);
+      }
+      // Let calls still under way (a last write, a signal) finish first: each has an answer or a cut.
+      void Promise.allSettled([...pending]).then(() => session.close());
+    };
+    stream.on('data', (chunk: Buffer) => {
+      let messages: Buffer[];
+      try {
+        messages = reader.push(chunk);
+      } catch (err) {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        return finish({ kind: 'error', error: new SandboxGrpcError(GRPC_INTERNAL, (err as Error).message, this.sandbox) });
+      }
+      for (const message of messages) {
+        const event = decodeStartResponse(message);
+        if (!event) continue;
+        if (event.kind === 'init') {
+          processId = event.processId;
+          started(processId);
+        } else if (event.kind === 'exit') {
+          exitCode = event.exitCode;
+        } else {
+          onOutput(event.kind, event.data);
+        }
+      }
+    });
+    this.onStatus(stream, 'Start', port, finish);
+    const onAbort = () => {
+      failed(signal!.reason);
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let id: number;
+    try {
+      id = await init;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    return {
+      processId: id,
+      exited,
+      write: (data) => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(id, data))),
+      closeStdin: () => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(id, 'eof'))),
+      resize: (cols, rows) => track(this.unary(session, metadata, port, 'ResizeTTY', encodeResizeTty(id, cols, rows))),
+      signal: (sig) => track(this.unary(session, metadata, port, 'SendSignal', encodeSendSignal(id, sig), SIGNAL_DEADLINE_MS)),
+      cancel: () => {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+        session.close();
+      },
+    };
+  }
+
+  private runOn(
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, request: StartRequest, options: ProcessRunOptions,
+    signals: Promise<void>[],
   ): Promise<ProcessResult> {
     return new Promise<ProcessResult>((resolve, reject) => {
       const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
@@ -81,7 +232,7 @@ export class ProcessClient {
       };
       const kill = () => {
         if (processId !== undefined) {
-          signals.push(this.unary(session, metadata, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined));
+          signals.push(this.unary(session, metadata, port, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined));
         } else {
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }
@@ -127,7 +278,7 @@ export class ProcessClient {
           messages = reader.push(chunk);
         } catch (err) {
           stream.close(http2.constants.NGHTTP2_CANCEL);
-          return finish(() => reject(new SandboxGrpcError(13, (err as Error).message, this.sandbox)));
+          return finish(() => reject(new SandboxGrpcError(GRPC_INTERNAL, (err as Error).message, this.sandbox)));
         }
         for (const message of messages) {
           const event = decodeStartResponse(message);
@@ -135,7 +286,7 @@ export class ProcessClient {
           if (event.kind === 'init') {
             processId = event.processId;
             if (timedOut) kill();
-            else if (options.stdin !== undefined) void this.writeStdin(session, metadata, processId, options.stdin).catch(() => undefined);
+            else if (options.stdin !== undefined) void this.writeStdin(session, metadata, port, processId, options.stdin).catch(() => undefined);
           } else if (event.kind === 'exit') {
             exitCode = event.exitCode;
           } else {
@@ -145,10 +296,12 @@ export class ProcessClient {
           }
         }
       });
-      this.onStatus(stream, (err) => {
+      this.onStatus(stream, 'Start', port, (outcome) => {
         if (settled) return;
-        // At the time limit the stream may end either way (killed, or cancelled before it started).
-        if (err && !timedOut) return finish(() => reject(err));
+        // At the time limit the stream may end either way (killed, or cancelled before it started);
+        // cut after the exit event, the command has ended and its result is known.
+        if (outcome.kind === 'error' && !timedOut) return finish(() => reject(outcome.error));
+        if (outcome.kind === 'cut' && !timedOut && exitCode === undefined) return finish(() => reject(this.cutError('Start', outcome.how, processId)));
         for (const kind of ['stdout', 'stderr'] as const) {
           const rest = decoders[kind].end();
           output[kind] += rest;
@@ -159,13 +312,15 @@ export class ProcessClient {
     });
   }
 
-  private async writeStdin(session: http2.ClientHttp2Session, metadata: Record<string, string>, processId: number, input: Uint8Array): Promise<void> {
-    if (input.length > 0) await this.unary(session, metadata, 'WriteStdin', encodeWriteStdin(processId, input));
-    await this.unary(session, metadata, 'WriteStdin', encodeWriteStdin(processId, 'eof'));
+  private async writeStdin(
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, processId: number, input: Uint8Array,
+  ): Promise<void> {
+    if (input.length > 0) await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(processId, input));
+    await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(processId, 'eof'));
   }
 
   private unary(
-    session: http2.ClientHttp2Session, metadata: Record<string, string>, method: string, message: Buffer, deadlineMs?: number,
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, method: string, message: Buffer, deadlineMs?: number,
   ): Promise<void> {
     return new Promise((resolve, reject) => {
       const stream = this.call(session, metadata, method, message);
@@ -174,10 +329,11 @@ export class ProcessClient {
         stream.close(http2.constants.NGHTTP2_CANCEL);
         reject(new SandboxGrpcError(4, `${method}: no answer within ${deadlineMs} ms`, this.sandbox));
       }, deadlineMs);
-      this.onStatus(stream, (err) => {
+      this.onStatus(stream, method, port, (outcome) => {
         clearTimeout(deadline);
-        if (err) reject(err);
-        else resolve();
+        if (outcome.kind === 'ok') resolve();
+        else if (outcome.kind === 'error') reject(outcome.error);
+        else reject(this.cutError(method, outcome.how));
       });
     });
   }
@@ -194,33 +350,76 @@ export class ProcessClient {
     return stream;
   }
 
-  /** Calls `done` once with the call's outcome: undefined for OK, else the error (status from headers or trailers). */
-  private onStatus(stream: http2.ClientHttp2Stream, done: (err?: SandboxGrpcError | SandboxConnectionError) => void): void {
+  /** Calls `done` once with how the call ended (see the file's comment). */
+  private onStatus(stream: http2.ClientHttp2Stream, method: string, port: string, done: (outcome: Outcome) => void): void {
     let called = false;
-    const once = (err?: SandboxGrpcError | SandboxConnectionError) => {
+    let responded = false;
+    const once = (outcome: Outcome) => {
       if (called) return;
       called = true;
-      done(err);
+      done(outcome);
     };
-    const check = (headers: Record<string, string | string[] | number | undefined>) => {
+    const fail = (code: number, details: string) => once({ kind: 'error', error: new SandboxGrpcError(code, details, this.sandbox) });
+    const noGrpc = (what: string) => fail(GRPC_UNAVAILABLE, `no gRPC at the sandbox's port ${port}: ${what}. Fix: ${this.hint}`);
+    const check = (headers: http2.IncomingHttpHeaders) => {
       const status = headers['grpc-status'];
       if (status === undefined) return false;
       const code = Number(status);
       const details = percentDecoded(String(headers['grpc-message'] ?? ''));
-      once(code === GRPC_OK ? undefined : new SandboxGrpcError(code, details, this.sandbox));
+      const reason = headers[REASON_HEADER];
+      if (code === GRPC_OK) {
+        once({ kind: 'ok' });
+      } else if (code === GRPC_FAILED_PRECONDITION && reason === SUSPENDED_REASON) {
+        once({ kind: 'error', error: new SandboxSuspendedError(409, { detail: details, reason }, 'POST', `${SERVICE}/${method}`, this.sandbox) });
+      } else if (code === GRPC_UNAVAILABLE && typeof reason === 'string' && UNREACHABLE_REASONS[reason]) {
+        noGrpc(`${UNREACHABLE_REASONS[reason]} (${details})`);
+      } else {
+        fail(code, details);
+      }
       return true;
     };
     stream.on('response', (headers) => {
-      const httpStatus = Number(headers[':status']);
+      responded = true;
       if (check(headers)) return;
-      if (httpStatus !== 200) {
-        once(new SandboxGrpcError(httpStatus === 401 ? 16 : httpStatus === 403 ? 7 : 14, `HTTP ${httpStatus} from ${String(headers['content-type'] ?? 'the server')}`, this.sandbox));
+      const httpStatus = Number(headers[':status']);
+      const contentType = String(headers['content-type'] ?? '');
+      if (httpStatus === 401 || httpStatus === 403) {
+        return fail(httpStatus === 401 ? GRPC_UNAUTHENTICATED : GRPC_PERMISSION_DENIED, `HTTP ${httpStatus} from ${contentType || 'the server'}`);
       }
+      if (httpStatus !== 200 || !/^application\/grpc/.test(contentType)) noGrpc(`it answered HTTP ${httpStatus} (${contentType || 'no content-type'}), not gRPC`);
     });
     stream.on('trailers', (trailers) => check(trailers));
-    stream.on('error', (err: NodeJS.ErrnoException) => once(new SandboxConnectionError(`gRPC: ${err.message}`, err.code, { sandbox: this.sandbox, cause: err })));
-    stream.on('close', () => once(new SandboxConnectionError('gRPC: the stream closed without a status', undefined, { sandbox: this.sandbox })));
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      const cause = (err.cause as NodeJS.ErrnoException | undefined) ?? err;
+      if (!responded && cause.code === 'ECONNREFUSED') return noGrpc('connection refused (nothing listens there)');
+      if (!responded && cause.code === 'ERR_HTTP2_ERROR') return noGrpc('the answer was not HTTP/2 (an HTTP/1.1 server, such as the runtime\'s HTTP API, listens there)');
+      once({ kind: 'cut', how: cause.message });
+    });
+    stream.on('close', () => {
+      const rst = stream.rstCode;
+      once({ kind: 'cut', how: rst !== undefined && rst !== http2.constants.NGHTTP2_NO_ERROR ? `reset with HTTP/2 code ${rst}` : 'it ended without a status' });
+    });
   }
+
+  /** The error for a call cut before its status: what is known of its effect. */
+  private cutError(method: string, how: string, processId?: number): SandboxGrpcError {
+    let effect: string;
+    if (method !== 'Start') effect = 'it may or may not have taken effect';
+    else if (processId === undefined) effect = 'the command may or may not have started (sandboxd kills a Start process once it sees the stream cancelled)';
+    else effect = `the command (process ${processId}) may still be running in the sandbox: sandboxd kills it once it sees the stream cancelled`;
+    return new SandboxGrpcError(GRPC_UNAVAILABLE, `the ${method} stream was cut before ${method === 'Start' ? 'the exit event' : 'its status'} (${how}); ${effect}`, this.sandbox);
+  }
+}
+
+/** The endpoint's headers as gRPC metadata (lower-case names). */
+function metadataOf(endpoint: Endpoint): Record<string, string> {
+  return Object.fromEntries(Object.entries(endpoint.headers).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** The sandbox's port a call goes to, for messages: the router's X-Sandbox-Port, or the URL's. */
+function portOf(endpoint: Endpoint): string {
+  const routed = Object.entries(endpoint.headers).find(([k]) => k.toLowerCase() === RouterHeader.PORT.toLowerCase());
+  return routed ? routed[1] : new URL(endpoint.baseUrl).port;
 }
 
 /** grpc-message is percent-encoded; a malformed one is kept as it came. */

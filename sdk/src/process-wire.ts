@@ -2,17 +2,22 @@
  * The few messages of sandboxd's gRPC `process.v1.ProcessService` the SDK sends and reads, in
  * protobuf's wire format (field numbers of `packages/sandboxd/spec/process/v1/process.proto` in
  * kubernetes-sigs/agent-sandbox), written by hand so the SDK needs no protobuf or gRPC library:
- * StartRequest, StartResponse, WriteStdinRequest and SendSignalRequest, plus gRPC's 5-byte framing.
+ * StartRequest (with its optional PTY), StartResponse, WriteStdinRequest, SendSignalRequest and
+ * ResizeTTYRequest, plus gRPC's 5-byte framing.
  */
 /* eslint-disable no-bitwise -- protobuf's wire format is 7-bit groups, tags and two's complement */
 
-/** `Signal` enum values. */
+/** `Signal` enum values (the signals SendSignal takes). */
+export const SIGNAL_SIGINT = 2;
 export const SIGNAL_SIGKILL = 9;
+export const SIGNAL_SIGTERM = 15;
 
 export interface StartRequest {
   readonly command: readonly string[];
   readonly env?: Readonly<Record<string, string>>;
   readonly cwd?: string;
+  /** Run on a new pseudo-terminal of this size: its output arrives as stdout. */
+  readonly pty?: { readonly cols: number; readonly rows: number };
 }
 
 /** One event of the Start stream. */
@@ -46,13 +51,26 @@ function varintField(field: number, value: number): Buffer {
   return Buffer.concat([tag(field, 0), varint(value)]);
 }
 
+/** A uint32 field, left out when 0 (proto3's default). */
+function uint32Field(field: number, value: number): Buffer {
+  return value === 0 ? Buffer.alloc(0) : varintField(field, value >>> 0);
+}
+
 export function encodeStartRequest(request: StartRequest): Buffer {
   const config: Buffer[] = request.command.map((arg) => lengthDelimited(1, Buffer.from(arg, 'utf8')));
   for (const [key, value] of Object.entries(request.env ?? {})) {
     config.push(lengthDelimited(2, Buffer.concat([lengthDelimited(1, Buffer.from(key, 'utf8')), lengthDelimited(2, Buffer.from(value, 'utf8'))])));
   }
   if (request.cwd !== undefined) config.push(lengthDelimited(3, Buffer.from(request.cwd, 'utf8')));
-  return lengthDelimited(1, Buffer.concat(config));
+  const message = [lengthDelimited(1, Buffer.concat(config))];
+  // Pty: uint32 cols = 1, rows = 2 (an empty message when both are 0: presence is what asks for a PTY).
+  if (request.pty) message.push(lengthDelimited(2, Buffer.concat([uint32Field(1, request.pty.cols), uint32Field(2, request.pty.rows)])));
+  return Buffer.concat(message);
+}
+
+/** ResizeTTYRequest: int32 process_id = 1, uint32 cols = 2, rows = 3. */
+export function encodeResizeTty(processId: number, cols: number, rows: number): Buffer {
+  return Buffer.concat([varintField(1, processId), uint32Field(2, cols), uint32Field(3, rows)]);
 }
 
 export function encodeWriteStdin(processId: number, input: Uint8Array | 'eof'): Buffer {

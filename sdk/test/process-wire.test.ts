@@ -7,7 +7,7 @@
 import * as fc from 'fast-check';
 import * as runtime from '../../operator/src/sandboxd/process-proto';
 import {
-  FrameReader, decodeStartResponse, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame,
+  FrameReader, decodeStartResponse, encodeResizeTty, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame,
 } from '../src/process-wire';
 
 const text = fc.string({ unit: 'grapheme', maxLength: 20 });
@@ -22,6 +22,16 @@ test('StartRequest: the runtime decodes what the SDK encodes', () => {
       expect(decoded.pty).toBeUndefined();
     },
   ));
+});
+
+test('StartRequest with a PTY (0 x 0 included: presence asks for one) and ResizeTTY: the runtime decodes what the SDK encodes', () => {
+  const side = fc.integer({ min: 0, max: 65535 });
+  const id = fc.integer({ min: 1, max: 2 ** 31 - 1 });
+  fc.assert(fc.property(fc.array(text, { minLength: 1, maxLength: 3 }), side, side, id, (command, cols, rows, processId) => {
+    const decoded = runtime.decodeStartRequest(encodeStartRequest({ command, pty: { cols, rows } }));
+    expect(decoded).toEqual({ config: { command, envVars: {} }, pty: { cols, rows } });
+    expect(runtime.decodeResizeTtyRequest(encodeResizeTty(processId, cols, rows))).toEqual({ processId, cols, rows });
+  }));
 });
 
 test('WriteStdin and SendSignal: the runtime decodes what the SDK encodes', () => {
