@@ -196,8 +196,14 @@ export class SandboxClient implements AsyncDisposable {
     const runtime = new RuntimeApi(() => this.connector.endpoint(address), sandbox, this.options.retry ?? {}, this.tracing);
     const grpcPort = this.options.grpcPort;
     const processes = grpcPort === undefined ? undefined : new ProcessClient(() => this.connector.endpoint(address, grpcPort), sandbox);
+    const pty = {
+      grpcPort,
+      runtime: () => this.connector.endpoint(address),
+      processes: (port: number, hint: string) => new ProcessClient(() => this.connector.endpoint(address, port), sandbox, undefined, hint),
+      requestTimeoutMs: this.requestTimeoutMs,
+    };
     return new Sandbox({
-      claim, sandbox, kube: this.kube, runtime, processes, tracing: this.tracing, requestTimeoutMs: this.requestTimeoutMs, release,
+      claim, sandbox, kube: this.kube, runtime, processes, pty, tracing: this.tracing, requestTimeoutMs: this.requestTimeoutMs, release,
     });
   }
 }

@@ -14,6 +14,7 @@ export type { KubeConfigLike } from './kube.js';
 export { Sandbox } from './sandbox.js';
 export type { SandboxHandle, RunOptions, RunResult, WaitOptions } from './sandbox.js';
 export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptions } from './files.js';
+export type { SandboxPty, PtyHandle, PtyCreateOptions, PtySignal } from './pty.js';
 export type { Connection, PortForwardConnection, DirectConnection, InClusterRouterConnection, PodConnection } from './connection.js';
 export type { Duration } from './duration.js';
 export type { RetryOptions } from './retry.js';

@@ -12,6 +12,7 @@ import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError 
 import { RuntimeFiles, SandboxFiles } from './files.js';
 import { KubeApi } from './kube.js';
 import { ProcessClient } from './process-client.js';
+import { PtyAccess, RuntimePty, SandboxPty } from './pty.js';
 import { ExecuteResponse, RuntimeApi } from './runtime-api.js';
 import { Tracing } from './tracing.js';
 import { follow } from './watch-object.js';
@@ -62,6 +63,8 @@ export interface SandboxHandle extends AsyncDisposable {
   /** When the claim expires (its `ttl`), as last read or set by this handle; undefined: never. */
   readonly expiresAt: Date | undefined;
   readonly files: SandboxFiles;
+  /** Interactive terminal sessions (needs the runtime's gRPC ProcessService). */
+  readonly pty: SandboxPty;
   run(command: string, options?: RunOptions): Promise<RunResult>;
   /**
    * Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry.
@@ -86,6 +89,8 @@ export interface SandboxInit {
   readonly runtime: RuntimeApi;
   /** sandboxd's ProcessService, when the client has a grpcPort: `run` streams over it. */
   readonly processes?: ProcessClient;
+  /** How `pty` reaches sandboxd's ProcessService (absent: `pty.create` fails). */
+  readonly pty?: PtyAccess;
   readonly tracing: Tracing;
   readonly requestTimeoutMs: number;
   /** Called once when the handle is let go (drops the claim from the signal cleanup). */
@@ -104,6 +109,7 @@ export class Sandbox implements SandboxHandle {
   public readonly claim: string;
   public readonly namespace: string;
   public readonly files: SandboxFiles;
+  public readonly pty: SandboxPty;
   private readonly uid?: string;
   private expiry?: Date;
   private state: 'open' | 'disconnected' | 'closed' = 'open';
@@ -116,6 +122,7 @@ export class Sandbox implements SandboxHandle {
     const shutdownTime = Date.parse(init.claim.spec.lifecycle?.shutdownTime ?? '');
     this.expiry = Number.isFinite(shutdownTime) ? new Date(shutdownTime) : undefined;
     this.files = new RuntimeFiles(init.runtime, init.requestTimeoutMs, () => this.ensureOpen());
+    this.pty = new RuntimePty(init.sandbox, init.pty, () => this.ensureOpen());
   }
 
   public get expiresAt(): Date | undefined {

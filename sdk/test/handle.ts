@@ -18,6 +18,8 @@ export interface HandleOptions {
   readonly tracer?: TracerLike;
   /** Run commands over sandboxd's gRPC ProcessService at this URL. */
   readonly grpcUrl?: string;
+  /** The client's grpcPort, for `pty` (unset: the runtime's GET / names it). */
+  readonly grpcPort?: number;
 }
 
 export function handleFor(url: string, options: HandleOptions = {}): Sandbox {
@@ -30,6 +32,15 @@ export function handleFor(url: string, options: HandleOptions = {}): Sandbox {
     kube: new KubeApi(new KubeConfig()),
     runtime,
     processes: options.grpcUrl === undefined ? undefined : new ProcessClient(async () => ({ ...endpoint, baseUrl: options.grpcUrl! }), 'sb-test'),
+    // Another port of the sandbox: through the router by its X-Sandbox-Port, else that port of the runtime's host.
+    pty: {
+      grpcPort: options.grpcPort,
+      runtime: async () => endpoint,
+      processes: (port, hint) => new ProcessClient(async () => (endpoint.viaRouter
+        ? { ...endpoint, headers: { ...endpoint.headers, 'X-Sandbox-Port': String(port) } }
+        : { ...endpoint, baseUrl: `http://${new URL(url).hostname}:${port}` }), 'sb-test', undefined, hint),
+      requestTimeoutMs: 10_000,
+    },
     tracing,
     requestTimeoutMs: 10_000,
     release: () => undefined,
