@@ -93,7 +93,10 @@ project.eslint?.addOverride({
 });
 // The MCP SDK's subpaths (`@modelcontextprotocol/sdk/server/stdio.js`) resolve through a `./*` export
 // that ESLint's resolvers do not follow; tsc resolves (and checks) them.
-const mcpSdkSubpaths = ['import/no-unresolved', ['error', { ignore: ['^@modelcontextprotocol/sdk/'] }]] as const;
+project.eslint?.addOverride({
+  files: ['mcp/**/*.ts', 'test/integration/mcp/**/*.ts'],
+  rules: { 'import/no-unresolved': ['error', { ignore: ['^@modelcontextprotocol/sdk/'] }] },
+});
 // The MCP server is its own package too: its sources use only mcp/package.json's dependencies (the SDK
 // by its package name, never by path); its tests run here on the root's dev dependencies and may use the
 // SDK's test handle.
@@ -102,15 +105,11 @@ project.eslint?.addOverride({
   rules: {
     'import/no-extraneous-dependencies': ['error', { devDependencies: false, packageDir: ['./mcp'] }],
     'no-restricted-imports': ['error', { patterns: [{ group: ['../*'], message: 'the MCP server uses the SDK by its package name (@cdk8s-agent-sandbox/sdk), and nothing else of this repository' }] }],
-    [mcpSdkSubpaths[0]]: mcpSdkSubpaths[1],
   },
 });
 project.eslint?.addOverride({
   files: ['mcp/test/**/*.ts'],
-  rules: {
-    'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.', './mcp'] }],
-    [mcpSdkSubpaths[0]]: mcpSdkSubpaths[1],
-  },
+  rules: { 'import/no-extraneous-dependencies': ['error', { devDependencies: true, packageDir: ['.', './mcp'] }] },
 });
 // The SDK's tests run in this repository: the root package's dev dependencies (fast-check, jest) serve them.
 project.eslint?.addOverride({
