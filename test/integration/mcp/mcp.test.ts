@@ -17,7 +17,7 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { DataPlane } from '../data-plane/data-plane';
-import { serviceAccountKubeconfig } from '../operator/bundle-rbac';
+import { serviceAccountKubeconfig, serviceAccountWithRole } from '../operator/bundle-rbac';
 import { OperatorProcess } from '../operator/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -42,7 +42,7 @@ beforeAll(async () => {
   execFileSync('npx', ['tsc', '-p', 'sdk/tsconfig.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
   execFileSync('npx', ['tsc', '-p', 'mcp/tsconfig.json'], { cwd: ROOT, stdio: 'pipe', timeout: 120_000 });
   dp = await DataPlane.start('mcp', 2, { claims: 0, runtimeArgs: ['--grpc-port=9090'] });
-  await dp.kube.applyServerSide(mcpRbac(dp.ns), 'mcp-test', dp.ns);
+  await dp.kube.applyServerSide(serviceAccountWithRole(dp.ns, 'mcp', MCP_RULES), 'mcp-test', dp.ns);
   kubeconfig = await serviceAccountKubeconfig(dp.kube, dp.api, dp.ns, 'mcp', `mcp-${dp.ns}`);
   router = await OperatorProcess.startRouter({ kubeconfig: dp.kube.kubeconfig, args: ['--auth=kubernetes', '--allowed-pod-cidrs=127.64.0.0/12'] });
   routerUrl = `http://127.0.0.1:${await router.port('proxy')}`;
@@ -54,28 +54,11 @@ afterAll(async () => {
 });
 
 /** What the server's ServiceAccount may do: claims, their sandboxes through the router, and reading Sandboxes (get_sandbox_status). */
-function mcpRbac(ns: string): object[] {
-  return [
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'mcp', namespace: ns } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'mcp', namespace: ns },
-      rules: [
-        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
-        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims/connect'], verbs: ['create'] },
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get'] },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'mcp', namespace: ns },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'mcp' },
-      subjects: [{ kind: 'ServiceAccount', name: 'mcp', namespace: ns }],
-    },
-  ];
-}
+const MCP_RULES = [
+  { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list', 'watch', 'patch', 'delete'] },
+  { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims/connect'], verbs: ['create'] },
+  { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get'] },
+];
 
 const serverArgs = (transport: 'stdio' | 'http', extra: string[] = []): string[] => [
   transport, '--pool', 'pool', '--namespace', dp.ns, '--kubeconfig', kubeconfig, '--router-url', routerUrl, '--grpc-port', '9090', '--ttl', '10m', ...extra,

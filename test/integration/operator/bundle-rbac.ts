@@ -174,3 +174,18 @@ export async function serviceAccountKubeconfig(kube: Kube, api: ApiClient, names
   }), { mode: 0o600 });
   return file;
 }
+
+/** A ServiceAccount with a Role of `rules` bound to it, all named `name`, in `namespace`: the objects to apply. */
+export function serviceAccountWithRole(namespace: string, name: string, rules: readonly PolicyRule[]): object[] {
+  return [
+    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } },
+    { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name, namespace }, rules },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name, namespace },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  ];
+}
