@@ -5,7 +5,8 @@
  * TokenReview/SubjectAccessReview of ServiceAccount tokens) or straight at the Pod's loopback IP.
  * Covered: claim → run → files → close; stdout/stderr order (legacy and streamed over gRPC through h2c); a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
- * expiring by its ttl; concurrent extendTtl calls; suspend and resume; two clients never sharing a sandbox.
+ * expiring by its ttl; concurrent extendTtl calls; suspend and resume (a workspace on a volume claim kept
+ * across them); two clients never sharing a sandbox.
  * Port-forward mode (the default): client-node's PortForward through kube-apiserver's
  * `pods/portforward` (served by kwok, see tools/control-plane) to a router Pod the pod runner runs,
  * found behind the router Service.
@@ -16,7 +17,7 @@ import * as path from 'path';
 import { createInterface } from 'readline';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { RUN_LABEL } from '../../../tools/control-plane/pod-runner';
-import { DataPlane } from '../data-plane/data-plane';
+import { DataPlane, runtimeTemplate } from '../data-plane/data-plane';
 import { serviceAccountKubeconfig, serviceAccountToken } from '../operator/bundle-rbac';
 import { claimManifest, claimReady, poolManifest } from '../operator/extensions-api';
 import { OPERATOR_BUNDLE, OperatorProcess } from '../operator/operator-process';
@@ -234,6 +235,19 @@ test('suspend() stops the Pod (the router answers 409: SandboxSuspendedError), r
   expect(step(lines, 'suspended').refused).toEqual({ error: 'SandboxSuspendedError', status: 409, detail: expect.stringMatching(/is suspended/) });
   // The runtime's workspace is per Pod: a new Pod starts empty (volumes would keep it).
   expect(step(lines, 'resumed')).toEqual({ step: 'resumed', result: { stdout: 'back\n', stderr: '', exitCode: 0, timedOut: false }, kept: false });
+});
+
+test('with the workspace on a volume claim (what runtime.workspaceVolume renders), a file written before suspend() is there after resume()', async () => {
+  const tpl = runtimeTemplate('kept', ['--workspace=/workspace']);
+  tpl.spec.podTemplate.spec.containers[0].volumeMounts = [{ name: 'workspace', mountPath: '/workspace' }];
+  tpl.spec.volumeClaimTemplates = [{ metadata: { name: 'workspace' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '64Mi' } } } }];
+  await dp.ext.create('sandboxtemplates', tpl);
+  await dp.ext.create('sandboxwarmpools', poolManifest('kept-pool', 'kept', 1));
+  await dp.ext.waitPoolReady('kept-pool', 1);
+  const lines = await runAgent({ scenario: 'suspendResume', pool: 'kept-pool' });
+  expect(lines.find((l) => l.error)).toBeUndefined();
+  // The pod runner runs the new Pod's runtime in the claim's volume directory, as a kubelet mounts it.
+  expect(step(lines, 'resumed')).toMatchObject({ result: { stdout: 'back\n', exitCode: 0 }, kept: true });
 });
 
 test('two clients claiming from the same pool at once get different sandboxes', async () => {
