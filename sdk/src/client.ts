@@ -53,9 +53,12 @@ export interface SandboxClientOptions {
   /** Retries of idempotent requests. @default 4 attempts, 100 ms doubling, at most 2 s apart */
   readonly retry?: RetryOptions;
   /**
-   * Run commands over sandboxd's gRPC ProcessService on this port of the sandbox (the runtime's
-   * `--grpc-port`; sandboxd uses 9090): output streams to onStdout/onStderr as it is written.
-   * Unset: the legacy `/execute` (output when the command ends). Files always use the legacy API.
+   * An explicit opt-in: run foreground commands over sandboxd's gRPC ProcessService on this port of
+   * the sandbox (the runtime's `--grpc-port`; sandboxd uses 9090), which must then be open on the
+   * template too. Not needed to stream: unset, `run` uses `/execute` on the legacy port, which
+   * streams output to onStdout/onStderr as it is written with this project's runtime (and delivers
+   * it when the command ends with upstream's). Background processes and files always use the
+   * legacy port.
    */
   readonly grpcPort?: number;
   /** Time limit of one file request, up to the answer's headers. @default 60000 */

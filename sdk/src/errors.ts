@@ -148,6 +148,19 @@ export class SandboxTimeoutError extends SandboxError {
   public override readonly name = 'SandboxTimeoutError';
 }
 
+/**
+ * A process of the runtime's process API (a background process, or a streamed `run` being
+ * followed) cannot be used as asked: it is gone (the runtime restarted, or it was deleted or
+ * expired), its output could not be followed again within the retries, or the runtime refused the
+ * operation (its stdin is closed, it has ended). `processId` names it; the message says what to do.
+ */
+export class SandboxProcessError extends SandboxError {
+  public override readonly name = 'SandboxProcessError';
+  public constructor(message: string, public readonly processId: string, options: { sandbox?: string; cause?: unknown } = {}) {
+    super(message, options);
+  }
+}
+
 /** A claim did not become Ready. Carries the claim's last `Ready` condition reason and message. */
 export class SandboxClaimError extends SandboxError {
   public override readonly name: string = 'SandboxClaimError';

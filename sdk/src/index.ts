@@ -13,6 +13,7 @@ export type { SandboxClientOptions, ClaimOptions, ConnectOptions } from './clien
 export type { KubeConfigLike } from './kube.js';
 export { Sandbox } from './sandbox.js';
 export type { SandboxHandle, RunOptions, RunResult, WaitOptions } from './sandbox.js';
+export type { BackgroundRunOptions, CommandHandle, SandboxProcesses, ProcessInfo, AttachOptions, ProcessSignal } from './processes.js';
 export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptions } from './files.js';
 export type { SandboxPty, PtyHandle, PtyCreateOptions, PtySignal } from './pty.js';
 export type { Connection, PortForwardConnection, DirectConnection, InClusterRouterConnection, PodConnection } from './connection.js';
@@ -24,6 +25,6 @@ export type { TracerLike, SpanLike, PropagatorLike } from './tracing.js';
 export {
   SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError, SandboxGrpcError,
   SandboxApiError, SandboxClaimError, SandboxPoolNotFoundError, SandboxColdStartError, SandboxClaimTimeoutError, SandboxClaimFailedError,
-  SandboxPathError, SandboxSuspendedError,
+  SandboxPathError, SandboxSuspendedError, SandboxProcessError,
 } from './errors.js';
 export type { PathSubject } from './errors.js';

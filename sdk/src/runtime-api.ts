@@ -2,7 +2,8 @@
  * The runtime's legacy HTTP API (port 8888: upstream's python runtime contract, plus shell mode,
  * env, cwd, `timeout_seconds` and delete from this project's runtime), reached through an Endpoint:
  * the router (with its routing headers) or the Pod directly. Every call is traced when a tracer is
- * set, and retried only when it is idempotent (see retry.ts).
+ * set, and retried only when it is idempotent (see retry.ts). Also this project's process API on
+ * the same port (docs/runtime-processes.md): `/execute` as NDJSON, and `/processes`.
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -34,6 +35,38 @@ export interface CallOptions {
   readonly bufferedBody?: boolean;
   /** The path (or cwd) the call is about, as the caller gave it: a refusal of it is a SandboxPathError naming it. */
   readonly subject?: PathSubject;
+  /**
+   * How long the whole exchange may last, as the router is told (`X-Sandbox-Timeout`), when that is
+   * longer than `timeoutMs` (the wait for the answer's headers): a stream followed for long. @default timeoutMs
+   */
+  readonly exchangeMs?: number;
+}
+
+/** The media type of the runtime's streamed answers. */
+export const NDJSON = 'application/x-ndjson';
+
+/** A process as the runtime's process API describes it. */
+export interface WireProcess {
+  readonly id: string;
+  readonly pid: number;
+  readonly command: string;
+  readonly tag?: string;
+  readonly background: boolean;
+  readonly status: 'running' | 'exited';
+  readonly exit_code: number | null;
+  readonly timed_out: boolean;
+  readonly signal: string | null;
+  readonly started_at: string;
+  readonly ended_at: string | null;
+  readonly stdin: boolean;
+  readonly followers?: number;
+}
+
+/** `POST /processes`: `/execute`'s fields (`timeout_seconds` absent: no limit), a stdin pipe, a tag. */
+export interface StartProcessRequest extends Omit<ExecuteRequest, 'timeout_seconds'> {
+  readonly timeout_seconds?: number;
+  readonly stdin?: boolean;
+  readonly tag?: string;
 }
 
 export interface ExecuteRequest {
@@ -66,9 +99,46 @@ export class RuntimeApi {
     private readonly tracing: Tracing,
   ) {}
 
-  public execute(request: ExecuteRequest, options: CallOptions): Promise<ExecuteResponse> {
+  /** The retry settings of this client (the process API's reattaching uses them too). */
+  public get retryOptions(): RetryOptions {
+    return this.retry;
+  }
+
+  /**
+   * `/execute` asking for NDJSON; `read` gets the answer inside the retried unit. This project's
+   * runtime answers NDJSON; upstream's, JSON (`ExecuteResponse`): `read` tells them by Content-Type.
+   */
+  public executeStreaming<T>(request: ExecuteRequest, options: CallOptions, read: (res: HttpResponse) => Promise<T>): Promise<T> {
     const subject = request.cwd === undefined ? options.subject : { field: 'cwd' as const, path: request.cwd };
-    return this.json<ExecuteResponse>('POST', '/execute', JSON.stringify(request), { 'content-type': 'application/json' }, { ...options, subject });
+    const headers = { 'content-type': 'application/json', 'accept': `${NDJSON}, application/json` };
+    return this.call('POST', '/execute', JSON.stringify(request), headers, { ...options, subject, bufferedBody: true }, read);
+  }
+
+  public startProcess(request: StartProcessRequest, options: CallOptions): Promise<WireProcess> {
+    const subject = request.cwd === undefined ? options.subject : { field: 'cwd' as const, path: request.cwd };
+    return this.json<WireProcess>('POST', '/processes', JSON.stringify(request), { 'content-type': 'application/json' }, { ...options, subject });
+  }
+
+  public listProcesses(options: CallOptions): Promise<{ processes?: WireProcess[] }> {
+    return this.json('GET', '/processes', undefined, {}, options);
+  }
+
+  public getProcess(id: string, options: CallOptions): Promise<WireProcess> {
+    return this.json('GET', `/processes/${encodeURIComponent(id)}`, undefined, {}, options);
+  }
+
+  /** The process's output as NDJSON after `after` (following it until its exit); `read` gets the answer inside the retried unit. */
+  public processOutput<T>(id: string, after: number, options: CallOptions, read: (res: HttpResponse) => Promise<T>): Promise<T> {
+    return this.call('GET', `/processes/${encodeURIComponent(id)}/output?after=${after}`, undefined, { accept: NDJSON }, options, read);
+  }
+
+  public writeStdin(id: string, data: Uint8Array, eof: boolean, options: CallOptions): Promise<WireProcess> {
+    const path = `/processes/${encodeURIComponent(id)}/stdin${eof ? '?eof=true' : ''}`;
+    return this.json('POST', path, data, { 'content-type': 'application/octet-stream' }, options);
+  }
+
+  public signalProcess(id: string, signal: string, options: CallOptions): Promise<WireProcess> {
+    return this.json('POST', `/processes/${encodeURIComponent(id)}/signal`, JSON.stringify({ signal }), { 'content-type': 'application/json' }, options);
   }
 
   /** Uploads `content` to `relative` (multipart, as the legacy runtime takes it). */
@@ -121,7 +191,7 @@ export class RuntimeApi {
     return this.tracing.span(`sandbox.${operation}`, { 'sandbox.name': this.sandbox, 'http.request.method': method }, () => withRetries(async () => {
       const endpoint = await this.endpoint();
       const all: Record<string, string> = { ...endpoint.headers, ...headers, ...this.tracing.headers() };
-      if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(options.timeoutMs / 1000);
+      if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(Math.max(options.timeoutMs, options.exchangeMs ?? 0) / 1000);
       const res = await send({
         method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox, subject: options.subject,
       });

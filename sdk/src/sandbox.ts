@@ -2,7 +2,8 @@
  * The handle an agent gets from `client.claim()`: run commands, move files, extend the claim's
  * lifetime, suspend and resume the Sandbox, and let go of it, either keeping the claim
  * (`disconnect()`) or deleting it (`close()`, also what `await using` does). SandboxHandle is the
- * interface, so tests of agent code can pass a fake.
+ * interface, so tests of agent code can pass a fake. `run` streams output with this project's
+ * runtime and runs processes in the background (./processes, docs/runtime-processes.md).
  */
 import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
@@ -12,8 +13,9 @@ import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError 
 import { RuntimeFiles, SandboxFiles } from './files.js';
 import { KubeApi } from './kube.js';
 import { ProcessClient } from './process-client.js';
+import { BackgroundRunOptions, CommandHandle, RuntimeProcesses, SandboxProcesses, runCommand } from './processes.js';
 import { PtyAccess, RuntimePty, SandboxPty } from './pty.js';
-import { ExecuteResponse, RuntimeApi } from './runtime-api.js';
+import { RuntimeApi } from './runtime-api.js';
 import { Tracing } from './tracing.js';
 import { follow } from './watch-object.js';
 import { CLAIMS, CONDITION_READY, CONDITION_SUSPENDED, OperatingMode, SANDBOXES } from './wire.js';
@@ -29,14 +31,24 @@ export interface RunOptions {
   readonly cwd?: string;
   /** Standard input for the command (needs `shell: true`). */
   readonly stdin?: string | Uint8Array;
-  /** Called with the command's standard output (once, when it has finished: the legacy runtime API does not stream). */
+  /**
+   * Called with the command's standard output as it writes it, once per piece (never a UTF-8
+   * character split), with this project's runtime (and over gRPC with grpcPort). With upstream's
+   * runtime, which cannot stream, once with all of it when the command has finished.
+   */
   readonly onStdout?: (chunk: string) => void;
   /** Called with the command's standard error (as onStdout). */
   readonly onStderr?: (chunk: string) => void;
   /** Stops waiting for the result. The command itself runs on until it ends or its timeoutMs. */
   readonly signal?: AbortSignal;
-  /** Send again after a connection error or 502/503/504. Only for commands that are safe to run twice. @default false */
+  /**
+   * Send again after a connection error or 502/503/504 before the command started. Only for
+   * commands that are safe to run twice. Once it has started, a lost stream is followed again
+   * instead (with this project's runtime), whatever this says. @default false
+   */
   readonly retry?: boolean;
+  /** `true` starts the command in the background and returns a CommandHandle (see BackgroundRunOptions). */
+  readonly background?: false;
 }
 
 export interface RunResult {
@@ -65,6 +77,11 @@ export interface SandboxHandle extends AsyncDisposable {
   readonly files: SandboxFiles;
   /** Interactive terminal sessions (needs the runtime's gRPC ProcessService). */
   readonly pty: SandboxPty;
+  /** The runtime's processes: list them, attach to one again (needs this project's runtime). */
+  readonly processes: SandboxProcesses;
+  /** Starts the command in the background: the handle follows its output, waits for it, kills it, writes its stdin. */
+  run(command: string, options: BackgroundRunOptions): Promise<CommandHandle>;
+  /** Runs the command to its end. */
   run(command: string, options?: RunOptions): Promise<RunResult>;
   /**
    * Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry.
@@ -110,6 +127,8 @@ export class Sandbox implements SandboxHandle {
   public readonly namespace: string;
   public readonly files: SandboxFiles;
   public readonly pty: SandboxPty;
+  public readonly processes: SandboxProcesses;
+  private readonly background: RuntimeProcesses;
   private readonly uid?: string;
   private expiry?: Date;
   private state: 'open' | 'disconnected' | 'closed' = 'open';
@@ -123,25 +142,31 @@ export class Sandbox implements SandboxHandle {
     this.expiry = Number.isFinite(shutdownTime) ? new Date(shutdownTime) : undefined;
     this.files = new RuntimeFiles(init.runtime, init.requestTimeoutMs, () => this.ensureOpen());
     this.pty = new RuntimePty(init.sandbox, init.pty, () => this.ensureOpen());
+    this.background = new RuntimeProcesses({
+      runtime: init.runtime, sandbox: init.sandbox, requestTimeoutMs: init.requestTimeoutMs, ensureOpen: () => this.ensureOpen(),
+    });
+    this.processes = this.background;
   }
 
   public get expiresAt(): Date | undefined {
     return this.expiry;
   }
 
-  public async run(command: string, options: RunOptions = {}): Promise<RunResult> {
+  public run(command: string, options: BackgroundRunOptions): Promise<CommandHandle>;
+  public run(command: string, options?: RunOptions): Promise<RunResult>;
+  public async run(command: string, options: RunOptions | BackgroundRunOptions = {}): Promise<RunResult | CommandHandle> {
     this.ensureOpen();
     if (typeof command !== 'string' || command.trim() === '') throw new SandboxConfigError('command', 'must be a non-empty string');
-    const shell = options.shell ?? true;
-    const timeoutMs = options.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
-    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`);
     for (const key of Object.keys(options.env ?? {})) {
       if (key === '' || key.includes('=') || key.includes('\0')) throw new SandboxConfigError(`env.${key}`, 'variable names must be non-empty and contain no "=" or NUL');
     }
+    if (options.background === true) return this.background.start(command, options);
+    const shell = options.shell ?? true;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
+    if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`);
     if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, options);
     let full = command;
     let stdinFile: string | undefined;
-    let result: ExecuteResponse;
     try {
       if (options.stdin !== undefined) {
         if (!shell) throw new SandboxConfigError('stdin', 'needs shell: true with the legacy runtime API (it is passed by redirecting from a file)');
@@ -150,30 +175,27 @@ export class Sandbox implements SandboxHandle {
         const fromCwd = path.posix.relative(options.cwd ? path.posix.normalize(options.cwd.replace(/^\/+/, '')) : '.', stdinFile);
         full = `exec 0<'${fromCwd}' && rm -f '${fromCwd}' && { ${command}\n}`;
       }
-      result = await this.init.runtime.execute({
+      return await runCommand(this.background.context, {
         command: full,
         shell,
         timeout_seconds: timeoutMs / 1000,
         ...(options.env ? { env: options.env } : {}),
         ...(options.cwd ? { cwd: options.cwd } : {}),
-      }, { timeoutMs: timeoutMs + RUN_MARGIN_MS, signal: options.signal, idempotent: options.retry === true });
+      }, {
+        deadlineMs: timeoutMs + RUN_MARGIN_MS,
+        signal: options.signal,
+        retry: options.retry === true,
+        onStdout: options.onStdout,
+        onStderr: options.onStderr,
+      });
     } catch (err) {
       // The command removes the stdin file as it starts; when it did not get that far, remove it here (best effort).
       if (stdinFile !== undefined) await this.files.remove(stdinFile).catch(() => undefined);
       throw err;
     }
-    const out: RunResult = {
-      stdout: result.stdout ?? '',
-      stderr: result.stderr ?? '',
-      exitCode: result.exit_code ?? -1,
-      timedOut: result.timed_out === true,
-    };
-    if (out.stdout !== '') options.onStdout?.(out.stdout);
-    if (out.stderr !== '') options.onStderr?.(out.stderr);
-    return out;
   }
 
-  /** `run` over sandboxd's gRPC ProcessService: output streams as it is written. */
+  /** `run` over sandboxd's gRPC ProcessService (the client's grpcPort, an explicit opt-in): output streams as it is written. */
   private runStreaming(command: string, shell: boolean, timeoutMs: number, options: RunOptions): Promise<RunResult> {
     if (!shell) throw new SandboxConfigError('shell', 'argv mode (shell: false) is for the legacy API; with grpcPort set, commands run with /bin/sh -c');
     return this.init.tracing.span('sandbox.start', { 'sandbox.name': this.name }, () => this.init.processes!.run({

@@ -315,7 +315,7 @@ export class Command {
     public readonly child: ChildProcess,
     private readonly cgroup: CommandCgroup | undefined,
     output: CommandOutput,
-    private readonly groups?: ProcessGroups,
+    groups?: ProcessGroups,
   ) {
     child.stdout?.on('data', (chunk: Buffer) => output.stdout(chunk));
     child.stderr?.on('data', (chunk: Buffer) => output.stderr(chunk));
