@@ -229,6 +229,26 @@ describe('background processes', () => {
     expect(inside.slice(1)).toEqual(all.slice(2));
   });
 
+  test('a follower that reads slower than the process writes is not buffered without bound: it gets a gap, then the rest', async () => {
+    const total = 32 * 1024 * 1024;
+    const p = await startBackground(rt.port, { command: `head -c ${total} /dev/zero | tr '\\0' a`, shell: true });
+    const follow = await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`);
+    // Not read while the process writes: the runtime may only hand the socket what it has room for.
+    follow.res.pause();
+    await until(() => info(rt.port, p.id), (i) => i.status === 'exited');
+    follow.res.resume();
+    const lines = await follow.rest();
+    const received = lines.reduce((n, l) => n + (typeof l.data === 'string' ? l.data.length : 0), 0);
+    const gaps = lines.filter((l) => l.type === 'gap');
+    // Negative control: had every byte been queued for the slow reader, all of it would have arrived.
+    expect(received).toBeLessThan(total);
+    expect(gaps.length).toBeGreaterThan(0);
+    const seqs = lines.filter((l) => typeof l.seq === 'number').map((l) => l.seq);
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    for (const g of gaps) expect(lines[lines.indexOf(g) + 1].seq).toBe(g.to + 1);
+    expect(lines[lines.length - 1]).toMatchObject({ type: 'exit', exit_code: 0 });
+  });
+
   test('stdin: written as sent, closed with eof=true; 409 once closed, and for a process started without it', async () => {
     const p = await startBackground(rt.port, { command: 'cat', stdin: true });
     expect(p.stdin).toBe(true);
