@@ -68,25 +68,28 @@ export function createSessionServer(options: ServerOptions): Server {
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name}"; the tools are ${tools.map((t) => t.name).join(', ')}`);
     const progressToken = request.params._meta?.progressToken;
     let progress = 0;
-    const context: ToolCallContext = {
-      signal: extra.signal,
-      onProgress: ({ stream, text }) => {
-        const sends: Array<Promise<void>> = [];
-        if (progressToken !== undefined) {
-          sends.push(extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } }));
-        }
-        if (level === undefined || severity('info') >= severity(level)) {
-          sends.push(extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger: `${tool.name}/${stream}`, data: text } }));
-        }
-        // A client gone away is seen by the call itself; a notification's failure is not the tool's.
-        for (const sent of sends) sent.catch(() => undefined);
-      },
+    /** A progress notification (when the call asked for them) and a log message. */
+    const notify = (logger: string, text: string): void => {
+      const sends: Array<Promise<void>> = [];
+      if (progressToken !== undefined) {
+        sends.push(extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } }));
+      }
+      if (level === undefined || severity('info') >= severity(level)) {
+        sends.push(extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } }));
+      }
+      // A client gone away is seen by the call itself; a notification's failure is not the tool's.
+      for (const sent of sends) sent.catch(() => undefined);
     };
+    const context: ToolCallContext = { signal: extra.signal, onProgress: ({ stream, text }) => notify(`${tool.name}/${stream}`, text) };
+    // A claim can take a while (a cold start): say so, which also keeps a client's progress-reset timeout from running out.
+    const stopWatching = session.onClaimStart(() => notify(SERVER_NAME, `claiming a sandbox from the warm pool "${options.pool}"\n`));
     try {
       const result = await session.call(() => tool.execute(request.params.arguments ?? {}, context));
       return { content: [{ type: 'text', text: result.text }] };
     } catch (err) {
       return { content: [{ type: 'text', text: toolErrorText(err) }], isError: true };
+    } finally {
+      stopWatching();
     }
   });
   return server;

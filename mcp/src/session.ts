@@ -35,6 +35,7 @@ export class SandboxSession {
   private idleTimer?: NodeJS.Timeout;
   private closed = false;
   private readonly releaseListeners: Array<(claim: string, why: string) => void> = [];
+  private readonly claimListeners = new Set<() => void>();
 
   public constructor(private readonly options: SessionOptions) {}
 
@@ -54,6 +55,7 @@ export class SandboxSession {
     if (this.pending) return this.pending;
     const controller = new AbortController();
     this.claiming = controller;
+    for (const listener of this.claimListeners) listener();
     const pending = this.options.claim(ttl, controller.signal).then((sandbox) => {
       if (this.pending === pending) {
         this.current = sandbox;
@@ -96,6 +98,12 @@ export class SandboxSession {
     this.options.log(`released sandbox ${sandbox.name} (claim ${sandbox.claim} deleted): ${why}`);
     for (const listener of this.releaseListeners) listener(sandbox.claim, why);
     return sandbox.claim;
+  }
+
+  /** Calls `listener` when a claim starts, until the returned function is called. */
+  public onClaimStart(listener: () => void): () => void {
+    this.claimListeners.add(listener);
+    return () => this.claimListeners.delete(listener);
   }
 
   /** Calls `listener` after each release. */

@@ -83,6 +83,19 @@ test('a Python program written and run: its output arrives as progress notificat
   expect(claims.made).toHaveLength(1);
 });
 
+test('a call that claims the sandbox says so while it waits: a progress notification and a log message', async () => {
+  const claims = newClaims();
+  const { client, logs } = await connected(claims);
+  const progress: Progress[] = [];
+  const result = await client.callTool({ name: 'file_exists', arguments: { path: 'x' } }, undefined, { onprogress: (p) => progress.push(p) }) as CallToolResult;
+  expect(text(result)).toBe('x does not exist');
+  expect(progress).toEqual([{ progress: 1, message: 'claiming a sandbox from the warm pool "python-pool"\n' }]);
+  expect(logs).toEqual([{ level: 'info', logger: 'agent-sandbox-mcp', data: 'claiming a sandbox from the warm pool "python-pool"\n' }]);
+  // The sandbox is claimed now: the next call says nothing of the kind.
+  await client.callTool({ name: 'file_exists', arguments: { path: 'x' } }, undefined, { onprogress: (p) => progress.push(p) });
+  expect(progress).toHaveLength(1);
+});
+
 test('logging/setLevel above info silences the log messages; progress still arrives', async () => {
   const { client, logs } = await connected(newClaims());
   await client.setLoggingLevel('warning');
