@@ -30,7 +30,7 @@ Kubernetes and the router:
   --token-file PATH           Send the router the token in this file (e.g. a projected serviceAccountToken
                               with audience sandbox-router), read again for each request
   --grpc-port N               Run commands over sandboxd's gRPC ProcessService on this port (9090 for
-                              sandboxd): command output streams to the client as it is written
+                              sandboxd) instead of the runtime's /execute (both stream the output)
 
 HTTP (streamable HTTP transport, endpoint /mcp):
   --listen HOST:PORT          Address to listen on (default 127.0.0.1:8765); loopback only unless --allow-remote

@@ -1,6 +1,6 @@
 /**
  * The sandbox tools (sdk/src/tools) against the real runtime process on 127.0.0.1: each tool's
- * result text and data, progress as output arrives (over gRPC), output cut to maxOutputBytes with
+ * result text and data, progress as output arrives (streamed /execute and gRPC), output cut to maxOutputBytes with
  * a note, binary files as base64, and the negative controls: bad input refused naming the field
  * before anything is sent, a failing command reported with its exit code, a missing file as a
  * tool error.
@@ -87,6 +87,17 @@ describe('execute_command', () => {
       { stream: 'stderr', text: 'oops\n' }, 'result',
     ]);
     expect(result.text).toBe('exit code: 0\nstdout:\nline1\nline2\nline3\nstderr:\noops');
+  });
+
+  test('progress over the runtime\'s streamed /execute (the default): each line before the result', async () => {
+    const events: Array<ToolProgress | 'result'> = [];
+    const result = await find(tools(), 'execute_command').execute(
+      { command: 'for i in 1 2 3; do echo line$i; sleep 0.1; done' },
+      { onProgress: (p) => events.push(p) },
+    );
+    events.push('result');
+    expect(events).toEqual([{ stream: 'stdout', text: 'line1\n' }, { stream: 'stdout', text: 'line2\n' }, { stream: 'stdout', text: 'line3\n' }, 'result']);
+    expect(result.text).toBe('exit code: 0\nstdout:\nline1\nline2\nline3');
   });
 
   test('the options\' onProgress serves when the call gives none', async () => {

@@ -2,8 +2,9 @@
  * The MCP server (mcp/, the built agent-sandbox-mcp command) end to end on the local control plane,
  * driven by the official MCP client: over stdio (StdioClientTransport spawns the server) and over
  * streamable HTTP (StreamableHTTPClientTransport). The server claims a sandbox from a warm pool as a
- * ServiceAccount that may only use claims, reaches it through the router (--auth=kubernetes) and
- * runs commands over sandboxd's gRPC ProcessService, so output streams as progress notifications.
+ * ServiceAccount that may only use claims and reaches it through the router (--auth=kubernetes).
+ * Output streams as progress notifications both ways the SDK runs commands: over stdio with
+ * --grpc-port (sandboxd's gRPC ProcessService), over HTTP through the runtime's streamed /execute.
  * Covered: the tool list; a Python program written, run (progress before the result) and read
  * back; the claim deleted (checked in the Kubernetes API) when the client closes stdin, DELETEs its
  * HTTP session, or the server gets SIGTERM; the idle release; bad flags refused before starting.
@@ -61,7 +62,8 @@ const MCP_RULES = [
 ];
 
 const serverArgs = (transport: 'stdio' | 'http', extra: string[] = []): string[] => [
-  transport, '--pool', 'pool', '--namespace', dp.ns, '--kubeconfig', kubeconfig, '--router-url', routerUrl, '--grpc-port', '9090', '--ttl', '10m', ...extra,
+  transport, '--pool', 'pool', '--namespace', dp.ns, '--kubeconfig', kubeconfig, '--router-url', routerUrl, '--ttl', '10m',
+  ...(transport === 'stdio' ? ['--grpc-port', '9090'] : []), ...extra,
 ];
 const text = (result: unknown): string => ((result as CallToolResult).content[0] as { text: string }).text;
 const claimsOfServer = () => dp.ext.list('sandboxclaims', SESSION_LABEL);
