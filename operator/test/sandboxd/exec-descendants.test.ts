@@ -4,7 +4,8 @@
  * descendant is killed whether it holds the pipes or not. Both ways of finding it are tested: a
  * cgroup per command (where this machine lets the runtime make one) and the /proc scan alone.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { constants, existsSync, openSync, readdirSync, readFileSync, watch } from 'node:fs';
+import * as net from 'node:net';
 import * as path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { execute, processClient } from './process-client';
@@ -46,19 +47,82 @@ function groupAndSession(pid: number): [number, number] {
   return [Number(fields[2]), Number(fields[3])];
 }
 
-/** The pid a command wrote to `file`, once it is there; the process must be running then, in a session of its own. */
-async function escapedPid(file: string): Promise<number> {
-  while (!existsSync(file)) await new Promise((r) => setTimeout(r, 10));
-  const pid = Number(readFileSync(file, 'utf8').trim());
-  expect(alive(pid)).toBe(true);
-  expect(groupAndSession(pid)).toEqual([pid, pid]);
-  return pid;
+/**
+ * Resolves once `file` is there (the commands rename it into place whole). Event-driven: a watch on
+ * its folder, started before the first look so a rename in between is not missed. The deadline only
+ * closes the watch when the file never comes; the test's own timeout is the bound that matters.
+ */
+function appeared(file: string, deadlineMs = 15_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const watcher = watch(path.dirname(file), (_event, name) => {
+      if (name === path.basename(file) && existsSync(file)) done();
+    });
+    const timer = setTimeout(() => done(new Error(`${file} did not appear within ${deadlineMs} ms`)), deadlineMs);
+    function done(err?: Error): void {
+      clearTimeout(timer);
+      watcher.close();
+      if (err) reject(err);
+      else resolve();
+    }
+    watcher.on('error', done);
+    if (existsSync(file)) done();
+  });
 }
 
-/** A shell command that starts `sleep <seconds>` in a new session, its pid in desc-<seconds>.pid, then waits a minute. */
-function escapingCommand(seconds: string, redirect: string): string {
-  const file = `desc-${seconds}.pid`;
-  return `setsid sh -c 'echo $$ > ${file}.tmp && mv ${file}.tmp ${file}; exec sleep ${seconds}'${redirect} & echo "leader $$"; sleep 60`;
+/**
+ * The script of a descendant that stays: a shell that makes a FIFO, holds it open for reading and
+ * writing (fd 3), writes its pid to desc-<tag>.pid (renamed into place) and blocks reading the FIFO,
+ * which nothing writes. It runs no child and execs nothing after announcing itself, so the pid in
+ * the file is the process that stays, already running as it will (`sh -c <this script>`). An
+ * `exec sleep` after the announcement raced: the test could look before the exec and find a shell.
+ */
+function holdingScript(tag: string): string {
+  return `mkfifo hold-${tag} && exec 3<>hold-${tag} && echo $$ > desc-${tag}.pid.tmp && mv desc-${tag}.pid.tmp desc-${tag}.pid && read x <&3`;
+}
+
+/** A shell command that starts the holding descendant in a new session (`setsid`), then waits a minute. */
+function escapingCommand(tag: string, redirect: string): string {
+  return `setsid sh -c '${holdingScript(tag)}'${redirect} & echo "leader $$"; sleep 60`;
+}
+
+/** Holding descendants found running; each is SIGKILLed after its test if still alive (it would block forever). */
+const holding: number[] = [];
+afterEach(() => {
+  for (const pid of holding.splice(0)) {
+    if (!alive(pid)) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+});
+
+interface Escaped {
+  readonly pid: number;
+  /** Resolves when the descendant has ended: the FIFO it alone holds open for writing reads end-of-file. */
+  readonly ended: Promise<void>;
+}
+
+/**
+ * The holding descendant of `tag` in `workspace`, once it has announced itself: running, in a
+ * process group and session of its own, with its command line exactly the holding script's.
+ */
+async function escaped(workspace: string, tag: string): Promise<Escaped> {
+  await appeared(path.join(workspace, `desc-${tag}.pid`));
+  const pid = Number(readFileSync(path.join(workspace, `desc-${tag}.pid`), 'utf8').trim());
+  holding.push(pid);
+  expect(alive(pid)).toBe(true);
+  expect(groupAndSession(pid)).toEqual([pid, pid]);
+  expect(processesRunning(['sh', '-c', holdingScript(tag)])).toEqual([pid]);
+  // Opened while the descendant holds the write side, so end-of-file means it is gone (non-blocking:
+  // the open neither waits for a writer nor ties up a thread).
+  // eslint-disable-next-line no-bitwise -- open(2)'s flags are a bit set
+  const fd = openSync(path.join(workspace, `hold-${tag}`), constants.O_RDONLY | constants.O_NONBLOCK);
+  const fifo = new net.Socket({ fd, readable: true, writable: false });
+  const ended = new Promise<void>((resolve) => fifo.on('close', () => resolve()));
+  fifo.resume();
+  return { pid, ended };
 }
 
 describe.each([
@@ -72,20 +136,19 @@ describe.each([
   describe.each([
     ['its output inherited', '', '1'],
     ['its output redirected to /dev/null', ' >/dev/null 2>&1', '2'],
-  ])('a `setsid sleep 30 &` descendant with %s', (_label, redirect, variant) => {
+  ])('a `setsid sh -c` descendant that stays, with %s', (_label, redirect, variant) => {
     test('the 1 s timeout answers with timed_out, and the descendant is killed', async () => {
-      const seconds = `30.${mode}${variant}1`;
+      const tag = `${mode}${variant}1`;
       const started = Date.now();
-      const pending = exec(rt.port, { command: escapingCommand(seconds, redirect), shell: true, timeout_seconds: 1 });
+      const pending = exec(rt.port, { command: escapingCommand(tag, redirect), shell: true, timeout_seconds: 1 });
 
       // Negative control: the descendant really runs, outside the command's process group and session.
-      const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
-      expect(processesRunning(['sleep', seconds])).toEqual([descendant]);
+      const { pid: descendant } = await escaped(rt.workspace, tag);
       // And it runs in a cgroup of its own exactly when the runtime uses them.
       expect(inCommandCgroup(descendant)).toBe(rt.server.commandCgroups);
 
       const reply = await pending;
-      // A generous guard, not a timing goal: the failure mode is waiting out the 30 s sleep.
+      // A generous guard, not a timing goal: the failure mode is waiting for the descendant (forever, or the command's 60 s).
       expect(Date.now() - started).toBeLessThan(20_000);
       expect(reply.status).toBe(200);
       const body = json(reply);
@@ -95,20 +158,20 @@ describe.each([
       expect(leader).toBeGreaterThan(1);
       expect(leader).not.toBe(descendant);
       expect(alive(descendant)).toBe(false);
-      expect(processesRunning(['sleep', seconds])).toEqual([]);
+      expect(processesRunning(['sh', '-c', holdingScript(tag)])).toEqual([]);
     }, 25_000);
   });
 
   test('a gRPC Execute past its deadline kills the descendant that left the group as well', async () => {
-    const seconds = `30.${mode}33`;
+    const tag = `${mode}33`;
     const client = processClient(`127.0.0.1:${rt.server.grpcAddress!.port}`);
     try {
-      const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(seconds, '')], envVars: {} } }, { deadlineMs: 1000 });
-      const descendant = await escapedPid(path.join(rt.workspace, `desc-${seconds}.pid`));
+      const pending = execute(client, { config: { command: ['/bin/sh', '-c', escapingCommand(tag, '')], envVars: {} } }, { deadlineMs: 1000 });
+      const descendant = await escaped(rt.workspace, tag);
       await expect(pending).rejects.toMatchObject({ code: grpc.status.DEADLINE_EXCEEDED });
-      // The call ends at its deadline; the kill follows the cancellation, so wait for it (bounded by the test's timeout).
-      while (alive(descendant)) await new Promise((r) => setTimeout(r, 20));
-      expect(processesRunning(['sleep', seconds])).toEqual([]);
+      // The call ends at its deadline; the kill follows the cancellation, so wait for the end (bounded by the test's timeout).
+      await descendant.ended;
+      expect(processesRunning(['sh', '-c', holdingScript(tag)])).toEqual([]);
     } finally {
       client.close();
     }
@@ -128,7 +191,7 @@ test('the machine lets the runtime make cgroups (the cgroup tests below need it:
 test('a descendant with a cleared environment and a new parent is killed by its cgroup', async () => {
   const seconds = '30.0444';
   const pending = exec(withCgroups.port, { command: vanishingCommand(seconds), shell: true, timeout_seconds: 1 });
-  while (!existsSync(path.join(withCgroups.workspace, `desc-${seconds}.pid`))) await new Promise((r) => setTimeout(r, 10));
+  await appeared(path.join(withCgroups.workspace, `desc-${seconds}.pid`));
   const descendant = Number(readFileSync(path.join(withCgroups.workspace, `desc-${seconds}.pid`), 'utf8'));
   expect(alive(descendant)).toBe(true);
   expect(readFileSync(`/proc/${descendant}/environ`, 'utf8')).not.toContain('SANDBOXD_COMMAND_ID');
@@ -140,7 +203,7 @@ test('a descendant with a cleared environment and a new parent is killed by its 
 test('negative control: the /proc scan alone cannot find that descendant (the limit ./descendants documents)', async () => {
   const seconds = '30.0555';
   const pending = exec(procScanOnly.port, { command: vanishingCommand(seconds), shell: true, timeout_seconds: 1 });
-  while (!existsSync(path.join(procScanOnly.workspace, `desc-${seconds}.pid`))) await new Promise((r) => setTimeout(r, 10));
+  await appeared(path.join(procScanOnly.workspace, `desc-${seconds}.pid`));
   const descendant = Number(readFileSync(path.join(procScanOnly.workspace, `desc-${seconds}.pid`), 'utf8'));
   try {
     expect(json(await pending)).toMatchObject({ timed_out: true, exit_code: 124 });
