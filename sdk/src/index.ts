@@ -12,7 +12,7 @@ export { SandboxClient } from './client.js';
 export type { SandboxClientOptions, ClaimOptions, ConnectOptions } from './client.js';
 export type { KubeConfigLike } from './kube.js';
 export { Sandbox } from './sandbox.js';
-export type { SandboxHandle, RunOptions, RunResult, WaitOptions } from './sandbox.js';
+export type { SandboxHandle, RunOptions, RunOrBackgroundOptions, RunResult, WaitOptions } from './sandbox.js';
 export type { BackgroundRunOptions, CommandHandle, SandboxProcesses, ProcessInfo, AttachOptions, ProcessSignal } from './processes.js';
 export type { SandboxFiles, FileEntry, FileContent, FileCallOptions, RemoveOptions } from './files.js';
 export type { SandboxPty, PtyHandle, PtyCreateOptions, PtySignal } from './pty.js';

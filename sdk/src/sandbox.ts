@@ -47,8 +47,22 @@ export interface RunOptions {
    * instead (with this project's runtime), whatever this says. @default false
    */
   readonly retry?: boolean;
-  /** `true` starts the command in the background and returns a CommandHandle (see BackgroundRunOptions). */
+  /** `true` starts the command in the background and returns a CommandHandle (see BackgroundRunOptions; a flag known only at run time: RunOrBackgroundOptions). */
   readonly background?: false;
+}
+
+/**
+ * `run(command, { background: flag })` with a flag known only at run time: the options `run` reads
+ * either way (not `retry`, which only a run to the end reads, nor `openStdin` and `tag`, which only
+ * the background does). The result is a CommandHandle when `background` is true, else the RunResult;
+ * `'wait' in result` tells them apart.
+ */
+export interface RunOrBackgroundOptions extends Omit<RunOptions, 'background' | 'retry'> {
+  /**
+   * `true`: start the command in the background and resolve with its CommandHandle (timeoutMs then
+   * defaults to none, as with BackgroundRunOptions); `false`: run it to its end and resolve with its RunResult.
+   */
+  readonly background: boolean;
 }
 
 export interface RunResult {
@@ -83,6 +97,8 @@ export interface SandboxHandle extends AsyncDisposable {
   run(command: string, options: BackgroundRunOptions): Promise<CommandHandle>;
   /** Runs the command to its end. */
   run(command: string, options?: RunOptions): Promise<RunResult>;
+  /** `background` decided at run time: a CommandHandle when it is true, else the RunResult. */
+  run(command: string, options: RunOrBackgroundOptions): Promise<RunResult | CommandHandle>;
   /**
    * Moves the claim's expiry to now + `ttl` (never earlier than it is); resolves with the new expiry.
    * A claim without a ttl never expires: it is left so, and the call resolves with undefined.
@@ -154,17 +170,20 @@ export class Sandbox implements SandboxHandle {
 
   public run(command: string, options: BackgroundRunOptions): Promise<CommandHandle>;
   public run(command: string, options?: RunOptions): Promise<RunResult>;
-  public async run(command: string, options: RunOptions | BackgroundRunOptions = {}): Promise<RunResult | CommandHandle> {
+  public run(command: string, options: RunOrBackgroundOptions): Promise<RunResult | CommandHandle>;
+  public async run(command: string, options: RunOptions | BackgroundRunOptions | RunOrBackgroundOptions = {}): Promise<RunResult | CommandHandle> {
     this.ensureOpen();
     if (typeof command !== 'string' || command.trim() === '') throw new SandboxConfigError('command', 'must be a non-empty string');
     for (const key of Object.keys(options.env ?? {})) {
       if (key === '' || key.includes('=') || key.includes('\0')) throw new SandboxConfigError(`env.${key}`, 'variable names must be non-empty and contain no "=" or NUL');
     }
-    if (options.background === true) return this.background.start(command, options);
+    if (options.background === true) return this.background.start(command, { ...options, background: true });
+    // A run to its end: RunOptions, or a RunOrBackgroundOptions (whose fields are RunOptions' own) with background false.
+    const foreground: Omit<RunOptions, 'background'> = options;
     const shell = options.shell ?? true;
     const timeoutMs = options.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`);
-    if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, options);
+    if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, foreground);
     let full = command;
     let stdinFile: string | undefined;
     try {
@@ -184,7 +203,7 @@ export class Sandbox implements SandboxHandle {
       }, {
         deadlineMs: timeoutMs + RUN_MARGIN_MS,
         signal: options.signal,
-        retry: options.retry === true,
+        retry: foreground.retry === true,
         onStdout: options.onStdout,
         onStderr: options.onStderr,
       });
@@ -196,7 +215,7 @@ export class Sandbox implements SandboxHandle {
   }
 
   /** `run` over sandboxd's gRPC ProcessService (the client's grpcPort, an explicit opt-in): output streams as it is written. */
-  private runStreaming(command: string, shell: boolean, timeoutMs: number, options: RunOptions): Promise<RunResult> {
+  private runStreaming(command: string, shell: boolean, timeoutMs: number, options: Omit<RunOptions, 'background'>): Promise<RunResult> {
     if (!shell) throw new SandboxConfigError('shell', 'argv mode (shell: false) is for the legacy API; with grpcPort set, commands run with /bin/sh -c');
     return this.init.tracing.span('sandbox.start', { 'sandbox.name': this.name }, () => this.init.processes!.run({
       command: ['/bin/sh', '-c', command],
