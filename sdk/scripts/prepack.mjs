@@ -1,7 +1,9 @@
 // Runs before `npm pack` and `npm publish` in sdk/ (the prepack script, then `npm run build`).
 // The SDK has no node_modules of its own: it builds with the repository root's dev dependencies
-// (typescript, @types/node) and its own dependency (@kubernetes/client-node), all installed by
-// `npm ci` in the repository root and found by Node's and TypeScript's lookup up the directory tree.
+// (typescript, @types/node), its own dependency (@kubernetes/client-node) and the optional peers
+// whose types the tools adapters import (ai in src/tools/ai.ts, @langchain/core in
+// src/tools/langchain.ts), all installed by `npm ci` in the repository root and found by Node's and
+// TypeScript's lookup up the directory tree.
 // Without them this stops with what to do, rather than with `tsc: not found`. It then empties dist/,
 // so a file whose source is gone is not packed.
 import { existsSync, rmSync } from 'node:fs';
@@ -9,7 +11,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const sdkDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const needed = ['typescript', '@types/node', '@kubernetes/client-node'];
+const needed = ['typescript', '@types/node', '@kubernetes/client-node', 'ai', '@langchain/core'];
 
 function installed(name) {
   for (let dir = sdkDir; ; dir = path.dirname(dir)) {
