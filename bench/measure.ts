@@ -5,6 +5,7 @@
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
+import * as os from 'os';
 import { performance } from 'perf_hooks';
 import { BenchClient, Watch } from './client';
 import { ResourceType } from '../operator/src/runtime/types';
@@ -292,3 +293,8 @@ export class ProcMonitor {
     clearInterval(this.timer);
   }
 }
+
+/** The load average (1, 5, 15 min) and the core count: what else the machine was doing during a measurement. */
+export interface Load { loadAvg: number[]; cpus: number }
+export const load = (): Load => ({ loadAvg: os.loadavg().map((x) => round(x, 2)), cpus: os.cpus().length });
+export const loadText = (l: Load): string => `${l.loadAvg.join(' / ')} on ${l.cpus} cores`;

@@ -21,7 +21,7 @@ import * as path from 'path';
 import { NAMESPACE, startLocalSystem } from '../../tools/demo/local-system';
 import { ROOT } from '../controllers';
 import { flagValue } from '../flags';
-import { round, stats, Stats } from '../measure';
+import { load, Load, loadText, round, stats, Stats } from '../measure';
 import { environment } from '../report';
 
 const POOL = 'agent-bench';
@@ -61,15 +61,20 @@ export interface AgentBenchReport {
   id: string;
   options: AgentBenchOptions;
   environment: object;
+  /** The load average before the local system started and after the measurement. */
+  load: { before: Load; after: Load };
   cases: Array<{ way: 'sdk' | 'floor' | 'python'; concurrency: number; latencyMs: Stats }>;
   /** claim → Ready alone (all batches), by way. */
   claimReadyMs: { sdk: Stats; floor: Stats };
+  /** Claims served by a cold start, by way (should be none: every batch starts from a full pool). */
+  coldStarts: { sdk: number; floor: number };
   summary: Array<{ concurrency: number; overheadP50Ms: number; overheadP99Ms: number; goalP50: boolean; aheadOfPython?: { p50: boolean; p99: boolean } }>;
   totalSeconds: number;
 }
 
 export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => void): Promise<AgentBenchReport> {
   const started = Date.now();
+  const before = load();
   const id = `agent-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
   fs.mkdirSync(path.dirname(DRIVER_BUNDLE), { recursive: true });
   execFileSync('npx', ['esbuild', DRIVER, '--bundle', '--platform=node', '--target=node20', '--format=esm', '--packages=external', `--outfile=${DRIVER_BUNDLE}`, '--log-level=warning'], { cwd: ROOT, stdio: 'inherit' });
@@ -80,7 +85,10 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
     log(`measuring: ${o.repeats} repeat(s), concurrency ${o.concurrency.join(',')}, ${o.replicas} warm sandboxes`);
     const input = { root: ROOT, kubeconfig: system.kubeconfig, routerUrl: system.routerUrl, namespace: NAMESPACE, pool: POOL, replicas: o.replicas, repeats: o.repeats, concurrency: o.concurrency, python };
     const out = execFileSync(process.execPath, [DRIVER_BUNDLE, JSON.stringify(input)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
-    const { samples, readyMs } = JSON.parse(out.toString()) as { samples: Record<string, number[]>; readyMs: Record<'sdk' | 'floor', number[]> };
+    const after = load();
+    const { samples, readyMs, coldStarts } = JSON.parse(out.toString()) as {
+      samples: Record<string, number[]>; readyMs: Record<'sdk' | 'floor', number[]>; coldStarts: { sdk: number; floor: number };
+    };
     const cases = Object.entries(samples).map(([key, values]) => {
       const [way, c] = key.split('/c');
       return { way: way as 'sdk' | 'floor' | 'python', concurrency: Number(c), latencyMs: stats(values) };
@@ -99,7 +107,8 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
       };
     });
     const claimReadyMs = { sdk: stats(readyMs.sdk), floor: stats(readyMs.floor) };
-    return { id, options: o, environment: environment(), cases, claimReadyMs, summary, totalSeconds: round((Date.now() - started) / 1000) };
+    const totalSeconds = round((Date.now() - started) / 1000);
+    return { id, options: o, environment: environment(), load: { before, after }, cases, claimReadyMs, coldStarts, summary, totalSeconds };
   } finally {
     await system.stop();
   }
@@ -110,12 +119,14 @@ export function agentMarkdown(r: AgentBenchReport): string {
     `# agent benchmark ${r.id}`,
     '',
     'claim → first `run("echo ok")` result (ms), from a full warm pool: the TypeScript SDK (sdk), the same steps as bare HTTP calls (floor), upstream\'s Python SDK 1.0.8 (python).',
+    ...(r.load ? [`Load average (1 / 5 / 15 min) before: ${loadText(r.load.before)}; after the measurement: ${loadText(r.load.after)}.`] : []),
     '',
     '| agents at once | way | n | p50 | p90 | p99 | max |',
     '|---|---|---|---|---|---|---|',
     ...r.cases.map((c) => `| ${c.concurrency} | ${c.way} | ${c.latencyMs.n} | ${c.latencyMs.p50} | ${c.latencyMs.p90} | ${c.latencyMs.p99} | ${c.latencyMs.max} |`),
     '',
-    `claim → Ready alone (ms, all batches): SDK p50 ${r.claimReadyMs.sdk.p50}, p99 ${r.claimReadyMs.sdk.p99}; floor p50 ${r.claimReadyMs.floor.p50}, p99 ${r.claimReadyMs.floor.p99}.`,
+    `claim → Ready alone (ms, all batches): SDK p50 ${r.claimReadyMs.sdk.p50}, p99 ${r.claimReadyMs.sdk.p99}; floor p50 ${r.claimReadyMs.floor.p50}, p99 ${r.claimReadyMs.floor.p99}.`
+    + (r.coldStarts ? ` Claims served by a cold start: SDK ${r.coldStarts.sdk}, floor ${r.coldStarts.floor}.` : ''),
     '',
     `| agents at once | SDK overhead p50 (ms) | p99 (ms) | goal ≤ ${GOAL_OVERHEAD_P50_MS} ms at p50 | ahead of the Python SDK at p50 / p99 |`,
     '|---|---|---|---|---|',
