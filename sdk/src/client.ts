@@ -9,11 +9,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { ClaimObject, waitForReady } from './claim-wait.js';
+import { ClaimObject, sandboxNameOf, waitForReady } from './claim-wait.js';
 import { registerForCleanup } from './cleanup.js';
 import { Connection, Connector } from './connection.js';
 import { Duration, durationMs, rfc3339Seconds } from './duration.js';
-import { SandboxApiError, SandboxConfigError } from './errors.js';
+import { SandboxApiError, SandboxConfigError, SandboxError, SandboxTimeoutError } from './errors.js';
 import { KubeApi, type KubeConfigLike } from './kube.js';
 import { ProcessClient } from './process-client.js';
 import { RetryOptions } from './retry.js';
@@ -21,7 +21,10 @@ import { RouterTokens, type RouterTokenOptions } from './router-token.js';
 import { RuntimeApi } from './runtime-api.js';
 import { Sandbox } from './sandbox.js';
 import { PropagatorLike, Tracing, TracerLike } from './tracing.js';
-import { CLAIMS, CLIENT_FIRST_REQUESTED_AT, CREATED_BY_LABEL, CREATED_BY_VALUE, RESERVED_PREFIXES } from './wire.js';
+import { follow } from './watch-object.js';
+import {
+  CLAIMS, CLIENT_FIRST_REQUESTED_AT, CONDITION_READY, CREATED_BY_LABEL, CREATED_BY_VALUE, OperatingMode, RESERVED_PREFIXES, SANDBOXES,
+} from './wire.js';
 
 export interface SandboxClientOptions {
   /**
@@ -98,6 +101,20 @@ export interface ConnectOptions {
   readonly namespace?: string;
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /**
+   * When the claim's Sandbox is suspended, set it Running first (as `resume()` does), then wait for
+   * it to be Ready. Without it, connecting to a suspended claim waits until someone else resumes it.
+   * It reads the claim first: a missing claim is a SandboxApiError 404 at once (without it, the wait
+   * goes on until the claim appears or `timeoutMs` runs out).
+   * @default false
+   */
+  readonly resume?: boolean;
+}
+
+export interface DeleteClaimOptions {
+  /** The claim's name. */
+  readonly claim: string;
+  readonly namespace?: string;
 }
 
 const DEFAULT_CLAIM_TIMEOUT_MS = 180_000;
@@ -178,10 +195,24 @@ export class SandboxClient implements AsyncDisposable {
   /** Attaches to an existing claim (made by `claim()` and let go with `disconnect()`, or by anyone). Never deletes it on a signal. */
   public async connect(options: ConnectOptions): Promise<Sandbox> {
     const namespace = options.namespace ?? this.namespace;
+    const timeoutMs = options.timeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS;
+    if (options.resume === true) await this.resumeIfSuspended(namespace, options.claim, timeoutMs, options.signal);
     const ready = await waitForReady(this.kube, {
-      name: options.claim, namespace, failOnColdStart: false, timeoutMs: options.timeoutMs ?? DEFAULT_CLAIM_TIMEOUT_MS, signal: options.signal,
+      name: options.claim, namespace, failOnColdStart: false, timeoutMs, signal: options.signal,
     });
     return this.handle(ready.claim, ready.sandbox, () => undefined);
+  }
+
+  /**
+   * Deletes a claim by name (its Sandbox goes with it), without connecting to it: for a claim kept
+   * with `disconnect()`, or made by anyone. Resolves false when there was no such claim.
+   */
+  public async deleteClaim(options: DeleteClaimOptions): Promise<boolean> {
+    const namespace = options.namespace ?? this.namespace;
+    if (typeof options?.claim !== 'string' || !DNS1123_SUBDOMAIN.test(options.claim)) {
+      throw new SandboxConfigError('claim', `must name a SandboxClaim (a DNS-1123 name), got ${JSON.stringify(options?.claim)}`);
+    }
+    return this.tracing.span('sandbox.close', { 'sandbox.claim': options.claim }, () => this.kube.delete(KubeApi.path(CLAIMS, namespace, options.claim)));
   }
 
   /** Stops the port-forward (if any). Handles stay valid only for what needs no connection. Claims are kept. */
@@ -191,6 +222,31 @@ export class SandboxClient implements AsyncDisposable {
 
   public async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  /**
+   * connect({ resume: true }): a claim whose Sandbox is suspended has it set Running, and the wait
+   * is for the Sandbox to be Ready (as `resume()` waits), so the claim's status names the new Pod by
+   * the time the claim is waited for. A missing claim is an error at once (SandboxApiError 404).
+   */
+  private async resumeIfSuspended(namespace: string, name: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const claim: ClaimObject = await this.kube.get(KubeApi.path(CLAIMS, namespace, name));
+    const sandbox = sandboxNameOf(claim);
+    if (!sandbox) return;
+    const sandboxPath = KubeApi.path(SANDBOXES, namespace, sandbox);
+    const current = await this.kube.get(sandboxPath);
+    if (current?.spec?.operatingMode !== OperatingMode.SUSPENDED) return;
+    await this.tracing.span('sandbox.resume', { 'sandbox.name': sandbox }, async () => {
+      await this.kube.mergePatch(sandboxPath, { spec: { operatingMode: OperatingMode.RUNNING } });
+      await follow(this.kube, SANDBOXES, namespace, sandbox, (object: any, deleted) => {
+        if (deleted) throw new SandboxError(`sandbox ${namespace}/${sandbox} was deleted while waiting for it to resume`, { sandbox });
+        return (object?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === CONDITION_READY && c.status === 'True') ? true : undefined;
+      }, {
+        timeoutMs,
+        signal,
+        onTimeout: () => new SandboxTimeoutError(`sandbox ${namespace}/${sandbox} was not Ready within ${timeoutMs} ms of resuming`, { sandbox }),
+      });
+    });
   }
 
   private handle(claim: ClaimObject, sandbox: string, release: () => void): Sandbox {
