@@ -212,6 +212,10 @@ describe('on a sandbox', () => {
     await sandbox.files.write('ft/b.bin', new Uint8Array([0, 1, 255]).buffer);
     const written = await sandbox.files.write([{ path: 'ft/dir/c.txt', data: new TextEncoder().encode('c') }, { path: '/home/user/ft/dir/d.txt', data: new Blob(['d']) }]);
     expect(written.map((w) => w.path)).toEqual(['/home/user/ft/dir/c.txt', '/home/user/ft/dir/d.txt']);
+    // A web ReadableStream is streamed.
+    await sandbox.files.write('ft/e.txt', new Blob(['streamed']).stream());
+    expect(await sandbox.files.read('ft/e.txt')).toBe('streamed');
+    await sandbox.files.remove('ft/e.txt');
 
     expect(await sandbox.files.read('ft/a.txt')).toBe('text');
     expect(Array.from(await sandbox.files.read('/home/user/ft/b.bin', { format: 'bytes' }))).toEqual([0, 1, 255]);
