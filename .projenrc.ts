@@ -94,7 +94,7 @@ project.eslint?.addOverride({
 // The MCP SDK's subpaths (`@modelcontextprotocol/sdk/server/stdio.js`) resolve through a `./*` export
 // that ESLint's resolvers do not follow; tsc resolves (and checks) them.
 project.eslint?.addOverride({
-  files: ['mcp/**/*.ts', 'test/integration/mcp/**/*.ts'],
+  files: ['mcp/**/*.ts', 'test/integration/mcp/**/*.ts', 'bench/data-plane/agent-driver/mcp-driver.ts'],
   rules: { 'import/no-unresolved': ['error', { ignore: ['^@modelcontextprotocol/sdk/'] }] },
 });
 // The MCP server is its own package too: its sources use only mcp/package.json's dependencies (the SDK

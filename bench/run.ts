@@ -15,7 +15,8 @@
  *        is given, with --duration 60m (a duration: 3m, 90s, 1h; seconds when bare), --rates 20 (the first rate), --ttl 30 (s),
  *        --window 300 (s), --sample 10 (s), --delete-every 10, --drain 180 (s), --headroom 5;
  *        router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
- *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas)  --size 300  --cold-size 100  --rates 45,100
+ *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas, --concurrency (as router's, when both run), --no-python;
+ *        mcp: bench/data-plane/mcp.ts, a tool call through the MCP server vs the SDK, with --calls, --warmup-calls, --file-pairs)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
  *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
  *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --flags "--flag=v ..." (more flags for both controllers)  --smoke
@@ -27,6 +28,7 @@ import { BenchClient } from './client';
 import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary, upstreamOnlyFlags } from './controllers';
 import { writeCrds } from './crds';
 import { agentBench } from './data-plane/agent';
+import { mcpBench } from './data-plane/mcp';
 import { main as routerBench } from './data-plane/router';
 import { flagValue } from './flags';
 import { FloorAdopter } from './floor';
@@ -129,7 +131,7 @@ export function parseArgs(argv: string[]): Options {
       drainS: Number(get('drain') ?? SOAK_DEFAULTS.drainS),
     },
   };
-  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'sequential', 'paced', 'capacity', 'scale', 'soak', 'router', 'agent'].includes(s)) throw new Error(`unknown scenario ${s}`);
+  for (const s of o.scenarios) if (!['burst', 'cold', 'refill', 'sustained', 'sequential', 'paced', 'capacity', 'scale', 'soak', 'router', 'agent', 'mcp'].includes(s)) throw new Error(`unknown scenario ${s}`);
   const steps = o.capacity.rates;
   if (steps.some((r) => !(r > 0)) || steps.some((r, i) => i > 0 && r <= steps[i - 1])) throw new Error(`--capacity-rates: give ascending rates above 0, e.g. 5,10,20 (got ${steps.join(',')})`);
   if (!(o.capacity.warmupS < o.capacity.stepS)) throw new Error(`--capacity-warmup (${o.capacity.warmupS} s) must be shorter than --capacity-step (${o.capacity.stepS} s)`);
@@ -141,6 +143,8 @@ export function parseArgs(argv: string[]): Options {
   for (const c of o.controllers) if (c !== 'ours' && c !== 'upstream') throw new Error(`unknown controller ${c}`);
   return o;
 }
+
+const has = (argv: string[], name: string): boolean => argv.includes(`--${name}`);
 
 /** `--name value` / `--name=value` pairs of `names` from argv, as they were given. */
 function passThrough(argv: string[], names: string[]): string[] {
@@ -280,8 +284,15 @@ export async function main(argv: string[]): Promise<number> {
   }
   // `agent` measures the SDK (claim → first result, SDK vs bare HTTP): bench/data-plane/agent.ts.
   if (o.scenarios.includes('agent')) {
-    routerFailed = (await agentBench([...(o.smoke ? ['--smoke'] : []), '--out', o.out, ...passThrough(argv, ['repeats', 'replicas'])])) !== 0 || routerFailed;
+    const agentFlags = [...(o.smoke ? ['--smoke'] : []), ...(has(argv, 'no-python') ? ['--no-python'] : []), '--out', o.out, ...passThrough(argv, ['repeats', 'replicas', 'concurrency'])];
+    routerFailed = (await agentBench(agentFlags)) !== 0 || routerFailed;
     o.scenarios = o.scenarios.filter((s) => s !== 'agent');
+    if (!o.scenarios.length) return routerFailed ? 1 : 0;
+  }
+  // `mcp` measures the MCP server (a tool call through it vs the SDK's own): bench/data-plane/mcp.ts.
+  if (o.scenarios.includes('mcp')) {
+    routerFailed = (await mcpBench([...(o.smoke ? ['--smoke'] : []), '--out', o.out, ...passThrough(argv, ['calls', 'warmup-calls', 'file-pairs'])])) !== 0 || routerFailed;
+    o.scenarios = o.scenarios.filter((s) => s !== 'mcp');
     if (!o.scenarios.length) return routerFailed ? 1 : 0;
   }
   const id = `${o.scenarios.every((s) => s === 'soak') ? 'soak-' : ''}${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
