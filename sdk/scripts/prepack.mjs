@@ -6,24 +6,45 @@
 // TypeScript's lookup up the directory tree.
 // Without them this stops with what to do, rather than with `tsc: not found`. It then empties dist/,
 // so a file whose source is gone is not packed.
-import { existsSync, rmSync } from 'node:fs';
+// The MCP server's prepack (mcp/scripts/prepack.mjs) does the same with its own list, through prepack().
+import { existsSync, realpathSync, rmSync } from 'node:fs';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const sdkDir = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const needed = ['typescript', '@types/node', '@kubernetes/client-node', 'ai', '@langchain/core'];
+/**
+ * Stops the process (exit code 1, saying what to do) unless each of `needed` is in a node_modules
+ * at or above `packageDir`, then empties its dist/. An entry of `needed` is a package name, or a
+ * file in a package (`name/dist/index.d.ts`: that package built); `hints` says, by entry, how to
+ * get one that is missing (by default: `npm ci` in the repository root).
+ *
+ * @param {{ packageDir: string, packageName: string, needed: readonly string[], hints?: Readonly<Record<string, string>> }} options
+ */
+export function prepack({ packageDir, packageName, needed, hints = {} }) {
+  const missing = needed.filter((entry) => !installed(packageDir, entry));
+  if (missing.length > 0) {
+    const ways = [...new Set(missing.map((entry) => hints[entry] ?? 'run `npm ci` in the repository root'))];
+    console.error(`${packageName}: cannot build: ${missing.join(', ')} not found in any node_modules above ${packageDir}.\n`
+      + `It builds with the repository root's dependencies: ${ways.join('; ')}, then \`npm pack\` here again.`);
+    process.exit(1);
+  }
+  rmSync(path.join(packageDir, 'dist'), { recursive: true, force: true });
+}
 
-function installed(name) {
-  for (let dir = sdkDir; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'node_modules', name, 'package.json'))) return true;
+function installed(from, entry) {
+  const scoped = entry.startsWith('@');
+  const parts = entry.split('/');
+  const name = parts.slice(0, scoped ? 2 : 1).join('/');
+  const file = parts.slice(scoped ? 2 : 1).join('/') || 'package.json';
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'node_modules', name, 'package.json'))) return existsSync(path.join(dir, 'node_modules', name, file));
     if (path.dirname(dir) === dir) return false;
   }
 }
 
-const missing = needed.filter((name) => !installed(name));
-if (missing.length > 0) {
-  console.error(`@cdk8s-agent-sandbox/sdk: cannot build: ${missing.join(', ')} not found in any node_modules above ${sdkDir}.\n`
-    + 'The SDK builds with the repository root\'s dependencies: run `npm ci` in the repository root, then `npm pack` here again.');
-  process.exit(1);
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  prepack({
+    packageDir: path.dirname(path.dirname(fileURLToPath(import.meta.url))),
+    packageName: '@cdk8s-agent-sandbox/sdk',
+    needed: ['typescript', '@types/node', '@kubernetes/client-node', 'ai', '@langchain/core'],
+  });
 }
-rmSync(path.join(sdkDir, 'dist'), { recursive: true, force: true });
