@@ -1,4 +1,4 @@
-import { Component, cdk8s, github, javascript, release } from 'projen';
+import { Component, Task, cdk8s, github, javascript, release } from 'projen';
 import { TypescriptConfig } from 'projen/lib/javascript';
 
 const project = new cdk8s.ConstructLibraryCdk8s({
@@ -220,20 +220,25 @@ const sdkTests = project.addTask('sdk:test', {
   steps: [{ spawn: sdkBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c sdk/jest.config.mjs --ci', receiveArgs: true }],
 });
 project.gitignore.exclude('/sdk/dist/', '/examples/agent-typescript/dist/');
-// The SDK is released beside the library, with the release's version: the bump gives sdk/package.json
-// the version it gives package.json and unbump takes it back to 0.0.0 (build-tools/sdk-version.ts);
-// between them the package task packs the SDK (its prepack builds it) into dist/packages/sdk/, which
-// the release job uploads with the rest and release_sdk_npm publishes.
-const sdkVersion = project.addTask('sdk:version', {
-  description: 'Give sdk/package.json the version of package.json (the bump and unbump run it)',
-  exec: `${tsNode} build-tools/sdk-version.ts`,
-});
-project.tasks.tryFind('bump')!.spawn(sdkVersion);
-project.tasks.tryFind('unbump')!.spawn(sdkVersion);
-const sdkPack = project.addTask('sdk:pack', {
-  description: 'Build and pack the SDK into dist/packages/sdk/ (the release publishes it from there)',
-  steps: [{ exec: 'mkdir -p dist/packages/sdk' }, { exec: 'npm pack --pack-destination ../dist/packages/sdk', cwd: 'sdk' }],
-});
+// The SDK and the MCP server are released beside the library, with the release's version: the bump
+// gives sdk/package.json and mcp/package.json the version it gives package.json, and pins the MCP
+// server's dependency on the SDK to it; unbump takes them back to 0.0.0 (build-tools/package-version.ts).
+// Between them the package task packs each (its prepack builds it) into dist/packages/<folder>/, which
+// the release job uploads with the rest and release_<folder>_npm publishes (see npmPackageJob below).
+/** `<folder>:version`, run by bump and unbump, and `<folder>:pack`, returned: the tasks of a package released to npm. */
+function releasedPackage(folder: string, pinned: readonly string[] = []): Task {
+  const version = project.addTask(`${folder}:version`, {
+    description: `Give ${folder}/package.json the version of package.json${pinned.length > 0 ? `, and its dependency on ${pinned.join(', ')} too` : ''} (the bump and unbump run it)`,
+    exec: [`${tsNode} build-tools/package-version.ts ${folder}`, ...pinned].join(' '),
+  });
+  project.tasks.tryFind('bump')!.spawn(version);
+  project.tasks.tryFind('unbump')!.spawn(version);
+  return project.addTask(`${folder}:pack`, {
+    description: `Build and pack ${folder}/ into dist/packages/${folder}/ (the release publishes it from there)`,
+    steps: [{ exec: `mkdir -p dist/packages/${folder}` }, { exec: `npm pack --pack-destination ../dist/packages/${folder}`, cwd: folder }],
+  });
+}
+const sdkPack = releasedPackage('sdk');
 
 // The MCP server (mcp/, @cdk8s-agent-sandbox/mcp, the agent-sandbox-mcp command): its own ESM package on
 // the SDK, which it imports by name (the root's node_modules links it to sdk/, so the SDK is built first).
@@ -249,6 +254,9 @@ const mcpTests = project.addTask('mcp:test', {
   steps: [{ spawn: mcpBuild.name }, { spawn: operatorBuild.name }, { exec: 'jest -c mcp/jest.config.mjs --ci', receiveArgs: true }],
 });
 project.gitignore.exclude('/mcp/dist/');
+// Its dependency on the SDK is exactly the SDK of its release (0.0.0 in the checkout); the package task
+// packs it after the SDK, whose prepack has just built sdk/dist, which the MCP server's build needs.
+const mcpPack = releasedPackage('mcp', ['@cdk8s-agent-sandbox/sdk']);
 
 // The whole system on this machine: control plane, operator, router, pod runner, a pool and the
 // example agent on the SDK (see tools/demo/demo.ts).
@@ -309,6 +317,7 @@ const bindings = project.addTask('test:bindings', {
 project.packageTask.reset();
 project.packageTask.spawn(project.tasks.tryFind('package:js')!);
 project.packageTask.spawn(sdkPack);
+project.packageTask.spawn(mcpPack);
 
 // The operator image, multi-arch, pushed with the packages by the release workflow and tagged with the
 // release (v0.1.0 and 0.1.0): the install bundle's default image is v<package version>
@@ -363,13 +372,30 @@ project.github!.tryFindWorkflow('build')!.addJobs({
     ],
   },
 });
-// The SDK to npm, as the library's release_npm does (publib, provenance, the NPM_TOKEN secret), from the
-// tarball sdk:pack made in the release job; a dry run shows what npm would publish.
-const sdkTarball = 'dist/packages/sdk/cdk8s-agent-sandbox-sdk-${{ steps.version.outputs.version }}.tgz';
-project.release?.addJobs({
-  release_sdk_npm: {
-    name: 'Publish the SDK (@cdk8s-agent-sandbox/sdk) to npm',
-    needs: ['release'],
+/**
+ * The job that publishes a package packed by `<folder>:pack` to npm, as the library's release_npm does
+ * (publib, provenance, the NPM_TOKEN secret), from the tarball the release job made, after `needs`.
+ * It first checks that the folder holds exactly this release's tarball, with `files` in it, and that
+ * its package.json has the release's version, as have its dependencies on `pinned`. publib-npm does
+ * not read PUBLIB_DRYRUN: a dry run skips it and shows what npm would publish.
+ */
+interface NpmPackageJobOptions {
+  readonly needs: string[];
+  /** What the tarball must hold, relative to the package. */
+  readonly files: string[];
+  /** Dependencies whose version must be the release's. */
+  readonly pinned?: string[];
+}
+function npmPackageJob(folder: string, packageName: string, title: string, options: NpmPackageJobOptions): github.workflows.Job {
+  const version = '${{ steps.version.outputs.version }}';
+  const env = { TARBALL: `dist/packages/${folder}/${packageName.replace(/^@/, '').replace('/', '-')}-${version}.tgz`, VERSION: version };
+  // The tarball's package.json, its version and each pinned dependency's: the release's, or the names of those that are not.
+  const versions = 'const p = JSON.parse(require("fs").readFileSync(0, "utf8")); '
+    + 'const wrong = [["version", p.version], ...process.argv.slice(1).map((d) => [d, (p.dependencies || {})[d]])].filter(([, v]) => v !== process.env.VERSION); '
+    + 'if (wrong.length > 0) { console.error(`not ${process.env.VERSION}: ${JSON.stringify(Object.fromEntries(wrong))}`); process.exit(1); }';
+  return {
+    name: `Publish the ${title} (${packageName}) to npm`,
+    needs: options.needs,
     runsOn: ['ubuntu-latest'],
     permissions: { idToken: github.workflows.JobPermission.WRITE, contents: github.workflows.JobPermission.READ },
     if: releaseCondition,
@@ -380,11 +406,16 @@ project.release?.addJobs({
       { name: 'Read the released version', id: 'version', run: 'echo "version=$(cat dist/packages/version.txt)" >> "$GITHUB_OUTPUT"' },
       {
         // publib publishes every tarball in the folder: there must be one, of this release's version.
-        name: 'Check the SDK tarball',
-        env: { TARBALL: sdkTarball },
-        run: 'ls -l dist/packages/sdk && [ "$(ls dist/packages/sdk)" = "$(basename "$TARBALL")" ] && tar -tzf "$TARBALL" package/package.json package/LICENSE package/dist/index.js package/dist/index.d.ts',
+        name: `Check the ${title} tarball`,
+        env,
+        run: [
+          `ls -l dist/packages/${folder}`,
+          `[ "$(ls dist/packages/${folder})" = "$(basename "$TARBALL")" ]`,
+          `tar -tzf "$TARBALL" ${options.files.map((f) => `package/${f}`).join(' ')}`,
+          `tar -xzOf "$TARBALL" package/package.json | node -e '${versions}'${(options.pinned ?? []).map((d) => ` ${d}`).join('')}`,
+        ].join(' && '),
       },
-      { name: 'Dry run', if: '${{ inputs.dry_run }}', env: { TARBALL: sdkTarball }, run: 'npm publish --dry-run --tag latest "$TARBALL"' },
+      { name: 'Dry run', if: '${{ inputs.dry_run }}', env: { TARBALL: env.TARBALL }, run: 'npm publish --dry-run --tag latest "$TARBALL"' },
       {
         name: 'Release',
         if: '${{ !inputs.dry_run }}',
@@ -394,14 +425,27 @@ project.release?.addJobs({
           NPM_CONFIG_PROVENANCE: 'true',
           NPM_TOKEN: '${{ secrets.NPM_TOKEN }}',
         },
-        run: 'npx -p publib@latest publib-npm dist/packages/sdk',
+        run: `npx -p publib@latest publib-npm dist/packages/${folder}`,
       },
     ],
-  },
+  };
+}
+// The MCP server depends on exactly the SDK of its release: it is published once the SDK is.
+project.release?.addJobs({
+  release_sdk_npm: npmPackageJob('sdk', '@cdk8s-agent-sandbox/sdk', 'SDK', {
+    needs: ['release'],
+    files: ['package.json', 'LICENSE', 'dist/index.js', 'dist/index.d.ts'],
+  }),
+  release_mcp_npm: npmPackageJob('mcp', '@cdk8s-agent-sandbox/mcp', 'MCP server', {
+    needs: ['release', 'release_sdk_npm'],
+    files: ['package.json', 'LICENSE', 'README.md', 'dist/cli.js', 'dist/index.js', 'dist/index.d.ts'],
+    pinned: ['@cdk8s-agent-sandbox/sdk'],
+  }),
 });
 const releaseWorkflow = project.github!.tryFindWorkflow('release')!;
 releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_operator_image');
 releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_sdk_npm');
+releaseWorkflow.file!.addToArray('jobs.release_github.needs', 'release_mcp_npm');
 // projen's publish jobs download the build artifact (dist/packages' contents) to dist/ but read it from
 // dist/packages/ (artifactsDirectory): download it where they read it, and give publib, which reads
 // dist/<language> by default, the folder the job collected its package in. They exist from Release's preSynthesize.
