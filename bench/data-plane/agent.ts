@@ -66,6 +66,8 @@ export interface AgentBenchReport {
   cases: Array<{ way: 'sdk' | 'floor' | 'python'; concurrency: number; latencyMs: Stats }>;
   /** claim → Ready alone (all batches), by way. */
   claimReadyMs: { sdk: Stats; floor: Stats };
+  /** Where the time goes, by way (sdk, floor) and agents at once: claim → Ready, then Ready → the first result. */
+  phases?: Array<{ way: 'sdk' | 'floor'; concurrency: number; claimToReadyMs: Stats; readyToResultMs: Stats }>;
   /** Claims served by a cold start, by way (should be none: every batch starts from a full pool). */
   coldStarts: { sdk: number; floor: number };
   summary: Array<{ concurrency: number; overheadP50Ms: number; overheadP99Ms: number; goalP50: boolean; aheadOfPython?: { p50: boolean; p99: boolean } }>;
@@ -86,9 +88,16 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
     const input = { root: ROOT, kubeconfig: system.kubeconfig, routerUrl: system.routerUrl, namespace: NAMESPACE, pool: POOL, replicas: o.replicas, repeats: o.repeats, concurrency: o.concurrency, python };
     const out = execFileSync(process.execPath, [DRIVER_BUNDLE, JSON.stringify(input)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 * 1024 * 1024 });
     const after = load();
-    const { samples, readyMs, coldStarts } = JSON.parse(out.toString()) as {
-      samples: Record<string, number[]>; readyMs: Record<'sdk' | 'floor', number[]>; coldStarts: { sdk: number; floor: number };
+    const { samples, readyMs, split, coldStarts } = JSON.parse(out.toString()) as {
+      samples: Record<string, number[]>;
+      readyMs: Record<'sdk' | 'floor', number[]>;
+      coldStarts: { sdk: number; floor: number };
+      split: Record<string, { ready: number[]; result: number[] }>;
     };
+    const phases = Object.entries(split).map(([key, s]) => {
+      const [way, c] = key.split('/c');
+      return { way: way as 'sdk' | 'floor', concurrency: Number(c), claimToReadyMs: stats(s.ready), readyToResultMs: stats(s.result) };
+    }).sort((a, b) => a.concurrency - b.concurrency || a.way.localeCompare(b.way));
     const cases = Object.entries(samples).map(([key, values]) => {
       const [way, c] = key.split('/c');
       return { way: way as 'sdk' | 'floor' | 'python', concurrency: Number(c), latencyMs: stats(values) };
@@ -108,7 +117,7 @@ export async function runAgentBench(o: AgentBenchOptions, log: (m: string) => vo
     });
     const claimReadyMs = { sdk: stats(readyMs.sdk), floor: stats(readyMs.floor) };
     const totalSeconds = round((Date.now() - started) / 1000);
-    return { id, options: o, environment: environment(), load: { before, after }, cases, claimReadyMs, coldStarts, summary, totalSeconds };
+    return { id, options: o, environment: environment(), load: { before, after }, cases, claimReadyMs, phases, coldStarts, summary, totalSeconds };
   } finally {
     await system.stop();
   }
@@ -127,6 +136,12 @@ export function agentMarkdown(r: AgentBenchReport): string {
     '',
     `claim → Ready alone (ms, all batches): SDK p50 ${r.claimReadyMs.sdk.p50}, p99 ${r.claimReadyMs.sdk.p99}; floor p50 ${r.claimReadyMs.floor.p50}, p99 ${r.claimReadyMs.floor.p99}.`
     + (r.coldStarts ? ` Claims served by a cold start: SDK ${r.coldStarts.sdk}, floor ${r.coldStarts.floor}.` : ''),
+    ...(r.phases ? [
+      '',
+      '| agents at once | way | claim → Ready p50 | p99 | Ready → first result p50 | p99 |',
+      '|---|---|---|---|---|---|',
+      ...r.phases.map((p) => `| ${p.concurrency} | ${p.way} | ${p.claimToReadyMs.p50} | ${p.claimToReadyMs.p99} | ${p.readyToResultMs.p50} | ${p.readyToResultMs.p99} |`),
+    ] : []),
     '',
     `| agents at once | SDK overhead p50 (ms) | p99 (ms) | goal ≤ ${GOAL_OVERHEAD_P50_MS} ms at p50 | ahead of the Python SDK at p50 / p99 |`,
     '|---|---|---|---|---|',

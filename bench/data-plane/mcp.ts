@@ -15,7 +15,8 @@
  * both sides run the working tree's SDK and nothing needs building first.
  *
  * Results: bench/results/mcp-<id>.json and .md. Flags: --calls 200  --warmup-calls 20  --file-pairs 50
- * --out bench/results  --smoke (20 calls, 3 warm-up rounds, 5 file pairs)
+ * --out bench/results  --smoke (20 calls, 3 warm-up rounds, 5 file pairs). Not in bench/smoke.sh: its
+ * own local system makes even the smoke size about 30 s (34 s on 2 loaded cores), most of it start-up.
  */
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';

@@ -39,6 +39,14 @@ type Way = 'sdk' | 'floor' | 'python';
 
 /** claim → Ready (ms) per iteration, by way: where the time goes. */
 const phases: Array<[Way, number]> = [];
+/** The batch running now (`c<concurrency>`) and, per way and batch size, claim → Ready and Ready → first result (ms). */
+let batch = '';
+const split: Record<string, { ready: number[]; result: number[] }> = {};
+function phase(way: Way, started: number, readyAt: number, resultAt: number): void {
+  const s = (split[`${way}/${batch}`] ??= { ready: [], result: [] });
+  s.ready.push(readyAt - started);
+  s.result.push(resultAt - readyAt);
+}
 /** Claims served by a cold start (a Sandbox made for the claim, named after it), by way: a batch should have none. */
 const coldStarts: Record<'sdk' | 'floor', number> = { sdk: 0, floor: 0 };
 
@@ -106,7 +114,8 @@ async function floorIteration(agent: http.Agent): Promise<number> {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: input.pool } },
   });
   const claim = await watchUntil(claimsPath, name, ready);
-  phases.push(['floor', performance.now() - started]);
+  const readyAt = performance.now();
+  phases.push(['floor', readyAt - started]);
   if (claim.status.sandbox.name === name) coldStarts.floor++;
   const body = JSON.stringify({ command: 'echo ok' });
   const url = new URL(input.routerUrl);
@@ -126,22 +135,25 @@ async function floorIteration(agent: http.Agent): Promise<number> {
     req.on('error', reject);
     req.end(body);
   });
-  const ms = performance.now() - started;
+  const resultAt = performance.now();
+  phase('floor', started, readyAt, resultAt);
   if (stdout !== 'ok\n') throw new Error(`execute answered ${JSON.stringify(stdout)}`);
   await api('DELETE', `${claimsPath}/${name}`);
-  return ms;
+  return resultAt - started;
 }
 
 async function sdkIteration(client: SandboxClient): Promise<number> {
   const started = performance.now();
   const sandbox = await client.claim({ pool: input.pool });
-  phases.push(['sdk', performance.now() - started]);
+  const readyAt = performance.now();
+  phases.push(['sdk', readyAt - started]);
   if (sandbox.name === sandbox.claim) coldStarts.sdk++;
   const result = await sandbox.run('echo ok', { shell: false });
-  const ms = performance.now() - started;
+  const resultAt = performance.now();
+  phase('sdk', started, readyAt, resultAt);
   if (result.stdout !== 'ok\n') throw new Error(`run answered ${JSON.stringify(result)}`);
   await sandbox.close();
-  return ms;
+  return resultAt - started;
 }
 
 /** One agent: its own client (SDK) or connection pool (floor), `iterations` claims one after another. */
@@ -203,6 +215,7 @@ async function main(): Promise<void> {
     for (const concurrency of input.concurrency) {
       const ways: Way[] = input.python ? ['sdk', 'floor', 'python'] : ['sdk', 'floor'];
       const order = ways.map((_, i) => ways[(i + r) % ways.length]);
+      batch = `c${concurrency}`;
       for (const way of order) {
         await poolFull();
         const agents = concurrency === 1 ? 1 : concurrency;
@@ -215,7 +228,7 @@ async function main(): Promise<void> {
     }
   }
   const readyMs = { sdk: phases.filter(([w]) => w === 'sdk').map(([, ms]) => ms), floor: phases.filter(([w]) => w === 'floor').map(([, ms]) => ms) };
-  process.stdout.write(`${JSON.stringify({ samples, readyMs, coldStarts })}\n`);
+  process.stdout.write(`${JSON.stringify({ samples, readyMs, split, coldStarts })}\n`);
 }
 
 main().catch((err: unknown) => {
