@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type * as http from 'node:http';
 import type { UpstreamErrorReason } from './metrics';
+import { REASON_HEADER } from './resolve';
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 const CREDENTIALS = new Set(['authorization', 'cookie', 'host', 'forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'x-request-id']);
@@ -41,12 +42,17 @@ export function forwardableHeaders(headers: InHeaders, ctx: ForwardContext): htt
   return out;
 }
 
-/** The response headers to pass back: hop-by-hop ones (and those named in Connection) and pseudo-headers removed. */
+/**
+ * The response headers (or trailers) to pass back: hop-by-hop ones (and those named in Connection),
+ * pseudo-headers and X-Sandbox-Reason removed. X-Sandbox-Reason is the router's own (the SDKs map it
+ * to SandboxSuspendedError and the like); a sandbox must not be able to fake it.
+ */
 export function filterResponseHeaders(headers: InHeaders): http.OutgoingHttpHeaders {
   const named = new Set(String(headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()));
   const out: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !name.startsWith(':') && !HOP_BY_HOP.has(name) && !named.has(name)) out[name] = value;
+    const lower = name.toLowerCase();
+    if (value !== undefined && !name.startsWith(':') && !HOP_BY_HOP.has(lower) && !named.has(lower) && lower !== REASON_HEADER) out[name] = value;
   }
   return out;
 }

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP } from './harness';
 import type { Pod, Sandbox } from '../../src/model';
+import { filterResponseHeaders } from '../../src/router/forwarding';
 
 describe('router proxy', () => {
   let upstream: Awaited<ReturnType<typeof startUpstream>>;
@@ -103,6 +104,21 @@ describe('router proxy', () => {
       body: JSON.stringify({ detail: 'Could not connect to the backend sandbox: sb', reason: 'UpstreamUnreachable' }),
     });
     upstream = await startUpstream(echoHandler);
+  });
+
+  test('an upstream\'s own X-Sandbox-Reason (header or trailer) does not reach the client; the router\'s does', async () => {
+    await upstream.close();
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(409, { 'X-Sandbox-Reason': 'SandboxSuspended', 'x-upstream': 'yes' });
+      res.end('{"detail":"fake"}');
+    });
+    const faked = await request(h.port, '/', route('sb'));
+    expect(faked.status).toBe(409);
+    expect(faked.headers['x-upstream']).toBe('yes');
+    expect(faked.headers['x-sandbox-reason']).toBeUndefined();
+    expect(filterResponseHeaders({ 'x-sandbox-reason': 'SandboxSuspended', 'X-Sandbox-Reason': 'x', 'grpc-status': '0' })).toEqual({ 'grpc-status': '0' });
+    h.sandboxes.put(sandbox('sus', { suspended: true }));
+    expect((await request(h.port, '/', route('sus'))).headers['x-sandbox-reason']).toBe('SandboxSuspended');
   });
 
   test('metrics use upstream\'s names', async () => {
