@@ -13,7 +13,7 @@
  * one again, from this client or another.
  */
 import { SandboxConfigError, SandboxConnectionError, SandboxError, SandboxHttpError, SandboxProcessError, SandboxTimeoutError } from './errors.js';
-import { readAll } from './http.js';
+import { HttpResponse, readAll } from './http.js';
 import { CallbackFailure, FollowOptions, NdjsonReader, OutputCallbacks, ProcessOutput, followProcess, isNdjson, openOutput } from './process-stream.js';
 import { ExecuteRequest, ExecuteResponse, RuntimeApi, WireProcess } from './runtime-api.js';
 import type { RunResult } from './sandbox.js';
@@ -133,19 +133,10 @@ export async function runCommand(ctx: ProcessContext, request: ExecuteRequest, o
   )), options.deadlineMs);
   const signal = options.signal ? AbortSignal.any([options.signal, limit.signal]) : limit.signal;
   try {
-    const answer = await ctx.runtime.executeStreaming(request, { timeoutMs: options.deadlineMs, signal, idempotent: options.retry }, async (res) => {
-      if (!isNdjson(res)) return { kind: 'json' as const, json: JSON.parse((await readAll(res.body)).toString('utf8')) as ExecuteResponse };
-      const reader = new NdjsonReader(res.body);
-      const start = await reader.next().catch((err) => {
-        reader.close();
-        throw err;
-      });
-      if (start?.type !== 'start' || typeof start.id !== 'string') {
-        reader.close();
-        throw new SandboxConnectionError('POST /execute: the NDJSON answer did not begin with the command\'s start', 'EPROTO', { sandbox: ctx.sandbox });
-      }
-      return { kind: 'stream' as const, reader, id: start.id };
-    });
+    // The retried unit ends at the answer's headers: the runtime has taken the command by then, so a
+    // cut after them (before or inside the start line) must not send it again (retry: true or not).
+    const res = await ctx.runtime.executeStreaming(request, { timeoutMs: options.deadlineMs, signal, idempotent: options.retry }, async (r) => r);
+    const answer = await readAnswer(ctx, res, signal);
     if (answer.kind === 'json') return resultOfJson(answer.json, options);
     const output = new ProcessOutput(options);
     try {
@@ -160,6 +151,32 @@ export async function runCommand(ctx: ProcessContext, request: ExecuteRequest, o
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** The answer after its headers (outside the retries): upstream's JSON result, or the NDJSON stream after its start line. */
+async function readAnswer(ctx: ProcessContext, res: HttpResponse, signal: AbortSignal): Promise<
+  { kind: 'json'; json: ExecuteResponse } | { kind: 'stream'; reader: NdjsonReader; id: string }
+> {
+  const mayHaveStarted = (err: unknown): unknown => (signal.aborted ? err : new SandboxConnectionError(
+    `POST /execute: the answer was cut after its headers (${err instanceof Error ? err.message : String(err)}); the command may have started, and was not sent again`,
+    err instanceof SandboxConnectionError ? err.code : 'ECONNRESET', { sandbox: ctx.sandbox, cause: err },
+  ));
+  if (!isNdjson(res)) {
+    const text = await readAll(res.body).then((b) => b.toString('utf8'), (err: unknown) => {
+      throw mayHaveStarted(err);
+    });
+    return { kind: 'json', json: JSON.parse(text) as ExecuteResponse };
+  }
+  const reader = new NdjsonReader(res.body);
+  const start = await reader.next().catch((err: unknown) => {
+    reader.close();
+    throw mayHaveStarted(err);
+  });
+  if (start?.type !== 'start' || typeof start.id !== 'string') {
+    reader.close();
+    throw new SandboxConnectionError('POST /execute: the NDJSON answer did not begin with the command\'s start', 'EPROTO', { sandbox: ctx.sandbox });
+  }
+  return { kind: 'stream', reader, id: start.id };
 }
 
 /** Upstream's JSON answer: the result, and the callbacks told once each. */

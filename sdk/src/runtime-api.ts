@@ -107,6 +107,8 @@ export class RuntimeApi {
   /**
    * `/execute` asking for NDJSON; `read` gets the answer inside the retried unit. This project's
    * runtime answers NDJSON; upstream's, JSON (`ExecuteResponse`): `read` tells them by Content-Type.
+   * The command has started once the headers came: `read` should return there (the body read
+   * outside the retries), lest a cut inside the body send the command again.
    */
   public executeStreaming<T>(request: ExecuteRequest, options: CallOptions, read: (res: HttpResponse) => Promise<T>): Promise<T> {
     const subject = request.cwd === undefined ? options.subject : { field: 'cwd' as const, path: request.cwd };

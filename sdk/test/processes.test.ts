@@ -44,9 +44,12 @@ function signal<T = void>(): { promise: Promise<T>; resolve: (value: T) => void 
  * A TCP proxy to the runtime on 127.0.0.1 that records each request line and drops the first
  * connection whose answer so far `cutAfter` picks (both ways), right after passing that data on.
  * `refuseFirst` drops the first connection as soon as its request arrives, unanswered;
- * `refuseAfterCut`, every connection after the cut.
+ * `refuseAfterCut`, every connection after the cut. `cutAt` cuts the first connection inside a chunk:
+ * once the answer so far is long enough, only its first `cutAt(answer)` characters (latin1) are passed on.
  */
-async function proxy(target: string, options: { cutAfter?: (answer: string) => boolean; refuseFirst?: boolean; refuseAfterCut?: boolean }) {
+async function proxy(target: string, options: {
+  cutAfter?: (answer: string) => boolean; cutAt?: (answer: string) => number | undefined; refuseFirst?: boolean; refuseAfterCut?: boolean;
+}) {
   const { port } = new URL(target);
   const requests: string[] = [];
   const sockets = new Set<net.Socket>();
@@ -70,8 +73,15 @@ async function proxy(target: string, options: { cutAfter?: (answer: string) => b
     });
     upstream.on('data', (chunk: Buffer) => {
       if (cut) return;
+      const at = cuts === 0 ? options.cutAt?.(answer + chunk.toString('latin1')) : undefined;
+      if (at !== undefined) {
+        client.write(chunk.subarray(0, Math.max(0, at - answer.length)));
+        cut = true;
+        cuts++;
+        return drop();
+      }
       client.write(chunk);
-      answer += chunk.toString('utf8');
+      answer += chunk.toString('latin1');
       if (cuts === 0 && options.cutAfter?.(answer)) {
         cut = true;
         cuts++;
@@ -176,6 +186,30 @@ describe('run streams by default', () => {
       // It was never killed: attached directly, it finishes once let go on.
       g.open();
       expect(await (await fixture().sandbox.processes.attach(id, { after: 1 })).wait()).toMatchObject({ stdout: 'two\n', exitCode: 0 });
+    } finally {
+      await cutter.close();
+    }
+  });
+
+  test.each([
+    ['right after the headers', (answer: string) => (answer.includes('\r\n\r\n') ? answer.indexOf('\r\n\r\n') + 4 : undefined)],
+    ['inside the start line', (answer: string) => (answer.includes('"type":"start"') ? answer.indexOf('"type":"start"') + 5 : undefined)],
+  ])('a connection cut %s, with retry: true: an error saying the command may have started, not sent again, run once', async (_where, cutAt) => {
+    const marker = `runs-cut-${process.pid}-${++gates}`;
+    const cutter = await proxy(fixture().runtime.url, { cutAt });
+    try {
+      const err = await handleFor(cutter.url, { retry: { attempts: 3, initialDelayMs: 1, maxDelayMs: 5 } })
+        .run(`echo run >> ${marker}`, { retry: true })
+        .catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(SandboxConnectionError);
+      expect((err as Error).message).toContain('may have started');
+      // Negative control: the cut happened, and the POST went once.
+      expect(cutter.cuts).toBe(1);
+      expect(cutter.requests.filter((r) => r.startsWith('POST /execute'))).toHaveLength(1);
+      const file = path.join(fixture().runtime.workspace, marker);
+      for (let i = 0; i < 250 && !fs.existsSync(file); i++) await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 200));
+      expect(fs.readFileSync(file, 'utf8')).toBe('run\n');
     } finally {
       await cutter.close();
     }
