@@ -71,7 +71,8 @@ export class ManagedProcess {
   public endedAt?: Date;
   /** Connections following its output now (kept by the process API). */
   public followers = 0;
-  private readonly kept: Kept[] = [];
+  /** Kept events from `head` on; slots before it are cleared (undefined) until compacted. */
+  private readonly kept: (Kept | undefined)[] = [];
   /** Index in `kept` of the oldest event still kept. */
   private head = 0;
   private keptBytes = 0;
@@ -139,8 +140,13 @@ export class ManagedProcess {
   /** The kept events after `after`, with the gap before them when some were dropped. */
   public after(after: number): Replay {
     const from = Math.max(after, this.dropped);
-    const events = this.kept.slice(this.head + from - this.dropped).map((k) => k.event);
+    const events = this.kept.slice(this.head + from - this.dropped).map((k) => k!.event);
     return after < this.dropped ? { gap: { from: after + 1, to: this.dropped }, events } : { events };
+  }
+
+  /** What is kept for replay now: the bytes counted against the bound and the slots held (for tests). */
+  public get retained(): { readonly bytes: number; readonly events: number; readonly slots: number } {
+    return { bytes: this.keptBytes, events: this.kept.length - this.head, slots: this.kept.length };
   }
 
   /** Calls `fn` once, at the next event; returns a function that cancels that. */
@@ -187,11 +193,13 @@ export class ManagedProcess {
     this.keptBytes += bytes + EVENT_OVERHEAD_BYTES;
     // The newest event always stays, however large.
     while (this.keptBytes > this.outputBytes && this.kept.length - this.head > 1) {
-      const oldest = this.kept[this.head++];
+      const oldest = this.kept[this.head]!;
+      // Cleared at once, so a dropped event's text is never held past the bound.
+      this.kept[this.head++] = undefined;
       this.keptBytes -= oldest.bytes;
       this.dropped = oldest.event.seq;
     }
-    if (this.head > 1024 && this.head * 2 > this.kept.length) {
+    if (this.head > 64) {
       this.kept.splice(0, this.head);
       this.head = 0;
     }

@@ -10,6 +10,7 @@ import * as http from 'node:http';
 import * as path from 'node:path';
 import { alive, exec, json, request, runtimeFixture } from './runtime-http';
 import { NdjsonLines } from '../../../test/integration/data-plane/ndjson-lines';
+import { ManagedProcess } from '../../src/sandboxd/process-registry';
 
 const NDJSON = { Accept: 'application/x-ndjson' };
 const Lines = NdjsonLines;
@@ -41,6 +42,26 @@ async function startBackground(port: number, body: Record<string, unknown>): Pro
 }
 
 const info = async (port: number, id: string) => json(await request(port, 'GET', `/processes/${id}`));
+
+describe('kept output', () => {
+  test('stays within the byte bound, and dropped events free their slots, however much a process writes', () => {
+    const bound = 1024 * 1024;
+    const p = new ManagedProcess('writer', true, undefined, bound);
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    for (let i = 0; i < 2000; i++) {
+      p.output('stdout', chunk);
+      expect(p.retained.bytes).toBeLessThanOrEqual(bound);
+    }
+    const { events, slots } = p.retained;
+    // 1 MiB holds 15 chunks of 64 KiB (each counts 64 bytes more); dropped slots are compacted early.
+    expect(events).toBe(15);
+    expect(slots).toBeLessThanOrEqual(events + 65);
+    // Replay still reads what is kept, after the gap.
+    const replay = p.after(0);
+    expect(replay.gap).toEqual({ from: 1, to: 2000 - events });
+    expect(replay.events.map((e) => e.seq)).toEqual(Array.from({ length: events }, (_, i) => 2000 - events + 1 + i));
+  });
+});
 
 describe('/execute as NDJSON', () => {
   const rt = runtimeFixture('sandboxd-ndjson-', { pingMs: 50 });
