@@ -15,6 +15,11 @@ import { NDJSON, RuntimeApi, WireProcess } from './runtime-api.js';
 /** The runtime pings a silent stream every 15 s: this long without a line, it is taken for cut. */
 export const STREAM_IDLE_MS = 45_000;
 
+/** The longest NDJSON line taken: a longer one is an error naming this limit. */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024;
+/** How much of each stream a result keeps by default (its head; as the JSON answer's cap). */
+export const DEFAULT_MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+
 /** How a process ended, from its exit event. */
 export interface ProcessExit {
   readonly exitCode: number;
@@ -49,6 +54,9 @@ export class NdjsonReader {
         this.text = this.text.slice(nl + 1);
         if (line === '') continue;
         return parseLine(line);
+      }
+      if (this.text.length > MAX_LINE_BYTES) {
+        throw new SandboxConnectionError(`the stream carried a line longer than ${MAX_LINE_BYTES} bytes (the SDK's limit on an NDJSON line)`, 'EPROTO');
       }
       const chunk = await this.read();
       if (chunk === undefined) {
@@ -106,8 +114,18 @@ export class ProcessOutput {
   public stderr = '';
   /** Output events the runtime no longer had when asked again (its bound on kept output). */
   public lost = 0;
+  /** Bytes of output not kept in `stdout`/`stderr` (over `maxBytes`; the callbacks had them). */
+  public dropped = 0;
+  private readonly kept = { stdout: 0, stderr: 0 };
 
-  public constructor(private readonly callbacks: OutputCallbacks, public lastSeq = 0) {}
+  public constructor(
+    private readonly callbacks: OutputCallbacks, public lastSeq = 0, private readonly maxBytes: number = DEFAULT_MAX_OUTPUT_BYTES,
+  ) {}
+
+  /** Whether the result misses output: a gap in the runtime's, or over `maxBytes`. */
+  public get truncated(): boolean {
+    return this.lost > 0 || this.dropped > 0;
+  }
 
   /** Takes one line: the exit, when it is the exit event. A callback that throws is a CallbackFailure. */
   public take(line: StreamLine): ProcessExit | undefined {
@@ -126,13 +144,32 @@ export class ProcessOutput {
       return { exitCode: Number(line.exit_code ?? -1), timedOut: line.timed_out === true, signal: typeof line.signal === 'string' ? line.signal : null };
     }
     if ((line.type !== 'stdout' && line.type !== 'stderr') || typeof line.data !== 'string' || line.data === '') return undefined;
-    this[line.type] += line.data;
+    this.keep(line.type, line.data);
     try {
       (line.type === 'stdout' ? this.callbacks.onStdout : this.callbacks.onStderr)?.(line.data);
     } catch (err) {
       throw new CallbackFailure(err);
     }
     return undefined;
+  }
+
+  /** Appends the head of `data` that fits in `maxBytes`; counts the rest as dropped. */
+  private keep(stream: 'stdout' | 'stderr', data: string): void {
+    const room = this.maxBytes - this.kept[stream];
+    const bytes = Buffer.byteLength(data);
+    if (bytes <= room) {
+      this[stream] += data;
+      this.kept[stream] += bytes;
+      return;
+    }
+    if (room > 0) {
+      // Cut on a character boundary: the decoder holds back a split character.
+      const head = new StringDecoder('utf8').write(Buffer.from(data).subarray(0, room));
+      this[stream] += head;
+      this.kept[stream] += Buffer.byteLength(head);
+    }
+    this.dropped += bytes - Math.max(0, room);
+    this.kept[stream] = this.maxBytes;
   }
 }
 

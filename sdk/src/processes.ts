@@ -14,7 +14,7 @@
  */
 import { SandboxConfigError, SandboxConnectionError, SandboxError, SandboxHttpError, SandboxProcessError, SandboxTimeoutError } from './errors.js';
 import { HttpResponse, readAll } from './http.js';
-import { CallbackFailure, FollowOptions, NdjsonReader, OutputCallbacks, ProcessOutput, followProcess, isNdjson, openOutput } from './process-stream.js';
+import { CallbackFailure, FollowOptions, NdjsonReader, OutputCallbacks, ProcessExit, ProcessOutput, followProcess, isNdjson, openOutput } from './process-stream.js';
 import { ExecuteRequest, ExecuteResponse, RuntimeApi, WireProcess } from './runtime-api.js';
 import type { RunResult } from './sandbox.js';
 
@@ -115,6 +115,8 @@ export interface ForegroundOptions extends OutputCallbacks {
   readonly deadlineMs: number;
   readonly signal?: AbortSignal;
   readonly retry: boolean;
+  /** How much of each stream the result keeps. @default DEFAULT_MAX_OUTPUT_BYTES */
+  readonly maxOutputBytes?: number;
 }
 
 /** The largest stdin write the runtime takes at once. */
@@ -138,10 +140,10 @@ export async function runCommand(ctx: ProcessContext, request: ExecuteRequest, o
     const res = await ctx.runtime.executeStreaming(request, { timeoutMs: options.deadlineMs, signal, idempotent: options.retry }, async (r) => r);
     const answer = await readAnswer(ctx, res, signal);
     if (answer.kind === 'json') return resultOfJson(answer.json, options);
-    const output = new ProcessOutput(options);
+    const output = new ProcessOutput(options, 0, options.maxOutputBytes);
     try {
       const exit = await followProcess(followOptions(ctx, answer.id, output, signal, options.deadlineMs, 'run'), answer.reader);
-      return { stdout: output.stdout, stderr: output.stderr, exitCode: exit.exitCode, timedOut: exit.timedOut };
+      return resultOf(output, exit);
     } catch (err) {
       if (!(err instanceof CallbackFailure)) throw err;
       // As over gRPC: a callback that throws ends the command, and run() rejects with its error.
@@ -177,6 +179,13 @@ async function readAnswer(ctx: ProcessContext, res: HttpResponse, signal: AbortS
     throw new SandboxConnectionError('POST /execute: the NDJSON answer did not begin with the command\'s start', 'EPROTO', { sandbox: ctx.sandbox });
   }
   return { kind: 'stream', reader, id: start.id };
+}
+
+/** The result of a followed process: `truncated` only when output was lost or not kept. */
+function resultOf(output: ProcessOutput, exit: ProcessExit): RunResult {
+  return {
+    stdout: output.stdout, stderr: output.stderr, exitCode: exit.exitCode, timedOut: exit.timedOut, ...(output.truncated ? { truncated: true } : {}),
+  };
 }
 
 /** Upstream's JSON answer: the result, and the callbacks told once each. */
@@ -302,7 +311,7 @@ class RuntimeCommandHandle implements CommandHandle {
   ) {
     const output = new ProcessOutput(callbacks, after);
     this.done = followProcess(followOptions(ctx, id, output, this.stop.signal, FOLLOW_EXCHANGE_MS, 'the handle'), first).then(
-      (exit) => ({ stdout: output.stdout, stderr: output.stderr, exitCode: exit.exitCode, timedOut: exit.timedOut }),
+      (exit) => resultOf(output, exit),
       (err) => {
         throw err instanceof CallbackFailure ? err.error : err;
       },

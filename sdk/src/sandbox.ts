@@ -47,6 +47,11 @@ export interface RunOptions {
    * instead (with this project's runtime), whatever this says. @default false
    */
   readonly retry?: boolean;
+  /**
+   * How much of each of stdout and stderr the result keeps (its head; the callbacks get it all);
+   * more sets `truncated`. With this project's runtime (upstream's JSON answer has its own cap). @default 4 MiB
+   */
+  readonly maxOutputBytes?: number;
   /** `true` starts the command in the background and returns a CommandHandle (see BackgroundRunOptions; a flag known only at run time: RunOrBackgroundOptions). */
   readonly background?: false;
 }
@@ -71,6 +76,8 @@ export interface RunResult {
   /** The exit code; 124 after a timeout; a negative signal number when a signal ended it. */
   readonly exitCode: number;
   readonly timedOut: boolean;
+  /** True when output is missing from stdout/stderr: over `maxOutputBytes`, or no longer kept by the runtime when followed again (a gap). */
+  readonly truncated?: boolean;
 }
 
 export interface WaitOptions {
@@ -183,6 +190,8 @@ export class Sandbox implements SandboxHandle {
     const shell = options.shell ?? true;
     const timeoutMs = options.timeoutMs ?? DEFAULT_RUN_TIMEOUT_MS;
     if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${timeoutMs}`);
+    const max = foreground.maxOutputBytes;
+    if (max !== undefined && !(Number.isSafeInteger(max) && max >= 0)) throw new SandboxConfigError('maxOutputBytes', `must be a whole number of bytes >= 0, got ${max}`);
     if (this.init.processes) return this.runStreaming(command, shell, timeoutMs, foreground);
     let full = command;
     let stdinFile: string | undefined;
@@ -204,6 +213,7 @@ export class Sandbox implements SandboxHandle {
         deadlineMs: timeoutMs + RUN_MARGIN_MS,
         signal: options.signal,
         retry: foreground.retry === true,
+        maxOutputBytes: foreground.maxOutputBytes,
         onStdout: options.onStdout,
         onStderr: options.onStderr,
       });

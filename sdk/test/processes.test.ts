@@ -13,6 +13,7 @@ import * as path from 'node:path';
 import { handleFor, runtimeFixture } from './handle';
 import type { ProcessInfo as RuntimeProcess } from '../../operator/src/sandboxd/process-registry';
 import { SandboxConfigError, SandboxConnectionError, SandboxError, SandboxProcessError } from '../src/errors';
+import { MAX_LINE_BYTES, NdjsonReader, ProcessOutput } from '../src/process-stream';
 import type { WireProcess } from '../src/runtime-api';
 
 // The SDK copies the runtime's process type (it may not import the operator): `tsc -p sdk/test`
@@ -231,6 +232,54 @@ describe('run streams by default', () => {
     } finally {
       await again.close();
     }
+  });
+});
+
+describe('output kept in memory is bounded', () => {
+  test('maxOutputBytes keeps the head of each stream and sets truncated; the callbacks get it all', async () => {
+    const chunks: string[] = [];
+    const result = await fixture().sandbox.run('printf "%05000d" 0; printf "%03000d" 0 >&2; echo é', {
+      maxOutputBytes: 1000,
+      onStdout: (c) => chunks.push(c),
+    });
+    expect(result.stdout).toBe('0'.repeat(1000));
+    expect(result.stderr).toBe('0'.repeat(1000));
+    expect(result.truncated).toBe(true);
+    expect(chunks.join('')).toBe(`${'0'.repeat(5000)}é\n`);
+    // Negative control: within the bound, no truncated field at all.
+    expect(await fixture().sandbox.run('echo small', { maxOutputBytes: 1000 })).toEqual({ stdout: 'small\n', stderr: '', exitCode: 0, timedOut: false });
+  });
+
+  test('the head is cut on a character boundary', async () => {
+    const result = await fixture().sandbox.run('printf "ééé"', { maxOutputBytes: 3 });
+    expect(result.stdout).toBe('é');
+    expect(result.truncated).toBe(true);
+  });
+
+  test('maxOutputBytes must be a whole number of bytes', async () => {
+    await expect(fixture().sandbox.run('echo x', { maxOutputBytes: -1 })).rejects.toThrow(SandboxConfigError);
+  });
+
+  test('a gap (output the runtime no longer had) makes the result truncated; the callbacks are not told of it', () => {
+    const seen: string[] = [];
+    const output = new ProcessOutput({ onStdout: (c) => seen.push(c) });
+    output.take({ type: 'stdout', seq: 1, data: 'a' });
+    expect(output.truncated).toBe(false);
+    output.take({ type: 'gap', from: 2, to: 4 });
+    output.take({ type: 'stdout', seq: 5, data: 'b' });
+    expect(output.truncated).toBe(true);
+    expect(output.stdout).toBe('ab');
+    expect(seen).toEqual(['a', 'b']);
+  });
+
+  test('an NDJSON line longer than the limit is an error naming it', async () => {
+    const { Readable } = await import('node:stream');
+    const big = Buffer.alloc(MAX_LINE_BYTES + 1024, 'a');
+    const reader = new NdjsonReader(Readable.from([Buffer.from('{"type":"x","data":"'), big, big]));
+    await expect(reader.next()).rejects.toThrow(`longer than ${MAX_LINE_BYTES} bytes`);
+    // Negative control: a line just under the limit is read.
+    const ok = new NdjsonReader(Readable.from([Buffer.from(`{"type":"x","data":"${'a'.repeat(1024)}"}\n`)]));
+    expect(await ok.next()).toMatchObject({ type: 'x' });
   });
 });
 
