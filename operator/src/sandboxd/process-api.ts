@@ -127,7 +127,8 @@ async function writeEvents(process: ManagedProcess, out: NdjsonWriter, after: nu
       cursor = event.seq;
       if (event.type === 'exit') return out.end();
     }
-    if (!keepFollowing) return out.end();
+    // Nothing more will come of a process that has ended (its exit was at or before the cursor).
+    if (!keepFollowing || !process.running) return out.end();
     await (out.roomOrGone() ?? out.nextEventOrGone(process));
   }
 }
@@ -206,6 +207,9 @@ export class ProcessApi {
     const after = Number(afterText);
     if (!/^\d+$/.test(afterText) || !Number.isSafeInteger(after)) {
       return sendJson(res, 422, { detail: [{ type: 'invalid', loc: ['query', 'after'], msg: `must be a whole number (the last seq seen, 0 for all), got "${afterText}"` }] });
+    }
+    if (after > process.latestSeq) {
+      return sendJson(res, 422, { detail: [{ type: 'invalid', loc: ['query', 'after'], msg: `is ${after}, beyond the last seq of process ${process.id} (${process.latestSeq}): pass a seq this process has sent, or 0 for all` }] });
     }
     const followText = params.get('follow') ?? 'true';
     if (!['true', 'false', '1', '0'].includes(followText)) {

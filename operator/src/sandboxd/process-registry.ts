@@ -110,6 +110,11 @@ export class ManagedProcess {
     return this.command?.pid ?? 0;
   }
 
+  /** The seq of its newest event (0: none yet). */
+  public get latestSeq(): number {
+    return this.lastSeq;
+  }
+
   public get running(): boolean {
     return this.exit === undefined;
   }

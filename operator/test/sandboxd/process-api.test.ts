@@ -339,6 +339,31 @@ describe('background processes', () => {
     expect((await exec(rt.port, { command: 'true' })).status).toBe(200);
   });
 
+  test('following a finished process from its exit seq ends at once; an after beyond the last seq is 422, running or not', async () => {
+    const p = await startBackground(rt.port, { command: 'echo done' });
+    const all = await (await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`)).rest();
+    const exit = all[all.length - 1];
+    expect(exit).toMatchObject({ type: 'exit', seq: 2 });
+    // Before: the follower waited (pinging) for events a finished process never sends.
+    const fromExit = await (await Lines.open(rt.port, 'GET', `/processes/${p.id}/output?after=${exit.seq}`)).rest();
+    expect(fromExit.map((e) => e.type)).toEqual(['process']);
+    const beyond = await request(rt.port, 'GET', `/processes/${p.id}/output?after=${exit.seq + 1}`);
+    expect(beyond.status).toBe(422);
+    expect(json(beyond).detail[0]).toMatchObject({ loc: ['query', 'after'], msg: expect.stringMatching(/beyond the last seq .*\(2\)/) });
+    // A running process: an after beyond its last seq would skip its exit, so it is refused too.
+    const g = gate();
+    const running = await startBackground(rt.port, { command: `echo up; ${waitFor(g)}`, shell: true });
+    await until(() => Lines.open(rt.port, 'GET', `/processes/${running.id}/output?follow=false`).then((l) => l.rest()), (e) => e.length >= 2);
+    const ahead = await request(rt.port, 'GET', `/processes/${running.id}/output?after=5`);
+    expect(ahead.status).toBe(422);
+    expect(json(ahead).detail[0]).toMatchObject({ loc: ['query', 'after'], msg: expect.stringMatching(/beyond the last seq .*\(1\)/) });
+    // Negative control: its last seq itself is accepted and followed to the exit.
+    const follower = await Lines.open(rt.port, 'GET', `/processes/${running.id}/output?after=1`);
+    expect((await follower.next()).type).toBe('process');
+    writeFileSync(path.join(rt.workspace, g), '');
+    expect(await follower.rest()).toEqual([{ type: 'exit', seq: 2, exit_code: 0, timed_out: false, signal: null }]);
+  });
+
   test('DELETE: 409 while running, 200 once ended, then 404', async () => {
     const g = gate();
     const p = await startBackground(rt.port, { command: waitFor(g), shell: true });
