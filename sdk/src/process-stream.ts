@@ -218,10 +218,25 @@ export function openOutput(options: FollowOptions, after: number, idempotent: bo
  * the client's backoff; it gives up after the client's attempts in a row that brought no line.
  */
 export async function followProcess(options: FollowOptions, first?: NdjsonReader): Promise<ProcessExit> {
+  // The signal stops a read under way too: the stream it waits on is closed (a first reader may have
+  // been opened under another signal, as by processes.attach).
+  const stop = { reader: first };
+  const onAbort = () => stop.reader?.close();
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  try {
+    if (options.signal?.aborted) throw options.signal.reason;
+    return await follow(options, stop);
+  } finally {
+    options.signal?.removeEventListener('abort', onAbort);
+    stop.reader?.close();
+  }
+}
+
+async function follow(options: FollowOptions, current: { reader?: NdjsonReader }): Promise<ProcessExit> {
   const { id, output, signal } = options;
   const retry = options.runtime.retryOptions;
   const attempts = Math.max(1, retry.attempts ?? 4);
-  let reader = first;
+  let reader = current.reader;
   let failures = 0;
   let lastError: unknown;
   for (;;) {
@@ -229,6 +244,8 @@ export async function followProcess(options: FollowOptions, first?: NdjsonReader
       try {
         for (let line = await reader.next(); line !== undefined; line = await reader.next()) {
           failures = 0;
+          // Stopped: no callback after that, even for lines read already.
+          if (signal?.aborted) throw signal.reason;
           const exit = output.take(line);
           if (exit) return exit;
         }
@@ -256,6 +273,7 @@ export async function followProcess(options: FollowOptions, first?: NdjsonReader
     if (!fresh) await sleep(backoffMs(retry, failures), signal);
     try {
       ({ reader } = await openOutput(options, output.lastSeq, false));
+      current.reader = reader;
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
       if (err instanceof SandboxHttpError && err.status === 404) {

@@ -393,6 +393,33 @@ describe('background processes', () => {
     expect((await later.wait()).stdout).toBe('b\n');
   });
 
+  test('disconnect() on a handle from processes.attach stops it: no more callbacks, wait() rejects, the process runs on', async () => {
+    const g1 = gate();
+    const g2 = gate();
+    const handle = await fixture().sandbox.run(`echo a; ${g1.wait}; echo b; ${g2.wait}`, { background: true });
+    const first = signal();
+    const chunks: string[] = [];
+    const attached = await handleFor(fixture().runtime.url).processes.attach(handle.id, {
+      onStdout: (c) => {
+        chunks.push(c);
+        first.resolve();
+      },
+    });
+    await first.promise;
+    attached.disconnect();
+    await expect(attached.wait()).rejects.toThrow(/disconnected.*attach/);
+    g1.open();
+    // Negative control: "b" was written (another attach sees it), yet the disconnected handle was not told.
+    const b = signal();
+    const watcher = await fixture().sandbox.processes.attach(handle.id, { after: 1, onStdout: () => b.resolve() });
+    await b.promise;
+    expect(chunks).toEqual(['a\n']);
+    expect((await fixture().sandbox.processes.get(handle.id)).status).toBe('running');
+    g2.open();
+    expect((await watcher.wait()).stdout).toBe('b\n');
+    expect(chunks).toEqual(['a\n']);
+  });
+
   test('mistakes are typed errors that name the field and the fix', async () => {
     const sandbox = fixture().sandbox;
     await expect(sandbox.processes.get('p-0000000000000000')).rejects.toThrow(SandboxProcessError);
