@@ -45,6 +45,8 @@ interface Entry {
 
 export async function startHttpServer(options: HttpServerOptions): Promise<RunningHttpServer> {
   const sessions = new Map<string, Entry>();
+  /** Initializes admitted but not yet registered in `sessions`. */
+  let starting = 0;
   const maxBody = options.maxBodyBytes ?? 64 * 1024 * 1024;
   let allowedHosts: string[] = [];
   let allowedOrigins: string[] = [];
@@ -104,10 +106,27 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       jsonRpcError(res, 400, -32000, 'Bad Request: no Mcp-Session-Id; the first request of a session is initialize');
       return;
     }
-    if (sessions.size >= options.maxSessions) {
+    // The slot is reserved now, before the awaits below register the session: initializes at once
+    // cannot overshoot --max-sessions.
+    if (sessions.size + starting >= options.maxSessions) {
       jsonRpcError(res, 503, -32000, `Too many sessions (--max-sessions ${options.maxSessions}): end one (DELETE /mcp) or try later`);
       return;
     }
+    starting++;
+    let reserved = true;
+    const unreserve = () => {
+      if (reserved) starting--;
+      reserved = false;
+    };
+    try {
+      await startSession(req, res, body, unreserve);
+    } finally {
+      unreserve();
+    }
+  }
+
+  /** `unreserve` is called when the session is registered (it then counts in `sessions`). */
+  async function startSession(req: http.IncomingMessage, res: http.ServerResponse, body: unknown, unreserve: () => void): Promise<void> {
     let sessionId: string | undefined;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -118,6 +137,7 @@ export async function startHttpServer(options: HttpServerOptions): Promise<Runni
       onsessioninitialized: (newId) => {
         sessionId = newId;
         sessions.set(newId, entry);
+        unreserve();
         options.log(`session ${newId} started`);
       },
       // The DELETE is answered once the sandbox is released (the transport closes itself after).

@@ -1,6 +1,7 @@
 /**
  * One MCP session's sandbox: claimed when a tool first needs it (or by create_sandbox), released by
- * delete_sandbox, when the session closes, or after `idleTimeoutMs` without a tool call; and the
+ * delete_sandbox, when the session closes, or after `idleTimeoutMs` without a tool call (counted
+ * from the session's start until its first call); and the
  * session's limit on tool calls running at once.
  */
 import type { SandboxHandle } from '@cdk8s-agent-sandbox/sdk';
@@ -37,7 +38,10 @@ export class SandboxSession {
   private readonly releaseListeners: Array<(claim: string, why: string) => void> = [];
   private readonly claimListeners = new Set<() => void>();
 
-  public constructor(private readonly options: SessionOptions) {}
+  public constructor(private readonly options: SessionOptions) {
+    // The idle clock runs from the start: a session that never calls a tool expires too.
+    this.armIdle();
+  }
 
   /** The sandbox, once claimed (undefined before the first claim and after a release). */
   public get sandbox(): SandboxHandle | undefined {

@@ -2,8 +2,8 @@
  * The streamable HTTP transport with the official MCP client (StreamableHTTPClientTransport): a
  * session per client with its own sandbox, progress over the POST's event stream, the sandbox
  * released before the session's DELETE is answered; and what it refuses: a foreign Host or
- * Origin (DNS rebinding), a request without the bearer token, a session over --max-sessions, an
- * ended session's id.
+ * Origin (DNS rebinding), a request without the bearer token, a session over --max-sessions (also
+ * when initializes come at once), an ended session's id; and idle sessions, with or without a call.
  */
 import * as http from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -120,6 +120,36 @@ test('--max-sessions: one session more is refused with 503', async () => {
   const server = await serve(newClaims(), { maxSessions: 1 });
   const { client } = await connect(server.url);
   expect(await rawInitialize(server.port, {})).toMatchObject({ status: 503, body: expect.stringContaining('Too many sessions') });
+  await client.close();
+});
+
+test('--max-sessions holds for initializes at once: the slot is taken before the session registers', async () => {
+  const claims = newClaims();
+  // A session that takes a while to start (its server connects after a timer): all six initializes are past the check before any registers.
+  const server = await serve(claims, {
+    maxSessions: 2,
+    newSession: (_id, onIdle) => {
+      const made = sessionServer(claims, { idleTimeoutMs: 0, onIdle });
+      const connectNow = made.server.connect.bind(made.server);
+      made.server.connect = async (transport) => {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        return connectNow(transport);
+      };
+      return made;
+    },
+  });
+  const replies = await Promise.all(Array.from({ length: 6 }, () => rawInitialize(server.port, {})));
+  expect(replies.map((r) => r.status).sort()).toEqual([200, 200, 503, 503, 503, 503]);
+  expect(server.sessions).toBe(2);
+});
+
+test('idle: a session that never calls a tool ends too', async () => {
+  const claims = newClaims();
+  const server = await serve(claims, { idleTimeoutMs: 50 });
+  const { client } = await connect(server.url);
+  expect(server.sessions).toBe(1);
+  while (server.sessions > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+  expect(claims.made).toEqual([]);
   await client.close();
 });
 
