@@ -226,21 +226,32 @@ export class ProcessApi {
         : !process.running ? 'has ended' : 'has its stdin closed already (an earlier eof=true)';
       return discard(req, res, 409, { detail: `process ${process.id} ${why}` });
     }
-    let data: Buffer;
-    try {
-      data = await readBody(req, MAX_STDIN_BYTES);
-    } catch (err) {
-      if (!(err instanceof BodyTooLarge)) throw err;
-      res.setHeader('Connection', 'close');
-      return sendJson(res, 413, { detail: `a stdin write takes at most ${MAX_STDIN_BYTES} bytes; send the data in several requests` });
+    if (process.stdinBusy) {
+      // One write at a time per process, from reading its body until the pipe has taken it: writes
+      // to a process that does not read cannot pile up (at most MAX_STDIN_BYTES are held for it).
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      return discard(req, res, 429, { detail: `process ${process.id} has a stdin write in flight (it has not read the last one yet); send the next once that one is answered` });
     }
-    const eof = params.get('eof') === 'true' || params.get('eof') === '1';
+    process.stdinBusy = true;
     try {
-      await process.writeStdin(data, eof);
-    } catch (err) {
-      return sendJson(res, 409, { detail: `writing to process ${process.id}'s stdin failed (${(err as Error).message}): it has closed its stdin or ended` });
+      let data: Buffer;
+      try {
+        data = await readBody(req, MAX_STDIN_BYTES);
+      } catch (err) {
+        if (!(err instanceof BodyTooLarge)) throw err;
+        res.setHeader('Connection', 'close');
+        return sendJson(res, 413, { detail: `a stdin write takes at most ${MAX_STDIN_BYTES} bytes; send the data in several requests` });
+      }
+      const eof = params.get('eof') === 'true' || params.get('eof') === '1';
+      try {
+        await process.writeStdin(data, eof);
+      } catch (err) {
+        return sendJson(res, 409, { detail: `writing to process ${process.id}'s stdin failed (${(err as Error).message}): it has closed its stdin or ended` });
+      }
+      return sendJson(res, 200, process.info());
+    } finally {
+      process.stdinBusy = false;
     }
-    return sendJson(res, 200, process.info());
   }
 
   private async signal(req: http.IncomingMessage, res: http.ServerResponse, process: ManagedProcess): Promise<void> {

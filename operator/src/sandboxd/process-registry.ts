@@ -71,6 +71,8 @@ export class ManagedProcess {
   public endedAt?: Date;
   /** Connections following its output now (kept by the process API). */
   public followers = 0;
+  /** Whether a stdin write (set by the process API from its request on) is in flight: one at a time. */
+  public stdinBusy = false;
   /** Kept events from `head` on; slots before it are cleared (undefined) until compacted. */
   private readonly kept: (Kept | undefined)[] = [];
   /** Index in `kept` of the oldest event still kept. */

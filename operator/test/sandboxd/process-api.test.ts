@@ -293,6 +293,21 @@ describe('background processes', () => {
     await (await Lines.open(rt.port, 'GET', `/processes/${without.id}/output`)).rest();
   });
 
+  test('stdin: one write in flight per process; another while a process does not read is 429, then accepted once it has', async () => {
+    const g = gate();
+    const p = await startBackground(rt.port, { command: `${waitFor(g)}; cat >/dev/null`, stdin: true, shell: true });
+    // 1 MiB is more than a pipe holds: this write waits until the process reads.
+    const big = request(rt.port, 'POST', `/processes/${p.id}/stdin`, { body: Buffer.alloc(1024 * 1024, 'a'), headers: { 'Content-Type': 'application/octet-stream' } });
+    const refused = await until(() => request(rt.port, 'POST', `/processes/${p.id}/stdin`, { body: 'x' }), (r) => r.status === 429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(json(refused).detail).toMatch(/stdin write in flight/);
+    writeFileSync(path.join(rt.workspace, g), '');
+    expect((await big).status).toBe(200);
+    // Negative control: once the first is answered, the next write is taken.
+    expect((await request(rt.port, 'POST', `/processes/${p.id}/stdin?eof=true`, { body: 'x' })).status).toBe(200);
+    await (await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`)).rest();
+  });
+
   test('a signal goes to the whole process group; 409 once the process has ended; unknown signals are 422', async () => {
     const p = await startBackground(rt.port, { command: 'sleep 300 & echo $!; wait', shell: true });
     const follow = await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`);
