@@ -48,6 +48,8 @@ export interface PtyHandle {
   kill(signal?: PtySignal): Promise<void>;
   /** Resolves when the command has ended: its exit code, -1 when a signal ended it. */
   wait(): Promise<{ exitCode: number }>;
+  /** Cancels the session's stream: no more onData; sandboxd kills the command when it sees that; wait() then rejects. */
+  close(): void;
 }
 
 /** The PTY sessions of a sandbox; the SandboxHandle's `pty`. */
@@ -99,8 +101,9 @@ export class RuntimePty implements SandboxPty {
       ? 'the client\'s grpcPort must be the port the sandbox\'s runtime serves gRPC on (the SandboxTemplate\'s runtime.grpcPort, the runtime\'s --grpc-port)'
       : `the runtime's GET / named grpc_port ${port}, but nothing serves gRPC there for this client: check the SandboxTemplate's runtime.grpcPort, or pass the client's grpcPort`;
     const decoder = new StringDecoder('utf8');
+    let closed = false;
     const deliver = (text: string) => {
-      if (text !== '') options.onData(text);
+      if (text !== '' && !closed) options.onData(text);
     };
     const live = await this.access!.processes(port, hint).start(
       { command, env: options.env, cwd: options.cwd, pty: { cols, rows } },
@@ -131,6 +134,12 @@ export class RuntimePty implements SandboxPty {
         });
       },
       wait: () => exited,
+      close: () => {
+        if (closed) return;
+        closed = true;
+        over = true;
+        live.cancel();
+      },
     };
   }
 

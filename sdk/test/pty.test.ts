@@ -113,6 +113,26 @@ describe('a PTY session on the real runtime (port from its GET /)', () => {
     await s.pty.kill();
   });
 
+  test('close cancels the session: wait() rejects, no more onData, and sandboxd ends the command', async () => {
+    const marker = `pty-pid-${process.pid}-${Date.now()}`;
+    const s = await tracked(open(sandbox(), { command: ['/bin/sh', '-c', `echo $$ > ${marker}; echo rea""dy; exec sleep 1000`] }));
+    await s.until(/ready/);
+    const pid = (await sandbox().run(`cat ${marker}`)).stdout.trim();
+    // Control: the command runs until close.
+    expect((await sandbox().run(`kill -0 ${pid} && echo alive`)).stdout).toBe('alive\n');
+    const seen = s.output();
+    s.pty.close();
+    await expect(s.pty.wait()).rejects.toThrow();
+    let gone = false;
+    for (let i = 0; i < 100 && !gone; i++) {
+      gone = (await sandbox().run(`kill -0 ${pid} 2>/dev/null || echo gone`)).stdout === 'gone\n';
+      if (!gone) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(gone).toBe(true);
+    expect(s.output()).toBe(seen);
+    s.pty.close(); // a second close is a no-op
+  });
+
   test('the default command is an interactive shell; its exit code comes back', async () => {
     const s = await tracked(open(sandbox(), { command: undefined }));
     await s.pty.write('exit 3\r');
