@@ -26,6 +26,8 @@ export const DEFAULT_PING_MS = 15_000;
 export const MAX_STDIN_BYTES = 1024 * 1024;
 /** What a 429 asks the client to wait, in seconds. */
 export const RETRY_AFTER_SECONDS = 1;
+/** Connections that may follow one process's output at once. */
+export const MAX_FOLLOWERS = 8;
 const SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGKILL', 'SIGHUP'];
 
 export interface ProcessApiOptions {
@@ -59,6 +61,11 @@ class NdjsonWriter {
     return this.res.destroyed || this.res.writableEnded;
   }
 
+  /** Whether the socket's buffer is full (write no more until it drains). */
+  public get full(): boolean {
+    return this.res.writableNeedDrain;
+  }
+
   public write(line: object): void {
     if (this.gone) return;
     this.res.write(`${JSON.stringify(line)}\n`);
@@ -71,8 +78,8 @@ class NdjsonWriter {
   }
 
   /** Resolves when the socket has room again, or the client is gone. */
-  public roomOrGone(): Promise<void> | undefined {
-    if (!this.res.writableNeedDrain) return undefined;
+  public roomOrGone(): Promise<void> {
+    if (!this.res.writableNeedDrain || this.gone) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
@@ -122,14 +129,24 @@ async function writeEvents(process: ManagedProcess, out: NdjsonWriter, after: nu
       out.write({ type: 'gap', ...replay.gap });
       cursor = replay.gap.to;
     }
+    let full = false;
     for (const event of replay.events) {
       out.write(event);
       cursor = event.seq;
       if (event.type === 'exit') return out.end();
+      // A long replay is not all buffered at once: the rest is sent from the cursor once there is room.
+      if (out.full) {
+        full = true;
+        break;
+      }
+    }
+    if (full) {
+      await out.roomOrGone();
+      continue;
     }
     // Nothing more will come of a process that has ended (its exit was at or before the cursor).
     if (!keepFollowing || !process.running) return out.end();
-    await (out.roomOrGone() ?? out.nextEventOrGone(process));
+    await out.nextEventOrGone(process);
   }
 }
 
@@ -214,6 +231,10 @@ export class ProcessApi {
     const followText = params.get('follow') ?? 'true';
     if (!['true', 'false', '1', '0'].includes(followText)) {
       return sendJson(res, 422, { detail: [{ type: 'invalid', loc: ['query', 'follow'], msg: `must be true or false, got "${followText}"` }] });
+    }
+    if (process.followers >= MAX_FOLLOWERS) {
+      res.setHeader('Retry-After', String(RETRY_AFTER_SECONDS));
+      return sendJson(res, 429, { detail: `process ${process.id} has ${process.followers} connections following its output, as many as allowed (${MAX_FOLLOWERS}); close one or use follow=false` });
     }
     const out = new NdjsonWriter(res, this.options.pingMs);
     out.write({ type: 'process', ...process.info() });

@@ -379,6 +379,25 @@ describe('background processes', () => {
     expect(await follower.rest()).toEqual([{ type: 'exit', seq: 2, exit_code: 0, timed_out: false, signal: null }]);
   });
 
+  test('at most 8 connections follow one process: a 9th is 429 with Retry-After; follow=false ones count while open only', async () => {
+    const g = gate();
+    const p = await startBackground(rt.port, { command: waitFor(g), shell: true });
+    const followers = [];
+    for (let i = 0; i < 8; i++) {
+      const l = await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`);
+      expect((await l.next()).type).toBe('process');
+      followers.push(l);
+    }
+    const refused = await request(rt.port, 'GET', `/processes/${p.id}/output`);
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(json(refused).detail).toMatch(/8 connections following/);
+    writeFileSync(path.join(rt.workspace, g), '');
+    for (const l of followers) expect((await l.rest()).map((e) => e.type)).toEqual(['exit']);
+    // Negative control: once they have ended, following works again.
+    expect((await (await Lines.open(rt.port, 'GET', `/processes/${p.id}/output`)).rest()).map((e) => e.type)).toEqual(['process', 'exit']);
+  });
+
   test('DELETE: 409 while running, 200 once ended, then 404', async () => {
     const g = gate();
     const p = await startBackground(rt.port, { command: waitFor(g), shell: true });
