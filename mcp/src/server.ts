@@ -4,7 +4,7 @@
  * Python MCP server work (upload_file, download_file, `sandbox_claim_name`, `namespace`, `timeout`,
  * `binary`), and the session tools (create_sandbox, get_sandbox_status, delete_sandbox).
  * execute_command's output goes to the client as it arrives: progress notifications when the call
- * carried a progressToken, and logging messages.
+ * carried a progressToken, else logging messages; coalesced, and capped at maxOutputBytes a call.
  */
 import type { SandboxHandle } from '@cdk8s-agent-sandbox/sdk';
 import { SandboxConfigError } from '@cdk8s-agent-sandbox/sdk';
@@ -41,6 +41,10 @@ export interface ServerOptions {
   readonly status: (sandbox: SandboxHandle) => Promise<SandboxStatus>;
 }
 
+/** Output notifications of a call are sent at most this often, or when this much is pending. */
+const FLUSH_MS = 250;
+const FLUSH_BYTES = 4096;
+
 /** Builds the MCP server of one session (connect it to that session's transport). */
 export function createSessionServer(options: ServerOptions): Server {
   const { session } = options;
@@ -68,21 +72,50 @@ export function createSessionServer(options: ServerOptions): Server {
     if (!tool) throw new McpError(ErrorCode.InvalidParams, `unknown tool "${request.params.name}"; the tools are ${tools.map((t) => t.name).join(', ')}`);
     const progressToken = request.params._meta?.progressToken;
     let progress = 0;
-    /** A progress notification (when the call asked for them) and a log message. */
-    const notify = (logger: string, text: string): void => {
-      const sends: Array<Promise<void>> = [];
+    /** One notification: progress when the call asked for them, else a log message (at info, when the level lets it). */
+    const send = (logger: string, text: string): void => {
+      let sent: Promise<void> | undefined;
       if (progressToken !== undefined) {
-        sends.push(extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } }));
-      }
-      if (level === undefined || severity('info') >= severity(level)) {
-        sends.push(extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } }));
+        sent = extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } });
+      } else if (level === undefined || severity('info') >= severity(level)) {
+        sent = extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } });
       }
       // A client gone away is seen by the call itself; a notification's failure is not the tool's.
-      for (const sent of sends) sent.catch(() => undefined);
+      sent?.catch(() => undefined);
+    };
+    // Output is coalesced (sent every FLUSH_MS, or once FLUSH_BYTES are pending) and capped at maxOutputBytes a call.
+    let pending = '';
+    let pendingLogger = '';
+    let timer: NodeJS.Timeout | undefined;
+    let notified = 0;
+    let dropped = 0;
+    const flush = (): void => {
+      clearTimeout(timer);
+      timer = undefined;
+      if (pending) send(pendingLogger, pending);
+      pending = '';
+    };
+    const notify = (logger: string, text: string): void => {
+      const bytes = Buffer.from(text);
+      const room = Math.max(0, options.maxOutputBytes - notified);
+      const kept = bytes.length <= room ? text : bytes.subarray(0, room).toString();
+      dropped += bytes.length - Math.min(bytes.length, room);
+      notified += Math.min(bytes.length, room);
+      if (!kept) return;
+      if (pending && logger !== pendingLogger) flush();
+      pendingLogger = logger;
+      pending += kept;
+      if (Buffer.byteLength(pending) >= FLUSH_BYTES) {flush();} else if (!timer) {
+        timer = setTimeout(flush, FLUSH_MS);
+        timer.unref();
+      }
     };
     const context: ToolCallContext = { signal: extra.signal, onProgress: ({ stream, text }) => notify(`${tool.name}/${stream}`, text) };
     // A claim can take a while (a cold start): say so, which also keeps a client's progress-reset timeout from running out.
-    const stopWatching = session.onClaimStart(() => notify(SERVER_NAME, `claiming a sandbox from the warm pool "${options.pool}"\n`));
+    const stopWatching = session.onClaimStart(() => {
+      flush();
+      send(SERVER_NAME, `claiming a sandbox from the warm pool "${options.pool}"\n`);
+    });
     try {
       const result = await session.call(() => tool.execute(request.params.arguments ?? {}, context));
       return { content: [{ type: 'text', text: result.text }] };
@@ -90,6 +123,8 @@ export function createSessionServer(options: ServerOptions): Server {
       return { content: [{ type: 'text', text: toolErrorText(err) }], isError: true };
     } finally {
       stopWatching();
+      flush();
+      if (dropped > 0) send(SERVER_NAME, `… ${dropped} bytes more not sent\n`);
     }
   });
   return server;
