@@ -50,6 +50,14 @@ export class SandboxAnnotations {
   public static readonly WEBHOOK_FIRST_OBSERVED_AT = 'agents.x-k8s.io/webhook-first-observed-at';
   /** W3C trace context (JSON map) carried from claim to Sandbox; never copied to the Pod. */
   public static readonly TRACE_CONTEXT = 'opentelemetry.io/trace-context';
+  /**
+   * On a Sandbox with an idle policy (ours): when it was last used (RFC 3339, milliseconds), as the
+   * router saw requests and connections and the claim controller saw the claim. The idle clock runs
+   * from the latest of this, the Sandbox's Ready transition and its creation.
+   */
+  public static readonly LAST_ACTIVITY = 'agents.x-k8s.io/last-activity';
+  /** On a Sandbox the operator suspended for idleness (ours): when (RFC 3339); removed when it is resumed. */
+  public static readonly IDLE_SUSPENDED_AT = 'agents.x-k8s.io/idle-suspended-at';
   /** Set to `true` on warm Pods so the cluster autoscaler may evict them. */
   public static readonly SAFE_TO_EVICT = 'cluster-autoscaler.kubernetes.io/safe-to-evict';
 

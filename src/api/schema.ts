@@ -90,6 +90,28 @@ const blueprint = {
   },
 };
 
+/**
+ * Ours (upstream has no idle lifecycle; kubernetes-sigs/agent-sandbox#968): suspend a Sandbox
+ * nobody uses, and resume it on the next request through the router. Upstream clients never see
+ * or send it; on upstream's CRDs the API server prunes it, and nothing else changes.
+ */
+const idlePolicy = (description: string): Schema => ({
+  type: 'object',
+  description,
+  required: ['suspendAfterSeconds'],
+  properties: {
+    suspendAfterSeconds: int32(
+      'Suspend the Sandbox after this many seconds with no request through the router, no open connection or stream, and no process its runtime runs.',
+      { minimum: 1 },
+    ),
+    resumeOnRequest: {
+      type: 'boolean',
+      default: true,
+      description: 'true: a request through the router for the suspended Sandbox resumes it and is held until it is Ready. false: such a request gets 409 SandboxSuspended.',
+    },
+  },
+});
+
 /** metav1.Condition exactly as controller-gen renders it. */
 const conditions: Schema = {
   type: 'array',
@@ -163,6 +185,7 @@ export const SANDBOX_SCHEMA: Schema = objectRoot(
       shutdownTime: dateTime('When the Sandbox expires (RFC 3339). Unset: never.'),
       shutdownPolicy: enumOf(SandboxShutdownPolicy, SandboxShutdownPolicy.RETAIN, 'What happens at shutdownTime: Delete the Sandbox, or Retain it expired.'),
       operatingMode: enumOf(OperatingMode, OperatingMode.RUNNING, 'Running keeps the Pod; Suspended deletes it and keeps PVCs and Service.'),
+      idlePolicy: idlePolicy('Suspend after a stretch without use, and resume on the next request (ours). Unset: never suspended for idleness. An unclaimed warm-pool member is never idle-suspended.'),
     },
     'x-kubernetes-validations': [SANDBOX_VCT_IMMUTABLE_RULE],
   },
@@ -201,6 +224,7 @@ export const SANDBOX_TEMPLATE_SCHEMA: Schema = objectRoot(
       networkPolicyManagement: enumOf(NetworkPolicyManagement, NetworkPolicyManagement.MANAGED, 'Managed: the operator owns <template>-network-policy. Unmanaged: it does not.'),
       envVarsInjectionPolicy: enumOf(EnvVarsInjectionPolicy, EnvVarsInjectionPolicy.DISALLOWED, 'Whether claims may add (Allowed) or also replace (Overrides) env vars.'),
       volumeClaimTemplatesPolicy: enumOf(VolumeClaimTemplatesPolicy, VolumeClaimTemplatesPolicy.DISALLOWED, 'Whether claims may add (Allowed) or also replace (Overrides) volume claim templates.'),
+      idlePolicy: idlePolicy('The idle policy of every claimed Sandbox made from this template, unless its claim sets one (ours). Unset: none.'),
     },
   },
   {
@@ -231,6 +255,10 @@ export const SANDBOX_WARM_POOL_SCHEMA: Schema = objectRoot(
           type: enumOf(WarmPoolUpdateStrategyType, WarmPoolUpdateStrategyType.ON_REPLENISH, 'Recreate replaces stale members at once; OnReplenish only on refill.'),
         },
       },
+      scaleToZeroAfterSeconds: int32(
+        'After this many seconds without a claim, keep no warm members (replicas stays as set); the next claim starts cold and brings the pool back to replicas (ours). Unset: never.',
+        { minimum: 1 },
+      ),
     },
   },
   {
@@ -241,6 +269,7 @@ export const SANDBOX_WARM_POOL_SCHEMA: Schema = objectRoot(
       readyReplicas: int32('Active pool members that are Ready.'),
       selector: string('Label selector of the members (agents.x-k8s.io/warm-pool-sandbox=<hash>).'),
       observedGeneration: { type: 'integer', format: 'int64', minimum: 0, description: 'metadata.generation at the last reconcile.' },
+      lastClaimTime: dateTime('When a claim last drew on the pool, as far as scaleToZeroAfterSeconds needs to know (ours).'),
       conditions,
     },
   },
@@ -284,6 +313,7 @@ export const SANDBOX_CLAIM_SCHEMA: Schema = objectRoot(
         },
       },
       volumeClaimTemplates: volumeClaimTemplates('Extra or overriding PVC templates (forces a cold start; needs the template to allow it).'),
+      idlePolicy: idlePolicy('The idle policy of the claimed Sandbox, instead of the template\'s (ours). Unset: the template\'s.'),
     },
   },
   {

@@ -840,6 +840,14 @@ export interface VolumeClaimTemplate {
   spec: PersistentVolumeClaimSpec;
 }
 
+/** Suspend after a stretch without use, and resume on the next request (ours). Unset: never suspended for idleness. An unclaimed warm-pool member is never idle-suspended. */
+export interface IdlePolicy {
+  /** Suspend the Sandbox after this many seconds with no request through the router, no open connection or stream, and no process its runtime runs. */
+  suspendAfterSeconds: number;
+  /** true: a request through the router for the suspended Sandbox resumes it and is held until it is Ready. false: such a request gets 409 SandboxSuspended. */
+  resumeOnRequest?: boolean;
+}
+
 /** Desired state of the Sandbox. */
 export interface SandboxSpec {
   /** Blueprint of the single Pod behind a Sandbox. */
@@ -854,6 +862,8 @@ export interface SandboxSpec {
   shutdownPolicy?: `${SandboxShutdownPolicy}`;
   /** Running keeps the Pod; Suspended deletes it and keeps PVCs and Service. */
   operatingMode?: `${OperatingMode}`;
+  /** Suspend after a stretch without use, and resume on the next request (ours). Unset: never suspended for idleness. An unclaimed warm-pool member is never idle-suspended. */
+  idlePolicy?: IdlePolicy;
 }
 
 export interface Condition {
@@ -945,6 +955,8 @@ export interface SandboxTemplateSpec {
   envVarsInjectionPolicy?: `${EnvVarsInjectionPolicy}`;
   /** Whether claims may add (Allowed) or also replace (Overrides) volume claim templates. */
   volumeClaimTemplatesPolicy?: `${VolumeClaimTemplatesPolicy}`;
+  /** The idle policy of every claimed Sandbox made from this template, unless its claim sets one (ours). Unset: none. */
+  idlePolicy?: IdlePolicy;
 }
 
 /** Observed state of the template (ours; upstream templates have no status). */
@@ -980,6 +992,8 @@ export interface SandboxWarmPoolSpec {
   sandboxTemplateRef: LocalObjectName;
   /** How stale unclaimed Sandboxes are replaced after a template change. */
   updateStrategy?: WarmPoolUpdateStrategy;
+  /** After this many seconds without a claim, keep no warm members (replicas stays as set); the next claim starts cold and brings the pool back to replicas (ours). Unset: never. */
+  scaleToZeroAfterSeconds?: number;
 }
 
 /** Observed state of the pool. */
@@ -992,6 +1006,8 @@ export interface SandboxWarmPoolStatus {
   selector?: string;
   /** metadata.generation at the last reconcile. */
   observedGeneration?: number;
+  /** When a claim last drew on the pool, as far as scaleToZeroAfterSeconds needs to know (ours). */
+  lastClaimTime?: string;
   /** Current state, as standard conditions keyed by type. */
   conditions?: Condition[];
 }
@@ -1034,6 +1050,8 @@ export interface SandboxClaimSpec {
   env?: ClaimEnvVar[];
   /** Extra or overriding PVC templates (forces a cold start; needs the template to allow it). */
   volumeClaimTemplates?: VolumeClaimTemplate[];
+  /** The idle policy of the claimed Sandbox, instead of the template's (ours). Unset: the template's. */
+  idlePolicy?: IdlePolicy;
 }
 
 /** The Sandbox bound to this claim. */
