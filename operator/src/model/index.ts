@@ -11,3 +11,4 @@ export * from './time';
 export * from './conditions';
 export * from './merge-patch';
 export * from './cache-shape';
+export * from './idle';
