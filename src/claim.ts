@@ -6,6 +6,7 @@ import { KINDS } from './api/groups';
 import { ErrorList, checkDns1123Subdomain, checkRfc3339, checkStringMap } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkDuration, _checkSpecSchema, _customResource } from './custom-resource';
+import { IdlePolicy, _checkIdlePolicy, _idlePolicyToKube } from './idle-policy';
 import { VolumeClaimTemplate, _validateVolumeClaimTemplate, volumeClaimTemplateToKube } from './volume';
 import { ISandboxWarmPool } from './warm-pool';
 
@@ -47,6 +48,12 @@ export interface SandboxClaimProps {
   readonly podAnnotations?: { [key: string]: string };
   /** Label domains the operator allows on claim Pod labels (its allow-list). @default ['sandbox.users.io'] */
   readonly allowedPodLabelDomains?: string[];
+  /**
+   * The idle policy of the claimed Sandbox, instead of its template's (a whole policy, not merged
+   * field by field). The idle clock starts when the claim takes the Sandbox.
+   * @default - the template's idlePolicy, if it has one
+   */
+  readonly idlePolicy?: IdlePolicy;
 }
 
 /**
@@ -83,6 +90,7 @@ export class SandboxClaim extends Construct {
 
     if (lifecycle?.shutdownTime !== undefined) errors.check('lifecycle.shutdownTime', checkRfc3339(lifecycle.shutdownTime));
     _checkDuration(errors, 'lifecycle.ttlAfterFinished', lifecycle?.ttlAfterFinished, true);
+    _checkIdlePolicy(errors, 'idlePolicy', this.props.idlePolicy);
 
     const policy = template?.envVarsInjectionPolicy;
     if (env.length > 0 && policy === EnvVarsInjectionPolicy.DISALLOWED) {
@@ -114,7 +122,7 @@ export class SandboxClaim extends Construct {
 
   /** @internal */
   public _toKube(): { [key: string]: unknown } {
-    const { env, volumeClaimTemplates, lifecycle, podLabels, podAnnotations } = this.props;
+    const { env, volumeClaimTemplates, lifecycle, podLabels, podAnnotations, idlePolicy } = this.props;
     return dropUndefined({
       warmPoolRef: { name: this.props.warmPool.name },
       lifecycle: lifecycle ? dropUndefined({
@@ -126,6 +134,7 @@ export class SandboxClaim extends Construct {
       env: env && env.length > 0 ? env.map((v) => dropUndefined({ name: v.name, value: v.value, containerName: v.containerName })) : undefined,
       volumeClaimTemplates: volumeClaimTemplates && volumeClaimTemplates.length > 0
         ? volumeClaimTemplates.map(volumeClaimTemplateToKube) : undefined,
+      idlePolicy: _idlePolicyToKube(idlePolicy),
     });
   }
 }

@@ -15,6 +15,7 @@ export * from './template';
 export * from './sandbox-runtime';
 export * from './warm-pool';
 export * from './claim';
+export * from './idle-policy';
 export * from './access';
 export * from './network-policy';
 export * from './flow-control';

@@ -6,6 +6,7 @@ import { ErrorList, checkDns1035Label, checkDns1123Subdomain, checkRfc3339 } fro
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
+import { IdlePolicy, _checkIdlePolicy, _idlePolicyToKube } from './idle-policy';
 
 /** Props of {@link Sandbox}. */
 export interface SandboxProps extends SandboxBlueprintProps {
@@ -15,6 +16,12 @@ export interface SandboxProps extends SandboxBlueprintProps {
   readonly shutdownTime?: string;
   /** What happens at `shutdownTime`. @default SandboxShutdownPolicy.RETAIN */
   readonly shutdownPolicy?: SandboxShutdownPolicy;
+  /**
+   * Suspend the Sandbox after a stretch without use, and (by default) resume it on the next request
+   * through the router. Resuming on request needs the router (`AgentSandboxSystem` `router`).
+   * @default - never suspended for idleness
+   */
+  readonly idlePolicy?: IdlePolicy;
 }
 
 /**
@@ -44,6 +51,7 @@ export class Sandbox extends SandboxBlueprint {
     errors.check('metadata.name', checkDns1123Subdomain(this.name));
     this._validateBlueprint(errors);
     if (this.props.shutdownTime !== undefined) errors.check('shutdownTime', checkRfc3339(this.props.shutdownTime));
+    _checkIdlePolicy(errors, 'idlePolicy', this.props.idlePolicy);
     if (this.service === true && checkDns1123Subdomain(this.name) === undefined) {
       const problem = checkDns1035Label(this.name);
       if (problem) {
@@ -61,6 +69,7 @@ export class Sandbox extends SandboxBlueprint {
       operatingMode: this.props.operatingMode,
       shutdownTime: this.props.shutdownTime,
       shutdownPolicy: this.props.shutdownPolicy,
+      idlePolicy: _idlePolicyToKube(this.props.idlePolicy),
     });
   }
 }

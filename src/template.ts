@@ -7,6 +7,7 @@ import { ErrorList, checkDns1123Subdomain } from './api/validation';
 import { PodSecurityOptions, SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
+import { IdlePolicy, _checkIdlePolicy, _idlePolicyToKube } from './idle-policy';
 import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
 import { SandboxRuntimeOptions, _checkRuntime, _injectRuntime } from './sandbox-runtime';
 
@@ -40,6 +41,13 @@ export interface SandboxTemplateProps extends SandboxBlueprintProps {
    * @default - no runtime: the containers run as given
    */
   readonly runtime?: SandboxRuntimeOptions;
+  /**
+   * The idle policy of every claimed Sandbox made from this template, unless its claim sets its own
+   * (`SandboxClaimProps.idlePolicy`). Unclaimed warm-pool members are never idle-suspended: the
+   * clock starts when a claim takes one.
+   * @default - claimed Sandboxes are never suspended for idleness (unless their claim says so)
+   */
+  readonly idlePolicy?: IdlePolicy;
 }
 
 /**
@@ -65,12 +73,14 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
   public readonly networkPolicy?: SandboxNetworkPolicy;
   private readonly networkSpecField?: { ingress: object[]; egress: object[] };
   private readonly runtime?: SandboxRuntimeOptions;
+  private readonly idlePolicy?: IdlePolicy;
 
   public constructor(scope: Construct, id: string, props: SandboxTemplateProps = {}) {
     super(scope, id, props);
     this.envVarsInjectionPolicy = props.envVarsInjectionPolicy ?? EnvVarsInjectionPolicy.DISALLOWED;
     this.volumeClaimTemplatesPolicy = props.volumeClaimTemplatesPolicy ?? VolumeClaimTemplatesPolicy.DISALLOWED;
     this.runtime = props.runtime;
+    this.idlePolicy = props.idlePolicy;
     this.apiObject = _customResource(this, KINDS.template, props.metadata, () => this._toKube());
     this.name = this.apiObject.name;
     // The operator fills in each hardening default a template leaves unset, unless the template
@@ -115,6 +125,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
       const blueprint = this._blueprintToKube() as { podTemplate: { spec: object }; volumeClaimTemplates?: Array<{ metadata: { name: string } }> };
       _checkRuntime(errors, this.runtime, blueprint.podTemplate.spec, (blueprint.volumeClaimTemplates ?? []).map((t) => t.metadata.name));
     }
+    _checkIdlePolicy(errors, 'idlePolicy', this.idlePolicy);
     _checkSpecSchema(errors, KINDS.template, () => this._toKube());
     return errors.all;
   }
@@ -129,6 +140,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
       networkPolicyManagement: this.networkPolicyManagement,
       envVarsInjectionPolicy: this.envVarsInjectionPolicy,
       volumeClaimTemplatesPolicy: this.volumeClaimTemplatesPolicy,
+      idlePolicy: _idlePolicyToKube(this.idlePolicy),
     });
   }
 }

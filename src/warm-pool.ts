@@ -1,10 +1,11 @@
-import { ApiObject, ApiObjectMetadata, Chart } from 'cdk8s';
+import { ApiObject, ApiObjectMetadata, Chart, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { WarmPoolUpdateStrategyType } from './api/enums';
 import { KINDS, apiVersionOf } from './api/groups';
 import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
+import { _checkPositiveSeconds } from './idle-policy';
 import { ISandboxTemplate } from './template';
 
 /** A SandboxWarmPool, defined here or imported by name. */
@@ -97,6 +98,17 @@ export interface SandboxWarmPoolProps {
   readonly updateStrategy?: WarmPoolUpdateStrategyType;
   /** Scale the pool with a HorizontalPodAutoscaler. @default - a fixed replica count */
   readonly autoscaling?: WarmPoolAutoscaling;
+  /**
+   * After this long without a claim, keep no warm members; the next claim starts cold (as with
+   * `replicas: 0`) and the pool refills to `replicas`. Whole seconds, at least one.
+   *
+   * `replicas` stays as set: the operator holds the pool's members at 0 while it is idle and does
+   * not write `spec.replicas`. With `autoscaling`, the HPA still owns `spec.replicas` (within
+   * `minReplicas`..`maxReplicas`) and the pool refills to whatever it last set; while the pool is
+   * held at 0, Pod and resource metrics have no Pods to read, so the HPA leaves the count alone.
+   * @default - the pool always keeps `replicas` warm
+   */
+  readonly scaleToZeroAfter?: Duration;
 }
 
 /**
@@ -154,6 +166,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
     if (this.props.updateStrategy !== undefined && !Object.values(WarmPoolUpdateStrategyType).includes(this.props.updateStrategy)) {
       errors.check('updateStrategy', `${JSON.stringify(this.props.updateStrategy)} is not an update strategy; use one of ${Object.values(WarmPoolUpdateStrategyType).join(', ')}`);
     }
+    _checkPositiveSeconds(errors, 'scaleToZeroAfter', this.props.scaleToZeroAfter);
     if (autoscaling) {
       const { minReplicas: min, maxReplicas: max } = autoscaling;
       if (!Number.isInteger(min) || min < 1) {
@@ -184,12 +197,13 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
 
   /** @internal */
   public _toKube(): { [key: string]: unknown } {
-    const { replicas, updateStrategy } = this.props;
+    const { replicas, updateStrategy, scaleToZeroAfter } = this.props;
     return dropUndefined({
       // Left out unless given: with an HPA, a replica count in Git would fight the autoscaler on every sync.
       replicas,
       sandboxTemplateRef: { name: this.props.template.name },
       updateStrategy: updateStrategy ? { type: updateStrategy } : undefined,
+      scaleToZeroAfterSeconds: scaleToZeroAfter?.toSeconds(),
     });
   }
 }
