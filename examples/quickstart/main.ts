@@ -4,8 +4,10 @@
 // sandbox's workspace (/workspace, the runtime's working directory) is a 1Gi PersistentVolumeClaim of
 // the cluster's default StorageClass, made per Sandbox from the claim template: files there survive
 // suspend and resume (the Pod is deleted and made again); files elsewhere in the container do not.
+// A claimed sandbox nobody has used for 10 minutes is suspended, and the next request through the
+// router resumes it (the request waits until it is Ready); unclaimed warm ones are never suspended.
 // Copy this file into a cdk8s app and import from 'cdk8s-agent-sandbox' instead of '../../src'.
-import { App, Chart } from 'cdk8s';
+import { App, Chart, Duration } from 'cdk8s';
 import { SandboxClaim, SandboxTemplate, SandboxWarmPool } from '../../src';
 
 export function build(app: App): void {
@@ -24,6 +26,8 @@ export function build(app: App): void {
     // The volume's files belong to group 1000, so the non-root user can write them (most provisioners
     // make root-owned volumes).
     security: { fsGroup: 1000 },
+    // An idle agent costs its Pod's requests; suspended, only the workspace volume is kept.
+    idlePolicy: { suspendAfter: Duration.minutes(10) },
   });
 
   const pool = new SandboxWarmPool(chart, 'pool', { metadata: { name: 'python' }, template, replicas: 3 });
