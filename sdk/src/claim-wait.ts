@@ -28,7 +28,11 @@ export interface ClaimObject {
     deletionTimestamp?: string;
     labels?: Record<string, string>;
   };
-  readonly spec: { warmPoolRef: { name: string }; lifecycle?: { shutdownTime?: string; shutdownPolicy?: string } };
+  readonly spec: {
+    warmPoolRef: { name: string };
+    lifecycle?: { shutdownTime?: string; shutdownPolicy?: string };
+    idlePolicy?: { suspendAfterSeconds: number; resumeOnRequest?: boolean };
+  };
   readonly status?: { conditions?: Condition[]; sandbox?: { name?: string; Name?: string; podIPs?: string[] } };
 }
 

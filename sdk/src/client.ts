@@ -93,6 +93,27 @@ export interface ClaimOptions {
   readonly coldStart?: 'wait' | 'fail';
   /** Keep the claim when the process gets SIGINT/SIGTERM. @default !cleanupOnSignal */
   readonly keepOnExit?: boolean;
+  /**
+   * Let the sandbox sleep when nobody uses it: the operator suspends it after `suspendAfter` without
+   * a request through the router, an open connection or stream, or a running process, and (with
+   * `resumeOnRequest`, the default) the router wakes it on the next request, which waits for it.
+   * Only files on the workspace volume survive a sleep (docs/what-survives-what.md). Unset: the
+   * template's policy, if it has one.
+   */
+  readonly idlePolicy?: IdlePolicyOptions;
+}
+
+/** A claim's idle policy (its `spec.idlePolicy`, which overrides its template's). */
+export interface IdlePolicyOptions {
+  /** How long the sandbox may go unused before it is suspended: whole seconds, at least 1 s (`"10m"`, `"90s"`, `300`). */
+  readonly suspendAfter: Duration;
+  /**
+   * `true`: a request for the suspended sandbox resumes it and is held until it is Ready (the SDK
+   * waits; see README "Idle sandboxes sleep and wake"). `false`: such a request fails at once with
+   * SandboxSuspendedError until someone calls `resume()`.
+   * @default true
+   */
+  readonly resumeOnRequest?: boolean;
 }
 
 export interface ConnectOptions {
@@ -321,6 +342,7 @@ export function buildClaim(options: ClaimOptions, namespace: string, now = Date.
   }
   labels[CREATED_BY_LABEL] = CREATED_BY_VALUE;
   const ttlMs = options.ttl === undefined ? undefined : durationMs(options.ttl, 'ttl');
+  const idlePolicy = options.idlePolicy === undefined ? undefined : idlePolicyOf(options.idlePolicy);
   if (options.timeoutMs !== undefined && !(options.timeoutMs > 0)) throw new SandboxConfigError('timeoutMs', `must be a positive number of milliseconds, got ${options.timeoutMs}`);
   if (options.coldStart !== undefined && options.coldStart !== 'wait' && options.coldStart !== 'fail') {
     throw new SandboxConfigError('coldStart', `must be "wait" or "fail", got ${JSON.stringify(options.coldStart)}`);
@@ -332,6 +354,33 @@ export function buildClaim(options: ClaimOptions, namespace: string, now = Date.
     spec: {
       warmPoolRef: { name: options.pool },
       ...(ttlMs === undefined ? {} : { lifecycle: { shutdownTime: rfc3339Seconds(now + ttlMs), shutdownPolicy: 'Delete' } }),
+      ...(idlePolicy === undefined ? {} : { idlePolicy }),
     },
   };
+}
+
+/** The API's int32 bound on `suspendAfterSeconds`. */
+const MAX_INT32 = 2_147_483_647;
+
+/** `spec.idlePolicy` for the claim, validated: the API counts whole seconds (an int32, at least 1). */
+function idlePolicyOf(policy: IdlePolicyOptions): { suspendAfterSeconds: number; resumeOnRequest: boolean } {
+  if (typeof policy !== 'object' || policy === null || Array.isArray(policy)) {
+    throw new SandboxConfigError('idlePolicy', `must be an object like { suspendAfter: "10m" }, got ${JSON.stringify(policy)}`);
+  }
+  for (const key of Object.keys(policy)) {
+    if (key !== 'suspendAfter' && key !== 'resumeOnRequest') {
+      const hint = key === 'suspendAfterSeconds' ? ' (the API\'s name; the SDK takes suspendAfter, a duration like "10m" or a number of seconds)' : '';
+      throw new SandboxConfigError(`idlePolicy.${key}`, `is not an idle policy option${hint}; the options are suspendAfter and resumeOnRequest`);
+    }
+  }
+  if (policy.suspendAfter === undefined) throw new SandboxConfigError('idlePolicy.suspendAfter', 'is required: how long the sandbox may go unused before it is suspended, e.g. "10m"');
+  const ms = durationMs(policy.suspendAfter, 'idlePolicy.suspendAfter');
+  if (ms % 1000 !== 0 || ms < 1000 || ms / 1000 > MAX_INT32) {
+    throw new SandboxConfigError('idlePolicy.suspendAfter',
+      `must be whole seconds from 1s to ${MAX_INT32}s (the API stores suspendAfterSeconds), got ${JSON.stringify(policy.suspendAfter)}; e.g. "90s", "10m" or 300`);
+  }
+  if (policy.resumeOnRequest !== undefined && typeof policy.resumeOnRequest !== 'boolean') {
+    throw new SandboxConfigError('idlePolicy.resumeOnRequest', `must be true or false, got ${JSON.stringify(policy.resumeOnRequest)}`);
+  }
+  return { suspendAfterSeconds: ms / 1000, resumeOnRequest: policy.resumeOnRequest ?? true };
 }

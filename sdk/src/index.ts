@@ -9,7 +9,7 @@
 /// <reference types="node" preserve="true" />
 /// <reference lib="esnext.disposable" preserve="true" />
 export { SandboxClient } from './client.js';
-export type { SandboxClientOptions, ClaimOptions, ConnectOptions, DeleteClaimOptions } from './client.js';
+export type { SandboxClientOptions, ClaimOptions, ConnectOptions, DeleteClaimOptions, IdlePolicyOptions } from './client.js';
 export type { KubeConfigLike } from './kube.js';
 export { Sandbox } from './sandbox.js';
 export type { SandboxHandle, RunOptions, RunOrBackgroundOptions, RunResult, WaitOptions } from './sandbox.js';

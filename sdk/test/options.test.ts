@@ -54,6 +54,37 @@ describe('buildClaim', () => {
     expect((err as SandboxConfigError).field).toBe(field);
   });
 
+  test('an idle policy renders spec.idlePolicy in whole seconds, resumeOnRequest true unless said otherwise', () => {
+    expect(buildClaim({ pool: 'p', idlePolicy: { suspendAfter: '10m' } }, 'default', NOW).spec.idlePolicy).toEqual({ suspendAfterSeconds: 600, resumeOnRequest: true });
+    expect(buildClaim({ pool: 'p', idlePolicy: { suspendAfter: 90, resumeOnRequest: false } }, 'default', NOW).spec.idlePolicy).toEqual({ suspendAfterSeconds: 90, resumeOnRequest: false });
+    expect(buildClaim({ pool: 'p', idlePolicy: { suspendAfter: '1h1s' } }, 'default', NOW).spec.idlePolicy).toEqual({ suspendAfterSeconds: 3601, resumeOnRequest: true });
+    // Negative control: no idlePolicy, no spec.idlePolicy (the template's applies).
+    expect(buildClaim({ pool: 'p' }, 'default', NOW).spec).not.toHaveProperty('idlePolicy');
+  });
+
+  test.each([
+    [{ suspendAfter: '1500ms' }, 'idlePolicy.suspendAfter', /^idlePolicy\.suspendAfter: must be whole seconds from 1s to 2147483647s .*got "1500ms"; e\.g\. "90s"/],
+    [{ suspendAfter: '500ms' }, 'idlePolicy.suspendAfter', /must be whole seconds/],
+    [{ suspendAfter: 0.5 }, 'idlePolicy.suspendAfter', /must be whole seconds/],
+    [{ suspendAfter: 2_147_483_648 }, 'idlePolicy.suspendAfter', /must be whole seconds from 1s to 2147483647s/],
+    [{ suspendAfter: 0 }, 'idlePolicy.suspendAfter', /must be a positive number of seconds/],
+    [{ suspendAfter: 'idle' }, 'idlePolicy.suspendAfter', /must be a number of seconds or a string like/],
+    [{}, 'idlePolicy.suspendAfter', /is required: how long the sandbox may go unused/],
+    [{ suspendAfterSeconds: 60 }, 'idlePolicy.suspendAfterSeconds', /the API's name; the SDK takes suspendAfter/],
+    [{ suspendAfter: '1m', resumeOnRequest: 'yes' }, 'idlePolicy.resumeOnRequest', /must be true or false, got "yes"/],
+    ['10m', 'idlePolicy', /must be an object like \{ suspendAfter: "10m" \}/],
+  ])('idlePolicy %j is refused naming %s', (idlePolicy, field, message) => {
+    let err: unknown;
+    try {
+      buildClaim({ pool: 'p', idlePolicy: idlePolicy as any }, 'default', NOW);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(SandboxConfigError);
+    expect((err as SandboxConfigError).field).toBe(field);
+    expect((err as Error).message).toMatch(message);
+  });
+
   test('a bad namespace is refused', () => {
     expect(() => buildClaim({ pool: 'p' }, 'Not A Namespace', NOW)).toThrow(/^namespace: /);
   });
