@@ -16,7 +16,7 @@ export interface IdlePolicy {
    */
   readonly suspendAfter: Duration;
   /**
-   * Whether a request through the router for the suspended Sandbox resumes it; the request is held
+   * Whether a request through the router for the suspended Sandbox resumes it. The request is held
    * until the Sandbox is Ready (at most the router's `--resume-wait`). false: such a request gets
    * 409 SandboxSuspended, and the Sandbox stays suspended until its operatingMode is set to Running.
    * @default true

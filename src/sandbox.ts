@@ -19,6 +19,10 @@ export interface SandboxProps extends SandboxBlueprintProps {
   /**
    * Suspend the Sandbox after a stretch without use, and (by default) resume it on the next request
    * through the router. Resuming on request needs the router (`AgentSandboxSystem` `router`).
+   *
+   * The operator suspends by setting `spec.operatingMode` to Suspended, so leave `operatingMode`
+   * unset here: re-applying a manifest that says Running (kubectl apply, a GitOps sync) would resume
+   * the Sandbox.
    * @default - never suspended for idleness
    */
   readonly idlePolicy?: IdlePolicy;

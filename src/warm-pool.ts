@@ -99,7 +99,7 @@ export interface SandboxWarmPoolProps {
   /** Scale the pool with a HorizontalPodAutoscaler. @default - a fixed replica count */
   readonly autoscaling?: WarmPoolAutoscaling;
   /**
-   * After this long without a claim, keep no warm members; the next claim starts cold (as with
+   * After this long without a claim, keep no warm members. The next claim then starts cold (as with
    * `replicas: 0`) and the pool refills to `replicas`. Whole seconds, at least one.
    *
    * `replicas` stays as set: the operator holds the pool's members at 0 while it is idle and does
