@@ -54,11 +54,14 @@ export function idleDeadlineMs(sandbox: Sandbox): number | undefined {
 
 /**
  * How stale the last-activity stamp may grow while the Sandbox is in use before the router writes
- * a new one: a quarter of the idle period (at least a second), so a stamp written for a request
- * lands long before the deadline it moves, and a busy Sandbox costs at most four writes a period.
+ * a new one: a quarter of the idle period (at least a second, but never more than half the period),
+ * so a stamp written for a request lands long before the deadline it moves, and a busy Sandbox
+ * costs at most four writes a period. Without the half-period cap a 1 s period would be stamped
+ * once a second, as late as its deadline, and a Sandbox in use could be suspended.
  */
 export function activityStampIntervalMs(policy: IdlePolicy): number {
-  return Math.max(1000, Math.floor((policy.suspendAfterSeconds * 1000) / 4));
+  const periodMs = policy.suspendAfterSeconds * 1000;
+  return Math.min(Math.floor(periodMs / 2), Math.max(1000, Math.floor(periodMs / 4)));
 }
 
 /** The RFC 3339 form of the last-activity stamp (milliseconds kept: the idle clock is finer than metav1.Time). */
