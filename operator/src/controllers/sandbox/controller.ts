@@ -2,6 +2,7 @@
  * Wiring of the Sandbox controller: the informers it reads (Sandboxes; Pods, Services and PVCs
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
+import { Counter, type Registry } from 'prom-client';
 import { SandboxReconciler } from './reconcile';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
@@ -37,6 +38,15 @@ export function childOwnerKeys(obj: KubeObject, sandboxesByHash: (namespaceHash:
   return sandboxesByHash(`${ns}/${hash}`).map((sb) => `${ns}/${sb.metadata.name}`);
 }
 
+const IDLE_SUSPENSIONS = 'agent_sandbox_idle_suspensions_total';
+
+/** The counter of idle suspensions (ours); one per registry. */
+export function idleSuspensionsCounter(registry: Registry): Counter<'namespace'> {
+  const existing = registry.getSingleMetric(IDLE_SUSPENSIONS);
+  if (existing) return existing as Counter<'namespace'>;
+  return new Counter({ name: IDLE_SUSPENSIONS, help: 'Sandboxes suspended by the operator under their idlePolicy', labelNames: ['namespace'], registers: [registry] });
+}
+
 export function createSandboxController(ctx: ControllerContext): RunnableController {
   const childIndexes = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
   const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
@@ -53,6 +63,7 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
   const pvcs = ctx.informers.forResource<PersistentVolumeClaim>(RESOURCES.pvcs, { labelSelector: TRACKED_CHILDREN_SELECTOR, indexes: childIndexes });
 
   const wake = (key: string) => controller.queue.add(key);
+  const idleSuspensions = idleSuspensionsCounter(ctx.metrics.registry);
   const reconciler = new SandboxReconciler({
     client: ctx.client,
     sandboxes,
@@ -66,6 +77,7 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandbox' }),
     deferral: claimsFirstDeferral(ctx, wake),
+    idleSuspended: (sb: Sandbox) => idleSuspensions.inc({ namespace: sb.metadata.namespace ?? '' }),
     ...(ctx.claimPressure ? { membersWanted: (pool: string) => ctx.claimPressure!.membersWanted(pool) } : {}),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-concurrent-workers') });

@@ -6,6 +6,7 @@
 import { podAdoption } from './adoption';
 import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, nameHashOf, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
 import type { ChildKind } from './desired';
+import { idleStep } from './idle';
 import { expiredStatus, isBookkeepingOnly, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
@@ -47,15 +48,24 @@ export interface Plan {
   /** What the status was computed from, so a failed write can recompute it (statusAfterFailure). */
   readonly view?: StatusView;
   readonly problem?: Problem;
-  /** Reconcile again after this long: the shutdownTime timer. */
+  /** Reconcile again after this long: the shutdownTime or idle-deadline timer, whichever is first. */
   readonly requeueAfterMs?: number;
-  /** A Warning event to record (MultiplePods or PodAdoptionRefused, once per episode). */
-  readonly event?: { readonly reason: string; readonly note: string };
+  /** An event to record (MultiplePods or PodAdoptionRefused once per episode, IdleSuspended). */
+  readonly event?: PlanEvent;
   /**
    * An unowned Pod of this name may be adopted, but the cache holds no Pod spec: fetch the live Pod
    * and decide again (the plan's actions and status are not to be used).
    */
   readonly inspectPod?: string;
+}
+
+export interface PlanEvent {
+  /** Warning (the default) is recorded whatever the actions did; Normal reports a write, so only when the actions succeeded. */
+  readonly type?: 'Normal' | 'Warning';
+  readonly reason: string;
+  /** @default Reconciling */
+  readonly action?: string;
+  readonly note: string;
 }
 
 /** Event reason: an unowned Pod named like the Sandbox's was not adopted (see adoption.ts). */
@@ -65,7 +75,13 @@ export function decide(obs: Observed): Plan {
   const { sandbox, nowMs } = obs;
   const shutdownMs = sandbox.spec.shutdownTime === undefined ? undefined : Date.parse(sandbox.spec.shutdownTime);
   if (shutdownMs !== undefined && !Number.isNaN(shutdownMs) && nowMs >= shutdownMs) return decideExpired(obs);
-  const requeueAfterMs = shutdownMs === undefined || Number.isNaN(shutdownMs) ? undefined : Math.max(1, shutdownMs - nowMs);
+  const idle = idleStep(sandbox, nowMs);
+  // Suspending is the whole pass: the Pod goes in the pass the write's own watch event brings, so
+  // nothing is deleted unless the conditional write wins.
+  if (idle.suspend) return { actions: [idle.suspend], status: sandbox.status ?? {}, writeStatus: false, event: idle.event };
+  const shutdownLeftMs = shutdownMs === undefined || Number.isNaN(shutdownMs) ? Infinity : shutdownMs - nowMs;
+  const nextMs = Math.min(shutdownLeftMs, idle.requeueAfterMs ?? Infinity);
+  const requeueAfterMs = nextMs === Infinity ? undefined : Math.max(1, nextMs);
 
   const router = routerLabelsProblem(sandbox, obs.routerPodLabels);
   const invalid = router ?? invalidConfiguration(sandbox) ?? stickyInvalidConfiguration(sandbox);
@@ -81,6 +97,7 @@ export function decide(obs: Observed): Plan {
     ? { exists: false, required: false } // ambiguous: leave the Service alone, as upstream
     : planService(obs, invalid !== undefined, actions);
   problem ??= service.problem;
+  if (idle.resumed) actions.push(idle.resumed);
 
   const view: StatusView = {
     pod: pods.pod,

@@ -15,7 +15,13 @@ const byUid = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
 export function setup(
   sb: Sandbox | undefined,
   children: { pods?: Pod[]; services?: Service[]; pvcs?: PersistentVolumeClaim[] } = {},
-  extra: { progressStatusWindowMs?: number; warmMemberProgressWindowMs?: number; now?: () => number; deferral?: Deferral } = {},
+  extra: {
+    progressStatusWindowMs?: number;
+    warmMemberProgressWindowMs?: number;
+    now?: () => number;
+    deferral?: Deferral;
+    idleSuspended?: (sb: Sandbox) => void;
+  } = {},
 ) {
   const objects = [...(sb ? [sb] : []), ...(children.pods ?? []), ...(children.services ?? []), ...(children.pvcs ?? [])];
   const client = new FakeClient(() => NOW).seed(resourceOf, ...objects);
