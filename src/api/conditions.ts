@@ -93,6 +93,16 @@ export const TemplateConditionReason = {
 export const WarmPoolConditionType = {
   /** Whether members can be built from the pool's template; False stops all creates. */
   TEMPLATE_READY: 'TemplateReady',
+  /** Only on pools with `scaleToZeroAfterSeconds`: True while the pool keeps no warm members for want of claims. */
+  SCALED_TO_ZERO: 'ScaledToZero',
+} as const;
+
+/** Reasons of the SandboxWarmPool `ScaledToZero` condition. */
+export const WarmPoolScaledToZeroReason = {
+  /** True: no claim for `scaleToZeroAfterSeconds`; the pool holds no warm members (`spec.replicas` unchanged). */
+  NO_RECENT_CLAIMS: 'NoRecentClaims',
+  /** False: a claim (or the pool's creation) is recent enough; the pool keeps `spec.replicas` warm. */
+  RECENT_CLAIMS: 'RecentClaims',
 } as const;
 
 /** Reasons of the SandboxWarmPool `TemplateReady` condition (also used on claims' Ready for the cold path). */

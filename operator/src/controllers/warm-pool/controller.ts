@@ -7,7 +7,8 @@ import { type PoolFlags } from './types';
 import { ConditionType } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
 import { SandboxLabels } from '../../../../src/api/labels';
-import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxWarmPool } from '../../model';
+import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxClaim, type SandboxWarmPool } from '../../model';
+import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
@@ -43,6 +44,16 @@ export function poolKeysOfSandbox(sandbox: Sandbox, pools: Pick<Store<SandboxWar
 }
 
 /**
+ * The pool a new claim concerns, when that pool scales to zero: the claim moves its idle clock and
+ * refills it if it is at zero. Other pools are not woken (their passes and status writes per claim
+ * stay as they were).
+ */
+export function poolKeyOfClaim(claim: SandboxClaim, pools: Pick<Store<SandboxWarmPool>, 'get'>): string | undefined {
+  const pool = pools.get(claim.metadata.namespace, claim.spec.warmPoolRef?.name ?? '');
+  return pool && scaleToZeroPeriodMs(pool) !== undefined ? keyOf(pool) : undefined;
+}
+
+/**
  * Whether an update changes anything a pool pass reads: membership (labels, owners), deletion,
  * readiness or schedulability. The Sandbox controller's other status writes (pod IPs, service
  * names) would otherwise wake a pool pass over every member each time.
@@ -56,7 +67,7 @@ export function poolRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
 }
 
 export function createWarmPoolController(ctx: ControllerContext): RunnableController {
-  const { sandboxes, templates, pools, networkPolicies } = extensionInformers(ctx);
+  const { sandboxes, templates, pools, claims, networkPolicies } = extensionInformers(ctx);
   const reconciler = new WarmPoolReconciler({
     client: ctx.client,
     pools,
@@ -64,6 +75,7 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     networkPolicies,
     routerPodLabels: routerLocation(ctx.flags, podNamespace()).routerPodLabels,
     sandboxes,
+    claims,
     flags: poolFlagsOf(ctx.flags),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
@@ -81,6 +93,8 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
   controller.watch(networkPolicies, (p) => poolKeysOfPolicy(p, templates, pools));
   // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
   controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
+  // A claim's creation only: later claim events do not move the idle clock.
+  controller.watch(claims, (c) => poolKeyOfClaim(c, pools), { update: () => false, delete: () => false });
   reconciler.follow(sandboxes);
   // Pools whose refill gave way to claims go on as soon as no claim waits.
   ctx.claimPressure?.onCalm(() => {

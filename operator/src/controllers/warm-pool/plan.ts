@@ -11,12 +11,13 @@ import { claimsFirstHold } from './claims-first';
 import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
+import { scaleToZero } from './scale-to-zero';
 import { PoolEventReason, desiredReplicas, type PoolFlags } from './types';
 import { WarmPoolConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
 import { formatGoDuration } from '../../../../src/api/controller-flags';
 import {
-  type ConditionInput, findCondition, isReady, sameConditions, type Sandbox, type SandboxTemplate, type SandboxWarmPool, type SandboxWarmPoolStatus,
-  setCondition, timeMs,
+  type ConditionInput, findCondition, isReady, removeCondition, sameConditions, type Sandbox, type SandboxTemplate, type SandboxWarmPool,
+  type SandboxWarmPoolStatus, setCondition, timeMs,
 } from '../../model';
 import { type TemplateGate } from '../../model/template-gate';
 
@@ -70,6 +71,11 @@ export interface PoolPlanInput {
   readonly pendingCreates: number;
   /** Claims waiting on this pool now (ClaimPressure.waitingFor); refill may give way to them. @default 0 */
   readonly claimsWaiting?: number;
+  /**
+   * Newest creationTimestamp (ms) of the pool's claims in the cache: the idle clock of a pool with
+   * `scaleToZeroAfterSeconds` (scale-to-zero.ts). Unread for other pools. @default - no claim
+   */
+  readonly newestClaimMs?: number;
   readonly state: PoolState;
   readonly flags: PoolFlags;
   readonly now: number;
@@ -141,7 +147,9 @@ export function templateReadyCondition(gate: TemplateGate, observedGeneration: n
  */
 export function planPool(input: PoolPlanInput): PoolPlan {
   const { pool, members, flags, now } = input;
-  const desired = desiredReplicas(pool);
+  // A pool with scaleToZeroAfterSeconds keeps no members while idle; spec.replicas stays as set.
+  const idleness = scaleToZero({ pool, now, ...(input.newestClaimMs !== undefined ? { newestClaimMs: input.newestClaimMs } : {}) });
+  const desired = idleness?.desired ?? desiredReplicas(pool);
   const active = members.active.length;
   const goingAway = members.terminating.length + members.stale.length + members.stuck.length + members.orphansToDelete.length;
   const requeues: number[] = [];
@@ -187,17 +195,23 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   // Status.
   const old = pool.status ?? {};
   const templateReady = templateReadyCondition(input.gate, pool.metadata.generation ?? 0);
-  const conditions = setCondition(old.conditions ?? [], templateReady, now);
+  const withTemplate = setCondition(old.conditions ?? [], templateReady, now);
+  // ScaledToZero only on pools with the field (dropped once when it is unset).
+  const conditions = idleness
+    ? setCondition(withTemplate, idleness.condition, now)
+    : removeCondition(withTemplate, WarmPoolConditionType.SCALED_TO_ZERO);
   const status: SandboxWarmPoolStatus = {
     replicas: active,
     readyReplicas: members.ready.length,
     selector: poolSelector(pool),
     observedGeneration: pool.metadata.generation ?? 0,
     conditions,
+    ...(idleness?.lastClaimTime !== undefined ? { lastClaimTime: idleness.lastClaimTime } : {}),
   };
   const meaningChanged = old.selector !== status.selector || old.observedGeneration !== status.observedGeneration
     || !sameConditions(old.conditions, conditions);
-  const countsChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas;
+  // A newer lastClaimTime rides with the counts: it needs no write of its own before the window ends.
+  const countsChanged = old.replicas !== status.replicas || old.readyReplicas !== status.readyReplicas || idleness?.lastClaimAdvanced === true;
   const lastWriteMs = input.state.statusWrittenAtMs;
   // Replica counts alone change with every claim, refill and Ready member: written at once, a busy
   // pool's status is rewritten about three times per claim. Such a change waits for the window
@@ -234,6 +248,8 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   }
 
   if (members.nextStuckCheckAtMs !== undefined) requeues.push(members.nextStuckCheckAtMs - now);
+  // A timer at the idle moment; a claim meanwhile wakes the pool and moves it later.
+  if (idleness?.idleAtMs !== undefined) requeues.push(idleness.idleAtMs - now);
   const requeueAfterMs = requeues.length > 0 ? Math.max(0, Math.min(...requeues)) : undefined;
 
   return {

@@ -7,15 +7,16 @@
 import { lowWaterMark } from './claims-first';
 import { NameHash } from '../../../../src/api/name-hash';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
-import { POOL_LABEL_INDEX } from '../extension-informers';
+import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX } from '../extension-informers';
 import { classifyMembers } from './classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, withMemberName } from './desired';
 import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { desiredReplicas, type PoolFlags } from './types';
 import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
-import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
+import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { templateGate } from '../../model/template-gate';
+import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import type { ClaimPressure } from '../../runtime/claim-pressure';
 import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
@@ -41,6 +42,11 @@ export interface PoolReconcilerOptions {
   readonly routerPodLabels?: { readonly [key: string]: string };
   /** Must carry POOL_LABEL_INDEX. */
   readonly sandboxes: Store<Sandbox>;
+  /**
+   * Must carry CLAIMS_BY_POOL_INDEX: the claims that move a scale-to-zero pool's idle clock.
+   * @default - no claims seen (pools with scaleToZeroAfterSeconds go by status.lastClaimTime alone)
+   */
+  readonly claims?: Pick<Store<SandboxClaim>, 'byIndex'>;
   readonly flags: PoolFlags;
   readonly now?: () => number;
   readonly log?: Logger;
@@ -120,6 +126,7 @@ export class WarmPoolReconciler implements Reconciler {
       pendingCreates: pending.creates,
       // A pool whose claims were served moments ago counts as still claimed from (the pressure's linger).
       claimsWaiting: this.opts.claimPressure?.busyOn(key) ? Math.max(1, this.opts.claimPressure.waitingFor(key)) : 0,
+      ...this.newestClaim(pool),
       state: memory.state,
       flags,
       now,
@@ -179,6 +186,17 @@ export class WarmPoolReconciler implements Reconciler {
     const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(1, expireAtMs - this.now())];
     const requeueAfterMs = Math.min(...requeues.filter((ms): ms is number => ms !== undefined));
     return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : undefined;
+  }
+
+  /** The newest claim of a pool with scaleToZeroAfterSeconds, for its idle clock; other pools do not walk their claims. */
+  private newestClaim(pool: SandboxWarmPool): { newestClaimMs?: number } {
+    if (!this.opts.claims || scaleToZeroPeriodMs(pool) === undefined) return {};
+    let newest: number | undefined;
+    for (const claim of this.opts.claims.byIndex(CLAIMS_BY_POOL_INDEX, keyOf(pool))) {
+      const created = timeMs(claim.metadata.creationTimestamp);
+      if (created !== undefined && (newest === undefined || created > newest)) newest = created;
+    }
+    return newest === undefined ? {} : { newestClaimMs: newest };
   }
 
   /** The pool is gone or replaced: forget its pacing, member writes and status writes. */

@@ -4,7 +4,6 @@
  * the decisions and the Deployment args cannot disagree.
  */
 import { controllerFlag, type ControllerFlagValues } from '../../../../src/api/controller-flags';
-import type { SandboxWarmPool } from '../../model';
 
 /** The flags the warm-pool decisions use, typed. Durations in milliseconds. */
 export interface PoolFlags {
@@ -46,10 +45,7 @@ export function poolFlags(values: ControllerFlagValues = {}): PoolFlags {
   };
 }
 
-/** `spec.replicas`, with the controller's reading of an absent value (1, as upstream). */
-export function desiredReplicas(pool: SandboxWarmPool): number {
-  return pool.spec.replicas ?? 1;
-}
+export { desiredReplicas } from '../../model/warm-pool-scale';
 
 /** Events a pool emits, on transitions only. */
 export const PoolEventReason = {
