@@ -222,7 +222,7 @@ export class ClaimReconciler implements Reconciler {
 
     const acquired = await this.acquire(state.claim, plan.acquisition);
     if (acquired.kind === 'wait') return { requeueAfterMs: minDefined(acquired.requeueAfterMs, plan.requeueAfterMs)! };
-    const status = await this.writeStatus(key, cached, servedStatus(state.claim, acquired, this.now()));
+    const status = await this.writeStatus(key, cached, servedStatus(state.claim, acquired, this.now(), state.pool));
     if (status === 'gone') return undefined;
     if (status === 'conflict') return { requeueAfterMs: STATUS_CONFLICT_RETRY_MS };
     const annotateAfterMs = await this.annotate(key, cached, state.claim, acquired.kind === 'sandbox' ? acquired.sandbox : undefined, status);

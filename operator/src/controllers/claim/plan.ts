@@ -17,6 +17,7 @@
  */
 import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
+import { coldStartNote as coldStartNoteOf } from './cold-note';
 import { ADOPTION_CONFLICT_RETRY_MS, type Candidates, claimPath, fingerprintOf, needsColdStart, type SelectionContext } from './select';
 import { ClaimEvents, claimStatus, type ClaimEvent, type ClaimProblem, type StatusDecision } from './status';
 import { ClaimReadyReason, ConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
@@ -301,12 +302,14 @@ export function planClaim(state: ClaimState): ClaimPlan {
   return { kind: 'serve', ...cleanup, acquisition, requeueAfterMs: expiry.requeueAfterMs };
 }
 
-/** The status a served claim writes, once its Sandbox (or the problem) is known. */
-export function servedStatus(claim: SandboxClaim, acquired: Exclude<Acquired, { kind: 'wait' }>, now: number): StatusDecision {
+/** The status a served claim writes, once its Sandbox (or the problem) is known; `pool` words a cold start it caused. */
+export function servedStatus(claim: SandboxClaim, acquired: Exclude<Acquired, { kind: 'wait' }>, now: number, pool?: SandboxWarmPool): StatusDecision {
   const sandbox = acquired.kind === 'sandbox' ? acquired.sandbox : undefined;
   const problem = acquired.kind === 'problem' ? acquired.problem : undefined;
+  const coldStartNote = sandbox ? coldStartNoteOf(claim, sandbox, pool, now) : undefined;
   // A problem reported before any Sandbox exists must not erase a binding the cache will show shortly.
-  return claimStatus({ claim, sandbox, problem, now, keepBinding: !sandbox && problem?.reason === ClaimReadyReason.SANDBOX_CREATE_PENDING });
+  const keepBinding = !sandbox && problem?.reason === ClaimReadyReason.SANDBOX_CREATE_PENDING;
+  return claimStatus({ claim, sandbox, problem, now, coldStartNote, keepBinding });
 }
 
 /** When a served claim looks again: its expiry (with the Sandbox it now has), or the problem's recheck. */

@@ -62,6 +62,8 @@ export interface StatusInput {
   readonly keepBinding?: boolean;
   /** The claim has expired (claimExpiry in plan.ts). */
   readonly expired?: boolean;
+  /** Why the claim's Sandbox started cold (cold-note.ts), ended onto the Ready message while it has that Sandbox. */
+  readonly coldStartNote?: string;
   readonly now: number;
 }
 
@@ -110,7 +112,9 @@ export function claimStatus(input: StatusInput): StatusDecision {
   const old = claim.status ?? {};
   const conditions = (old.conditions ?? []).filter((c) => c.type !== ConditionType.READY && c.type !== ConditionType.FINISHED);
 
-  const ready = readyCondition(input);
+  const computed = readyCondition(input);
+  const note = input.sandbox && !input.problem && !input.expired ? input.coldStartNote : undefined;
+  const ready = note ? { ...computed, message: computed.message ? `${computed.message}; ${note}` : note } : computed;
   const previous = findCondition(old.conditions, ConditionType.READY);
   const lastTransitionTime = ready.lastTransitionTime
     ?? (previous && previous.status === ready.status ? previous.lastTransitionTime : metaTime(now));
