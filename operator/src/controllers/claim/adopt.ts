@@ -15,6 +15,7 @@
  * the next pass reads that back (recoverBinding in plan.ts).
  */
 import * as fs from 'node:fs';
+import { claimedActivity, claimedIdlePolicy } from './idle';
 import { fail, ok, type ClaimProblem, type Outcome } from './status';
 import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '../../../../src/api/claim-rules';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
@@ -145,7 +146,10 @@ function basePodMetadata(sandbox: Sandbox, template: SandboxTemplate | undefined
  *   value or removes it; keeps sandbox-template-ref-hash (setting it if missing), which the
  *   NetworkPolicy selects on. Every other label is untouched;
  * - `metadata.annotations`: sets pod-name=<sandbox name> if absent and copies the claim's
- *   trace-context; others untouched;
+ *   trace-context; under an idle policy sets last-activity to `nowMs` (claiming is using); others
+ *   untouched;
+ * - `spec.idlePolicy`: the claim's, else the template's (claimedIdlePolicy); removed when neither
+ *   sets one and the member somehow has one; left alone otherwise;
  * - `spec.podTemplate.metadata`: becomes the template's Pod metadata plus the claim's
  *   additionalPodMetadata plus the identity labels (claim-uid, template-ref hash, created-by);
  *   `spec.podTemplate.spec`, volumes, service and status are untouched.
@@ -153,7 +157,7 @@ function basePodMetadata(sandbox: Sandbox, template: SandboxTemplate | undefined
  * Fails (ReconcilerError) only when additionalPodMetadata conflicts with the template's values;
  * validate the claim's metadata (validateAdditionalPodMetadata) before choosing a candidate.
  */
-export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: SandboxTemplate | undefined): Outcome<AdoptionWrite> {
+export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: SandboxTemplate | undefined, nowMs: number): Outcome<AdoptionWrite> {
   const templateName = templateNameOf(sandbox, template);
   const refHash = sandbox.metadata.labels?.[SandboxLabels.SANDBOX_TEMPLATE_REF_HASH] ?? (templateName ? NameHash.of(templateName) : undefined);
   const podMetadata = claimPodMetadata(basePodMetadata(sandbox, template), claim, templateName ?? '');
@@ -172,7 +176,8 @@ export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: S
   if (createdBy !== undefined) labels[SandboxLabels.CREATED_BY] = createdBy;
   else if (SandboxLabels.CREATED_BY in current) labels[SandboxLabels.CREATED_BY] = null;
 
-  const annotations: Record<string, string> = {};
+  const idlePolicy = claimedIdlePolicy(claim, template);
+  const annotations: Record<string, string> = claimedActivity(idlePolicy, nowMs);
   if (!sandbox.metadata.annotations?.[SandboxAnnotations.POD_NAME]) annotations[SandboxAnnotations.POD_NAME] = sandbox.metadata.name;
   const trace = claim.metadata.annotations?.[SandboxAnnotations.TRACE_CONTEXT];
   if (trace !== undefined) annotations[SandboxAnnotations.TRACE_CONTEXT] = trace;
@@ -185,6 +190,10 @@ export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: S
     ...(podLabels ? { labels: podLabels } : {}),
     ...(podAnnotations ? { annotations: podAnnotations } : {}),
   };
+  const spec: MergePatch = {
+    ...(Object.keys(podPatch).length > 0 ? { podTemplate: { metadata: podPatch } } : {}),
+    ...(idlePolicy ? { idlePolicy: { ...idlePolicy } } : sandbox.spec.idlePolicy ? { idlePolicy: null } : {}),
+  };
 
   const patch: MergePatch = {
     metadata: {
@@ -193,7 +202,7 @@ export function adoptionPatch(sandbox: Sandbox, claim: SandboxClaim, template: S
       labels,
       ...(Object.keys(annotations).length > 0 ? { annotations } : {}),
     },
-    ...(Object.keys(podPatch).length > 0 ? { spec: { podTemplate: { metadata: podPatch } } } : {}),
+    ...(Object.keys(spec).length > 0 ? { spec } : {}),
   };
   return ok({ patch, expected: applyMergePatch(sandbox, patch) });
 }

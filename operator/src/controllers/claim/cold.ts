@@ -5,6 +5,7 @@
  * upstream's reason.
  */
 import { claimPodMetadata, validateAdditionalPodMetadata } from './adopt';
+import { claimedActivity, claimedIdlePolicy } from './idle';
 import { fail, ok, type Outcome } from './status';
 import { ClaimReadyReason } from '../../../../src/api/conditions';
 import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
@@ -127,8 +128,11 @@ export interface ColdOptions {
  *
  * One check of ours: a template with `service: true` needs the Sandbox name to be a Service name,
  * which our CRD enforces at admission; saying so here beats retrying a create that cannot succeed.
+ * And the idle policy (ours, idle.ts): the claim's or the template's, with last-activity `nowMs`.
  */
-export function coldSandbox(claim: SandboxClaim, pool: SandboxWarmPool, template: SandboxTemplate, options: ColdOptions = {}): Outcome<Sandbox> {
+export function coldSandbox(
+  claim: SandboxClaim, pool: SandboxWarmPool, template: SandboxTemplate, nowMs: number, options: ColdOptions = {},
+): Outcome<Sandbox> {
   const templateName = template.metadata.name;
   if (pool.spec.sandboxTemplateRef.name !== templateName) {
     return reconcilerError(`SandboxWarmPool "${pool.metadata.name}" uses template "${pool.spec.sandboxTemplateRef.name}", not "${templateName}"`);
@@ -153,7 +157,8 @@ export function coldSandbox(claim: SandboxClaim, pool: SandboxWarmPool, template
   };
   const createdBy = claim.metadata.labels?.[SandboxLabels.CREATED_BY];
   if (createdBy !== undefined) labels[SandboxLabels.CREATED_BY] = createdBy;
-  const annotations: Record<string, string> = { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: templateName };
+  const idlePolicy = claimedIdlePolicy(claim, template);
+  const annotations: Record<string, string> = { [SandboxAnnotations.SANDBOX_TEMPLATE_REF]: templateName, ...claimedActivity(idlePolicy, nowMs) };
   const trace = claim.metadata.annotations?.[SandboxAnnotations.TRACE_CONTEXT];
   if (trace !== undefined) annotations[SandboxAnnotations.TRACE_CONTEXT] = trace;
 
@@ -171,6 +176,7 @@ export function coldSandbox(claim: SandboxClaim, pool: SandboxWarmPool, template
       podTemplate: { metadata: podMetadata.value, spec: applySecureDefaults(podSpec.value, template) },
       ...(vcts.value ? { volumeClaimTemplates: vcts.value } : {}),
       ...(template.spec.service !== undefined ? { service: template.spec.service } : {}),
+      ...(idlePolicy ? { idlePolicy } : {}),
     },
   });
 }

@@ -367,7 +367,7 @@ function warmStep(
   if (path.kind === 'wait') {
     return path.problem ? { kind: 'problem', problem: path.problem, requeueAfterMs: path.afterMs } : { kind: 'wait', requeueAfterMs: path.afterMs };
   }
-  const write = adoptionPatch(path.sandbox, state.claim, state.template);
+  const write = adoptionPatch(path.sandbox, state.claim, state.template, now);
   if (!write.ok) return { kind: 'problem', problem: write.problem };
   const tried = new Set([...conflicted, path.sandbox.metadata.uid ?? '']);
   return {
@@ -400,7 +400,7 @@ function coldStart(state: ClaimState, pool: SandboxWarmPool, binding: Unbound): 
     };
     return { kind: 'problem', problem, requeueAfterMs: MISSING_DEPENDENCY_RECHECK_MS };
   }
-  const desired = coldSandbox(claim, pool, template, { allowedLabelDomains: state.allowedLabelDomains });
+  const desired = coldSandbox(claim, pool, template, state.now, { allowedLabelDomains: state.allowedLabelDomains });
   if (!desired.ok) return { kind: 'problem', problem: desired.problem };
   // Taken by our own earlier create, or by a namesake, that the cache has not shown yet.
   const message = `Sandbox "${claim.metadata.name}" already exists; waiting for the cache`;

@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { TEMPLATE, claim, member, ownerRef, template } from './fixtures';
+import { NOW, TEMPLATE, claim, member, ownerRef, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels, isReservedLabelKey } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { POOL_ONLY_LABELS, adoptionPatch } from '../../../src/controllers/claim/adopt';
@@ -8,7 +8,7 @@ import { applyMergePatch, type Sandbox } from '../../../src/model';
 const CLAIM_REF = { ...ownerRef('SandboxClaim', 'my-claim', 'claim-uid'), blockOwnerDeletion: true };
 
 function adopt(sandbox: Sandbox, c = claim(), t: typeof TEMPLATE | undefined = TEMPLATE) {
-  const result = adoptionPatch(sandbox, c, t);
+  const result = adoptionPatch(sandbox, c, t, NOW);
   if (!result.ok) throw new Error(result.problem.message);
   return result.value;
 }
@@ -102,7 +102,7 @@ describe('adoptionPatch', () => {
   });
 
   test('additional metadata that overrides the template is a ReconcilerError', () => {
-    const result = adoptionPatch(m, claim({ additionalPodMetadata: { labels: { team: 'z' } } }), TEMPLATE);
+    const result = adoptionPatch(m, claim({ additionalPodMetadata: { labels: { team: 'z' } } }), TEMPLATE, NOW);
     expect(result).toMatchObject({ ok: false, problem: { reason: 'ReconcilerError' } });
   });
 

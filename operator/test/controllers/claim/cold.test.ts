@@ -1,5 +1,5 @@
 import * as fc from 'fast-check';
-import { NS, claim, ownerRef, pool, template } from './fixtures';
+import { NOW, NS, claim, ownerRef, pool, template } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { coldSandbox, injectEnv, mergeVolumeClaimTemplates } from '../../../src/controllers/claim/cold';
@@ -154,7 +154,7 @@ describe('coldSandbox', () => {
       { env: [{ name: 'A', value: '1' }], volumeClaimTemplates: [vct('scratch')], additionalPodMetadata: { labels: { 'sandbox.users.io/run': '1' } } },
       { labels: { [SandboxLabels.CREATED_BY]: 'python-client' }, annotations: { [SandboxAnnotations.TRACE_CONTEXT]: '{}' } },
     );
-    const result = coldSandbox(c, pool(), t);
+    const result = coldSandbox(c, pool(), t, NOW);
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     const s = result.value;
@@ -199,18 +199,18 @@ describe('coldSandbox', () => {
     { name: 'then env', claimSpec: { env: [{ name: 'A', value: '1' }] }, templateSpec: { envVarsInjectionPolicy: 'Disallowed' }, reason: 'EnvVarsInjectionRejected' },
     { name: 'a Service needs a Service-safe claim name', claimSpec: {}, templateSpec: { service: true }, claimName: 'my.claim', reason: 'ReconcilerError' },
   ])('$name', ({ claimSpec, templateSpec, claimName, reason }) => {
-    const result = coldSandbox(claim(claimSpec, claimName ? { name: claimName } : {}), pool(), template(templateSpec ?? {}));
+    const result = coldSandbox(claim(claimSpec, claimName ? { name: claimName } : {}), pool(), template(templateSpec ?? {}), NOW);
     expect(result).toMatchObject({ ok: false, problem: { reason } });
   });
 
   test('a pool naming another template is refused', () => {
-    expect(coldSandbox(claim(), pool({ sandboxTemplateRef: { name: 'other' } }), t)).toMatchObject({ ok: false, problem: { reason: 'ReconcilerError' } });
+    expect(coldSandbox(claim(), pool({ sandboxTemplateRef: { name: 'other' } }), t, NOW)).toMatchObject({ ok: false, problem: { reason: 'ReconcilerError' } });
   });
 
   test('a configured label allow-list applies', () => {
     const c = claim({ additionalPodMetadata: { labels: { 'corp.example/team': 'a' } } });
-    expect(coldSandbox(c, pool(), t).ok).toBe(false);
-    expect(coldSandbox(c, pool(), t, { allowedLabelDomains: ['corp.example'] }).ok).toBe(true);
+    expect(coldSandbox(c, pool(), t, NOW).ok).toBe(false);
+    expect(coldSandbox(c, pool(), t, NOW, { allowedLabelDomains: ['corp.example'] }).ok).toBe(true);
   });
 
   test('never modifies its inputs, and the result is always the claim\'s (fast-check)', () => {
@@ -222,7 +222,7 @@ describe('coldSandbox', () => {
         const tt = template({ envVarsInjectionPolicy: policy, service, podTemplate: { spec: SPEC } });
         const c = claim({ env });
         const before = structuredClone([tt, c]);
-        const result = coldSandbox(c, pool(), tt);
+        const result = coldSandbox(c, pool(), tt, NOW);
         expect([tt, c]).toEqual(before);
         if (result.ok) {
           expect(result.value.metadata.name).toBe(c.metadata.name);

@@ -88,6 +88,17 @@ describe('ClaimReconciler', () => {
     expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'True' });
   });
 
+  test('under an idle policy a warm claim makes the same writes: the policy and the last-activity stamp ride in the adoption patch', async () => {
+    const idlePolicy = { suspendAfterSeconds: 300, resumeOnRequest: true };
+    const idleTemplate: SandboxTemplate = { ...TEMPLATE, spec: { ...TEMPLATE.spec, idlePolicy } };
+    const { client, reconciler } = setup([claim(), pool(), idleTemplate, warm('py-pool-a')]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status', 'patch sandboxclaims my-claim']);
+    const adopted = live(client, 'sandboxes', 'py-pool-a');
+    expect(adopted.spec.idlePolicy).toEqual(idlePolicy);
+    expect(adopted.metadata.annotations[SandboxAnnotations.LAST_ACTIVITY]).toBe(new Date(NOW).toISOString());
+  });
+
   test('while other claims wait, a warm claim is two writes: its annotations (first-Ready time kept) and Event follow when they are served', async () => {
     const { client, clock, sync, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
     const fake = new FakeClock(NOW);
@@ -183,6 +194,15 @@ describe('ClaimReconciler', () => {
     expect(client.calls[0].options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     expect(events(client)).toEqual(['SandboxProvisioned Created Sandbox "my-claim"']);
     expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'False', reason: 'SandboxNotReady' });
+  });
+
+  test('a cold start under the claim\'s idle policy: still one create, carrying the policy and the stamp', async () => {
+    const { client, reconciler } = setup([claim({ idlePolicy: { suspendAfterSeconds: 2, resumeOnRequest: false } }), pool(), TEMPLATE]);
+    await reconciler.reconcile(KEY);
+    expect(client.writes).toEqual(['create sandboxes my-claim', 'patch sandboxclaims my-claim/status']);
+    const created = live(client, 'sandboxes', 'my-claim');
+    expect(created.spec.idlePolicy).toEqual({ suspendAfterSeconds: 2, resumeOnRequest: false });
+    expect(created.metadata.annotations[SandboxAnnotations.LAST_ACTIVITY]).toBe(new Date(NOW).toISOString());
   });
 
   test('a cold start from a Managed template whose NetworkPolicy the cache does not show: no Sandbox, NetworkPolicyNotReady; created once it shows', async () => {
