@@ -1,6 +1,12 @@
 // A warm pool sized by a HorizontalPodAutoscaler through the pool's scale subresource:
 // one warm sandbox per 0.5 claims/s of demand (an external metric from your adapter),
 // between 5 and 200 sandboxes.
+//
+// Adding `scaleToZeroAfter` (spec.scaleToZeroAfterSeconds) works alongside the HPA: the HPA
+// keeps owning spec.replicas, which the operator never writes. After that long without a claim
+// the operator deletes the unclaimed sandboxes and reports status.replicas 0 and ScaledToZero=True
+// while spec.replicas stays where the HPA put it (at least minReplicas: the claim rate is 0, so
+// it asks for the minimum). The next claim starts cold, and the pool refills to the HPA's count.
 import { App, Chart } from 'cdk8s';
 import { SandboxTemplate, SandboxWarmPool, WarmPoolScalingMetric } from '../../src';
 
