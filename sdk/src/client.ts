@@ -64,7 +64,11 @@ export interface SandboxClientOptions {
    * legacy port.
    */
   readonly grpcPort?: number;
-  /** Time limit of one file request, up to the answer's headers. @default 60000 */
+  /**
+   * Time limit of one file request, up to the answer's headers (a sandbox the router is waking from
+   * an idle suspension counts against it); also how long `run` may wait for such a wake before its
+   * command starts, on top of the command's own `timeoutMs`. @default 60000
+   */
   readonly requestTimeoutMs?: number;
   /** Delete the claims this client makes when the process gets SIGINT or SIGTERM. @default true */
   readonly cleanupOnSignal?: boolean;
@@ -275,11 +279,14 @@ export class SandboxClient implements AsyncDisposable {
     const address = { name: sandbox, namespace, podIPs: claim.status?.sandbox?.podIPs };
     const runtime = new RuntimeApi(() => this.connector.endpoint(address), sandbox, this.options.retry ?? {}, this.tracing);
     const grpcPort = this.options.grpcPort;
-    const processes = grpcPort === undefined ? undefined : new ProcessClient(() => this.connector.endpoint(address, grpcPort), sandbox);
+    // A Start may wait for a sleeping sandbox as long as any request waits for an answer.
+    const wakeMs = this.requestTimeoutMs;
+    const processes = grpcPort === undefined ? undefined
+      : new ProcessClient(() => this.connector.endpoint(address, grpcPort), sandbox, undefined, undefined, wakeMs);
     const pty = {
       grpcPort,
       runtime: () => this.connector.endpoint(address),
-      processes: (port: number, hint: string) => new ProcessClient(() => this.connector.endpoint(address, port), sandbox, undefined, hint),
+      processes: (port: number, hint: string) => new ProcessClient(() => this.connector.endpoint(address, port), sandbox, undefined, hint, wakeMs),
       requestTimeoutMs: this.requestTimeoutMs,
     };
     return new Sandbox({

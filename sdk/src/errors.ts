@@ -83,20 +83,41 @@ export class SandboxPathError extends SandboxHttpError {
 }
 
 /**
- * The Sandbox is suspended (its `spec.operatingMode` is Suspended): the router refused the request
- * at once, nothing ran. Call `resume()` on the handle (or set the mode to Running) and try again.
+ * The Sandbox is suspended (its `spec.operatingMode` is Suspended) and the router may not wake it
+ * (no idle policy with `resumeOnRequest`): the router refused the request at once, nothing ran.
+ * Resume it (`sandbox.resume()`, `client.connect({ claim, resume: true })`) and try again.
  */
 export class SandboxSuspendedError extends SandboxHttpError {
   public override readonly name = 'SandboxSuspendedError';
 
   public constructor(status: number, body: unknown, method: string, path: string, sandbox?: string) {
     super(status, body, method, path, sandbox);
-    this.message = `sandbox ${sandbox ?? '(unnamed)'} is suspended: call resume() on its handle (or set its spec.operatingMode to Running) before using it (${method} ${path}: HTTP ${status})`;
+    this.message = `sandbox ${sandbox ?? '(unnamed)'} is suspended: resume it with sandbox.resume() (or client.connect({ claim, resume: true })) and try again; `
+      + `or claim it with idlePolicy: { suspendAfter, resumeOnRequest: true }, so the router wakes it on the next request (${method} ${path}: HTTP ${status})`;
+  }
+}
+
+/**
+ * The Sandbox was suspended while idle and the router is waking it (its idle policy has
+ * `resumeOnRequest`), but it did not serve within the call's time: the router held the request
+ * until its `X-Sandbox-Timeout` or its `--resume-wait` and answered 503 with Retry-After. Nothing
+ * ran. The SDK tries again by itself within the call's time; this is what is left when that ran
+ * out. Retry the call, or give it a longer `timeoutMs` (the client's `requestTimeoutMs`).
+ */
+export class SandboxResumingError extends SandboxHttpError {
+  public override readonly name = 'SandboxResumingError';
+
+  public constructor(status: number, body: unknown, method: string, path: string, sandbox?: string) {
+    super(status, body, method, path, sandbox);
+    this.message = `sandbox ${sandbox ?? '(unnamed)'} is still resuming (it was suspended while idle, and the router is waking it) and did not answer within the call's time: `
+      + `retry the call, or give it a longer timeoutMs (the client's requestTimeoutMs) (${method} ${path}: HTTP ${status})`;
   }
 }
 
 /** The router's reason for refusing a suspended sandbox: its `X-Sandbox-Reason` header and its body's `reason`. */
 export const SUSPENDED_REASON = 'SandboxSuspended';
+/** The router's reason for a request it held for a resume that did not finish in time (503 with Retry-After). */
+export const RESUMING_REASON = 'SandboxResuming';
 /** The header the router names the reason of its own refusals in (HTTP and gRPC alike). */
 export const REASON_HEADER = 'x-sandbox-reason';
 
@@ -104,6 +125,10 @@ export const REASON_HEADER = 'x-sandbox-reason';
  * The error for an error answer, decided by the answer's shape, never by its wording:
  * - 409 with `X-Sandbox-Reason: SandboxSuspended` (or `"reason": "SandboxSuspended"` in the body):
  *   the router's refusal of a suspended sandbox → SandboxSuspendedError.
+ * - 503 with `X-Sandbox-Reason: SandboxResuming` (or that `reason` in the body): the router's wait
+ *   for a sandbox it is waking ran out → SandboxResumingError. It is sent again only with
+ *   Retry-After, the mark every refusal that ran nothing carries (see retry.ts), so a sandbox's own
+ *   503 naming that reason earns no retry a plain 503 would not.
  * - 403 or 404 whose JSON body has a string `reason` and a string `message` and no `detail`: the
  *   runtime's refusal of a path (`{"message": "Access denied", "reason": ...}`, upstream's 403 with
  *   our `reason`; `{"message": "cwd not found", "reason": ...}`) → SandboxPathError. The router's own
@@ -119,6 +144,9 @@ export function httpErrorOf(
   const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body as Record<string, unknown> : undefined;
   if (status === 409 && (headers[REASON_HEADER] === SUSPENDED_REASON || record?.reason === SUSPENDED_REASON)) {
     return new SandboxSuspendedError(status, body, method, path, sandbox);
+  }
+  if (status === 503 && (headers[REASON_HEADER] === RESUMING_REASON || record?.reason === RESUMING_REASON)) {
+    return new SandboxResumingError(status, body, method, path, sandbox);
   }
   if ((status === 403 || status === 404) && record && typeof record.reason === 'string' && typeof record.message === 'string' && !('detail' in record)) {
     return new SandboxPathError(status, body, method, path, subject ?? { field: 'path', path }, record.reason, sandbox);

@@ -26,6 +26,8 @@ export interface HttpRequest {
   readonly timeoutMs: number;
   /** The body will be read whole at once: a body that stalls longer than `timeoutMs` between chunks is destroyed. */
   readonly bufferedBody?: boolean;
+  /** With `bufferedBody`: the longest pause between chunks, when it is not `timeoutMs` (a retry's wait was shortened). */
+  readonly bodyIdleMs?: number;
   readonly signal?: AbortSignal;
   /** Names the sandbox in errors. */
   readonly sandbox?: string;
@@ -99,9 +101,10 @@ export function send(req: HttpRequest): Promise<HttpResponse> {
       response = res;
       res.once('close', () => req.signal?.removeEventListener('abort', onAbort));
       if (req.bufferedBody) {
+        const idleMs = req.bodyIdleMs ?? req.timeoutMs;
         bodyIdle.set(res, {
-          ms: req.timeoutMs,
-          error: () => new SandboxTimeoutError(`${req.method} ${shown}: the answer's body stalled for ${req.timeoutMs} ms`, { sandbox: req.sandbox }),
+          ms: idleMs,
+          error: () => new SandboxTimeoutError(`${req.method} ${shown}: the answer's body stalled for ${idleMs} ms`, { sandbox: req.sandbox }),
         });
       }
     };

@@ -25,6 +25,6 @@ export type { TracerLike, SpanLike, PropagatorLike } from './tracing.js';
 export {
   SandboxError, SandboxConfigError, SandboxHttpError, SandboxAuthError, SandboxConnectionError, SandboxTimeoutError, SandboxGrpcError,
   SandboxApiError, SandboxClaimError, SandboxPoolNotFoundError, SandboxColdStartError, SandboxClaimTimeoutError, SandboxClaimFailedError,
-  SandboxPathError, SandboxSuspendedError, SandboxProcessError,
+  SandboxPathError, SandboxSuspendedError, SandboxResumingError, SandboxProcessError,
 } from './errors.js';
 export type { PathSubject } from './errors.js';

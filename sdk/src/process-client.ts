@@ -8,7 +8,12 @@
  * How a call can end, and what the caller gets:
  * - a status (trailers, or a trailers-only answer): OK, or a SandboxGrpcError with that code; the
  *   router's refusal of a suspended sandbox (FAILED_PRECONDITION with `X-Sandbox-Reason:
- *   SandboxSuspended`) is a SandboxSuspendedError, as over HTTP;
+ *   SandboxSuspended`) is a SandboxSuspendedError, as over HTTP, and its refusal of one it is still
+ *   waking (UNAVAILABLE with `X-Sandbox-Reason: SandboxResuming`) a SandboxResumingError;
+ * - a `Start` the router refused while waking the sandbox (nothing ran) is sent again until
+ *   `wakeMs` from the call's start has passed; the command's time limit runs from its start, so a
+ *   wake does not eat it. Through the router, `X-Sandbox-Timeout` bounds the router's hold to
+ *   what is left of `wakeMs` (gRPC calls are not otherwise bounded by it there);
  * - no gRPC at the port (connection refused, an answer that is not HTTP/2, an HTTP answer that is
  *   not gRPC, or the router saying it could not reach or talk to the port): a SandboxGrpcError
  *   UNAVAILABLE that says which, and how to fix it (`hint`);
@@ -18,10 +23,13 @@
  */
 import * as http2 from 'node:http2';
 import { StringDecoder } from 'node:string_decoder';
-import { SandboxError, SandboxGrpcError, SandboxSuspendedError, SUSPENDED_REASON, REASON_HEADER } from './errors.js';
+import {
+  SandboxError, SandboxGrpcError, SandboxResumingError, SandboxSuspendedError, RESUMING_REASON, SUSPENDED_REASON, REASON_HEADER,
+} from './errors.js';
 import {
   FrameReader, SIGNAL_SIGKILL, StartRequest, decodeStartResponse, encodeResizeTty, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame,
 } from './process-wire.js';
+import { resumeRetryDelay, sleep } from './retry.js';
 import { Endpoint } from './runtime-api.js';
 import { RouterHeader } from './wire.js';
 
@@ -35,6 +43,8 @@ const GRPC_UNAVAILABLE = 14;
 const GRPC_UNAUTHENTICATED = 16;
 /** How long after the time-limit kill the SDK waits for the Start stream's status before giving up on it. */
 const KILL_GRACE_MS = 5_000;
+/** How long a Start may wait for a sandbox the router is waking, when the client says nothing else. */
+const DEFAULT_WAKE_MS = 60_000;
 /** The deadline of a SendSignal call. */
 const SIGNAL_DEADLINE_MS = 5_000;
 /** The router's reasons for a 502 on the way to the port (see the router's proxy.ts). */
@@ -92,18 +102,39 @@ export class ProcessClient {
     private readonly killGraceMs: number = KILL_GRACE_MS,
     /** What to do when the port serves no gRPC (it says where the port came from). */
     private readonly hint: string = GRPC_PORT_HINT,
+    /** How long a Start may wait for a sandbox the router is waking (the client's requestTimeoutMs). */
+    private readonly wakeMs: number = DEFAULT_WAKE_MS,
   ) {}
 
   /** Starts the command and resolves when it has exited (or was killed at its time limit). */
   public async run(request: StartRequest, options: ProcessRunOptions): Promise<ProcessResult> {
+    return this.whileWaking(options.signal, (resumeBy) => this.runOnce(request, options, resumeBy));
+  }
+
+  /** `attempt` again after each refusal of a sandbox being woken (nothing ran), while the wake's time lasts. */
+  private async whileWaking<T>(signal: AbortSignal | undefined, attempt: (resumeBy: number) => Promise<T>): Promise<T> {
+    const resumeBy = Date.now() + this.wakeMs;
+    for (;;) {
+      try {
+        return await attempt(resumeBy);
+      } catch (err) {
+        const wait = signal?.aborted ? undefined : resumeRetryDelay(err, {}, resumeBy);
+        if (wait === undefined) throw err;
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  private async runOnce(request: StartRequest, options: ProcessRunOptions, resumeBy: number): Promise<ProcessResult> {
     options.signal?.throwIfAborted();
     const endpoint = await this.endpoint();
     const session = http2.connect(endpoint.baseUrl);
     session.on('error', () => undefined);
-    const metadata = metadataOf(endpoint);
+    const wakeLeftMs = Math.max(1, resumeBy - Date.now());
+    const metadata = metadataOf(endpoint, wakeLeftMs);
     const signals: Promise<void>[] = [];
     try {
-      return await this.runOn(session, metadata, portOf(endpoint), request, options, signals);
+      return await this.runOn(session, metadata, portOf(endpoint), request, options, signals, wakeLeftMs);
     } finally {
       // Closing the session at once would have the server refuse a SendSignal still under way (it
       // answers the GOAWAY): close it once those are done (each has a deadline).
@@ -116,12 +147,18 @@ export class ProcessClient {
    * process; `onOutput` gets its output as it comes. Rejects when it does not start (a status, no
    * gRPC at the port, the stream cut first).
    */
-  public async start(request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, signal?: AbortSignal): Promise<LiveProcess> {
+  public start(request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, signal?: AbortSignal): Promise<LiveProcess> {
+    return this.whileWaking(signal, (resumeBy) => this.startOnce(request, onOutput, resumeBy, signal));
+  }
+
+  private async startOnce(
+    request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, resumeBy: number, signal?: AbortSignal,
+  ): Promise<LiveProcess> {
     signal?.throwIfAborted();
     const endpoint = await this.endpoint();
     const session = http2.connect(endpoint.baseUrl);
     session.on('error', () => undefined);
-    const metadata = metadataOf(endpoint);
+    const metadata = metadataOf(endpoint, Math.max(1, resumeBy - Date.now()));
     const port = portOf(endpoint);
     const pending = new Set<Promise<unknown>>();
     const track = <T>(call: Promise<T>): Promise<T> => {
@@ -210,7 +247,7 @@ export class ProcessClient {
 
   private runOn(
     session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, request: StartRequest, options: ProcessRunOptions,
-    signals: Promise<void>[],
+    signals: Promise<void>[], wakeLeftMs: number,
   ): Promise<ProcessResult> {
     return new Promise<ProcessResult>((resolve, reject) => {
       const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
@@ -237,7 +274,7 @@ export class ProcessClient {
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }
       };
-      const timer = setTimeout(() => {
+      const onTimeLimit = () => {
         timedOut = true;
         kill();
         // If the runtime or the router stalls, the stream's status may never come: give up on it.
@@ -249,7 +286,9 @@ export class ProcessClient {
             resolve({ ...output, exitCode: 124, timedOut: true });
           });
         }, this.killGraceMs);
-      }, options.timeoutMs);
+      };
+      // Until the command starts, the router may be waking the sandbox: its time limit starts with it.
+      let timer = setTimeout(onTimeLimit, options.timeoutMs + wakeLeftMs);
       const onAbort = () => {
         kill();
         stream.close(http2.constants.NGHTTP2_CANCEL);
@@ -285,8 +324,14 @@ export class ProcessClient {
           if (!event) continue;
           if (event.kind === 'init') {
             processId = event.processId;
-            if (timedOut) kill();
-            else if (options.stdin !== undefined) void this.writeStdin(session, metadata, port, processId, options.stdin).catch(() => undefined);
+            if (timedOut) {
+              kill();
+            } else {
+              // Started: the command's own time limit runs from now.
+              clearTimeout(timer);
+              timer = setTimeout(onTimeLimit, options.timeoutMs);
+              if (options.stdin !== undefined) void this.writeStdin(session, metadata, port, processId, options.stdin).catch(() => undefined);
+            }
           } else if (event.kind === 'exit') {
             exitCode = event.exitCode;
           } else {
@@ -371,6 +416,11 @@ export class ProcessClient {
         once({ kind: 'ok' });
       } else if (code === GRPC_FAILED_PRECONDITION && reason === SUSPENDED_REASON) {
         once({ kind: 'error', error: new SandboxSuspendedError(409, { detail: details, reason }, 'POST', `${SERVICE}/${method}`, this.sandbox) });
+      } else if (code === GRPC_UNAVAILABLE && reason === RESUMING_REASON) {
+        const error = new SandboxResumingError(503, { detail: details, reason }, 'POST', `${SERVICE}/${method}`, this.sandbox);
+        const retryAfter = Number(headers['retry-after']);
+        if (headers['retry-after'] !== undefined && Number.isFinite(retryAfter)) error.retryAfterSeconds = retryAfter;
+        once({ kind: 'error', error });
       } else if (code === GRPC_UNAVAILABLE && typeof reason === 'string' && UNREACHABLE_REASONS[reason]) {
         noGrpc(`${UNREACHABLE_REASONS[reason]} (${details})`);
       } else {
@@ -411,9 +461,11 @@ export class ProcessClient {
   }
 }
 
-/** The endpoint's headers as gRPC metadata (lower-case names). */
-function metadataOf(endpoint: Endpoint): Record<string, string> {
-  return Object.fromEntries(Object.entries(endpoint.headers).map(([k, v]) => [k.toLowerCase(), v]));
+/** The endpoint's headers as gRPC metadata (lower-case names); through a router, `X-Sandbox-Timeout` bounds its hold for a wake. */
+function metadataOf(endpoint: Endpoint, wakeLeftMs: number): Record<string, string> {
+  const metadata = Object.fromEntries(Object.entries(endpoint.headers).map(([k, v]) => [k.toLowerCase(), v]));
+  if (endpoint.viaRouter) metadata[RouterHeader.TIMEOUT.toLowerCase()] = String(wakeLeftMs / 1000);
+  return metadata;
 }
 
 /** The sandbox's port a call goes to, for messages: the router's X-Sandbox-Port, or the URL's. */

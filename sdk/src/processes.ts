@@ -130,14 +130,19 @@ const FOLLOW_EXCHANGE_MS = 24 * 3600_000;
  */
 export async function runCommand(ctx: ProcessContext, request: ExecuteRequest, options: ForegroundOptions): Promise<RunResult> {
   const limit = new AbortController();
-  const timer = setTimeout(() => limit.abort(new SandboxTimeoutError(
-    `run: no result within ${options.deadlineMs} ms (the command's timeoutMs and a margin); the runtime should have ended it by then`, { sandbox: ctx.sandbox },
-  )), options.deadlineMs);
+  let timer: NodeJS.Timeout | undefined;
   const signal = options.signal ? AbortSignal.any([options.signal, limit.signal]) : limit.signal;
   try {
     // The retried unit ends at the answer's headers: the runtime has taken the command by then, so a
     // cut after them (before or inside the start line) must not send it again (retry: true or not).
-    const res = await ctx.runtime.executeStreaming(request, { timeoutMs: options.deadlineMs, signal, idempotent: options.retry }, async (r) => r);
+    // Until then a sleeping sandbox may be woken (up to requestTimeoutMs more): the command's own
+    // deadline runs from its start, so a wake does not eat its time.
+    const res = await ctx.runtime.executeStreaming(request, {
+      timeoutMs: options.deadlineMs, wakeMs: ctx.requestTimeoutMs, signal, idempotent: options.retry,
+    }, async (r) => r);
+    timer = setTimeout(() => limit.abort(new SandboxTimeoutError(
+      `run: no result within ${options.deadlineMs} ms (the command's timeoutMs and a margin); the runtime should have ended it by then`, { sandbox: ctx.sandbox },
+    )), options.deadlineMs);
     const answer = await readAnswer(ctx, res, signal);
     if (answer.kind === 'json') return resultOfJson(answer.json, options);
     const output = new ProcessOutput(options, 0, options.maxOutputBytes);

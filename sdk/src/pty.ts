@@ -14,6 +14,7 @@ import { SandboxConfigError, SandboxError, SandboxGrpcError } from './errors.js'
 import { sendJson } from './http.js';
 import { LiveProcess, ProcessClient } from './process-client.js';
 import { SIGNAL_SIGINT, SIGNAL_SIGKILL, SIGNAL_SIGTERM } from './process-wire.js';
+import { withRetries } from './retry.js';
 import { Endpoint } from './runtime-api.js';
 import { RouterHeader } from './wire.js';
 
@@ -159,11 +160,18 @@ export class RuntimePty implements SandboxPty {
 
   private async discover(signal?: AbortSignal): Promise<number> {
     const endpoint = await this.access!.runtime();
-    const headers: Record<string, string> = { ...endpoint.headers };
-    if (endpoint.viaRouter) headers[RouterHeader.TIMEOUT] = String(this.access!.requestTimeoutMs / 1000);
-    const metadata = await sendJson<Record<string, unknown>>({
-      method: 'GET', url: `${endpoint.baseUrl}/`, headers, timeoutMs: this.access!.requestTimeoutMs, bufferedBody: true, signal, sandbox: this.sandbox,
-    });
+    const timeoutMs = this.access!.requestTimeoutMs;
+    const resumeBy = Date.now() + timeoutMs;
+    // Maybe the first request after an idle sleep: a SandboxResuming refusal is tried again (only
+    // that: attempts 1) within the request's time, each try told what is left of it.
+    const metadata = await withRetries(() => {
+      const leftMs = Math.max(1, resumeBy - Date.now());
+      const headers: Record<string, string> = { ...endpoint.headers };
+      if (endpoint.viaRouter) headers[RouterHeader.TIMEOUT] = String(leftMs / 1000);
+      return sendJson<Record<string, unknown>>({
+        method: 'GET', url: `${endpoint.baseUrl}/`, headers, timeoutMs: leftMs, bufferedBody: true, signal, sandbox: this.sandbox,
+      });
+    }, { idempotent: false, signal, resumeBy }, { attempts: 1 });
     const port = metadata?.grpc_port;
     if (typeof port === 'number' && Number.isInteger(port) && port > 0 && port < 65536) return port;
     throw new SandboxConfigError('runtime.grpcPort', `sandbox ${this.sandbox}'s runtime serves no gRPC ProcessService (its GET / names no grpc_port), and a PTY session needs it: `

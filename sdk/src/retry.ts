@@ -7,8 +7,13 @@
  * an unreachable API server stops a request before it is forwarded, and the runtime when it is
  * running as many commands as it may. A streamed upload, whose body the first attempt consumed, is
  * sent once.
+ *
+ * A sandbox the router is waking (idle policy, resumeOnRequest) is the one refusal retried by time
+ * instead of by count: the router holds each try until the sandbox serves or its bound passes, so
+ * a count would either give up while the resume is nearly done or wait far past the caller's
+ * time. It is tried again while the call's own time (`resumeBy`) lasts.
  */
-import { SandboxConnectionError, SandboxHttpError } from './errors.js';
+import { SandboxConnectionError, SandboxHttpError, SandboxResumingError } from './errors.js';
 
 export interface RetryOptions {
   /** Attempts in all, the first included. @default 4 */
@@ -44,27 +49,58 @@ export function refusedUnprocessed(err: unknown): boolean {
   return err instanceof SandboxHttpError && (err.status === 429 || err.status === 503) && err.retryAfterSeconds !== undefined;
 }
 
+/** A try after a resume refusal needs at least this much of the call's time left to be worth sending. */
+const MIN_RESUME_TRY_MS = 1000;
+
+/**
+ * Whether `err` is the router's refusal of a sandbox it is still waking that ran nothing (503
+ * SandboxResuming with Retry-After), and `resumeBy` (ms since the epoch) leaves time to try again
+ * after the wait it returns; undefined when not.
+ */
+export function resumeRetryDelay(err: unknown, options: RetryOptions, resumeBy: number | undefined, now = Date.now()): number | undefined {
+  if (!(err instanceof SandboxResumingError) || err.retryAfterSeconds === undefined || resumeBy === undefined) return undefined;
+  // Retry-After 0 from a router that did not hold the request would make a busy loop: never sooner than the first backoff.
+  const wait = Math.max(backoffMs(options, 1, err.retryAfterSeconds), options.initialDelayMs ?? 100);
+  return resumeBy - now - wait >= MIN_RESUME_TRY_MS ? wait : undefined;
+}
+
+/** How one call is retried. */
+export interface RetryCall {
+  /** Any retriable error may be tried again; else only refusals that say nothing ran. */
+  readonly idempotent: boolean;
+  readonly signal?: AbortSignal;
+  /** False when the request cannot be sent again (a streamed body is consumed by the first attempt). @default true */
+  readonly replayable?: boolean;
+  /** Until when (ms since the epoch) a refusal of a sandbox being woken is tried again; not counted against `attempts`. */
+  readonly resumeBy?: number;
+}
+
 /**
  * Runs `fn` up to `attempts` times: any retriable error when `idempotent`, else only refusals that
- * say nothing ran; never again when the request cannot be sent again (`replayable` false: a
- * streamed body is consumed by the first attempt).
+ * say nothing ran; never again when the request cannot be sent again. A sandbox still being woken
+ * is tried again until `resumeBy`, however many attempts that takes.
  */
-export async function withRetries<T>(
-  fn: () => Promise<T>,
-  idempotent: boolean,
-  options: RetryOptions,
-  signal?: AbortSignal,
-  replayable = true,
-): Promise<T> {
+export async function withRetries<T>(fn: () => Promise<T>, call: RetryCall, options: RetryOptions): Promise<T> {
+  const { idempotent, signal } = call;
+  const replayable = call.replayable ?? true;
   const attempts = replayable ? Math.max(1, options.attempts ?? 4) : 1;
-  for (let attempt = 1; ; attempt++) {
+  let attempt = 1;
+  for (;;) {
     try {
       return await fn();
     } catch (err) {
+      const resumeWait = replayable && !signal?.aborted ? resumeRetryDelay(err, options, call.resumeBy) : undefined;
+      if (resumeWait !== undefined) {
+        await sleep(resumeWait, signal);
+        continue;
+      }
+      // The call's time for the resume is up: another try would only be held and refused again.
+      if (err instanceof SandboxResumingError && call.resumeBy !== undefined) throw err;
       const again = idempotent ? retriable(err) : refusedUnprocessed(err);
       if (attempt >= attempts || !again || signal?.aborted) throw err;
       const retryAfter = err instanceof SandboxHttpError ? err.retryAfterSeconds : undefined;
       await sleep(backoffMs(options, attempt, retryAfter), signal);
+      attempt++;
     }
   }
 }

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { PathSubject } from './errors.js';
+import { PathSubject, SandboxResumingError } from './errors.js';
 import { Body, HttpResponse, readAll, send } from './http.js';
 import { encodeLegacyPath } from './paths.js';
 import { RetryOptions, withRetries } from './retry.js';
@@ -40,6 +40,12 @@ export interface CallOptions {
    * longer than `timeoutMs` (the wait for the answer's headers): a stream followed for long. @default timeoutMs
    */
   readonly exchangeMs?: number;
+  /**
+   * How long the call may wait for a sandbox the router is waking (an idle policy's resume), on top
+   * of `timeoutMs`: for a run, whose `timeoutMs` is the command's own time. Other calls count the
+   * wake against their `timeoutMs` (a wait for the answer like any other). @default 0
+   */
+  readonly wakeMs?: number;
 }
 
 /** The media type of the runtime's streamed answers. */
@@ -186,19 +192,36 @@ export class RuntimeApi {
     });
   }
 
+  /**
+   * One request, retried as retry.ts says. Through a router, `X-Sandbox-Timeout` says how long it
+   * may take, the wake included: the router holds a request for a sandbox it is waking at most
+   * that long, and takes the hold off the forward's share. A try after a SandboxResuming refusal
+   * gets what is left of the call's time (timeoutMs and wakeMs, from its start), no more.
+   */
   private call<T>(
     method: string, path: string, body: Body, headers: Record<string, string>, options: CallOptions, read: (res: HttpResponse) => Promise<T>,
   ): Promise<T> {
     const operation = path.split('/')[1];
+    const firstWaitMs = options.timeoutMs + (options.wakeMs ?? 0);
+    const resumeBy = Date.now() + firstWaitMs;
+    let resuming = false;
     return this.tracing.span(`sandbox.${operation}`, { 'sandbox.name': this.sandbox, 'http.request.method': method }, () => withRetries(async () => {
       const endpoint = await this.endpoint();
       const all: Record<string, string> = { ...endpoint.headers, ...headers, ...this.tracing.headers() };
-      if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(Math.max(options.timeoutMs, options.exchangeMs ?? 0) / 1000);
-      const res = await send({
-        method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: options.timeoutMs, bufferedBody: options.bufferedBody, signal: options.signal, sandbox: this.sandbox, subject: options.subject,
-      });
-      return read(res);
-    }, options.idempotent, this.retry, options.signal, options.replayable ?? true));
+      const waitMs = resuming ? Math.max(1, resumeBy - Date.now()) : firstWaitMs;
+      // A stream followed for long keeps its exchange time, plus what is left for a wake.
+      const exchangeMs = Math.max(waitMs, (options.exchangeMs ?? 0) + Math.max(0, waitMs - options.timeoutMs));
+      if (endpoint.viaRouter) all[RouterHeader.TIMEOUT] = String(exchangeMs / 1000);
+      try {
+        const res = await send({
+          method, url: `${endpoint.baseUrl}${path}`, headers: all, body, timeoutMs: waitMs, bufferedBody: options.bufferedBody, bodyIdleMs: options.timeoutMs, signal: options.signal, sandbox: this.sandbox, subject: options.subject,
+        });
+        return await read(res);
+      } catch (err) {
+        if (err instanceof SandboxResumingError) resuming = true;
+        throw err;
+      }
+    }, { idempotent: options.idempotent, signal: options.signal, replayable: options.replayable ?? true, resumeBy }, this.retry));
   }
 }
 

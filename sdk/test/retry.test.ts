@@ -124,11 +124,17 @@ test('a 4xx is never retried', async () => {
   }
 });
 
-test('through a router: routing headers as given and X-Sandbox-Timeout from the call\'s limit', async () => {
-  const server = await scripted([json(200, { stdout: '', stderr: '', exit_code: 0 })]);
+test('through a router: routing headers as given and X-Sandbox-Timeout from the call\'s limit, a run\'s with room for a wake', async () => {
+  const server = await scripted([json(200, { stdout: '', stderr: '', exit_code: 0 }), json(200, { exists: true })]);
   try {
-    await handleFor(server.url, { viaRouter: true, headers: { 'X-Sandbox-ID': 'sb-test', 'X-Sandbox-Namespace': 'team-a' } }).run('true', { timeoutMs: 2500 });
-    expect(server.seen[0].headers).toMatchObject({ 'x-sandbox-id': 'sb-test', 'x-sandbox-namespace': 'team-a', 'x-sandbox-timeout': '12.5' });
+    const sandbox = handleFor(server.url, { viaRouter: true, headers: { 'X-Sandbox-ID': 'sb-test', 'X-Sandbox-Namespace': 'team-a' } });
+    await sandbox.run('true', { timeoutMs: 2500 });
+    // The command's 2.5 s and the 10 s margin, and the client's requestTimeoutMs (10 s here) for a
+    // wake the router takes off the forward's share: a wake must not cut the command short.
+    expect(server.seen[0].headers).toMatchObject({ 'x-sandbox-id': 'sb-test', 'x-sandbox-namespace': 'team-a', 'x-sandbox-timeout': '22.5' });
+    // A file call counts a wake against its own limit: no room added.
+    await sandbox.files.exists('x', { timeoutMs: 4000 });
+    expect(server.seen[1].headers).toMatchObject({ 'x-sandbox-timeout': '4' });
   } finally {
     await server.close();
   }

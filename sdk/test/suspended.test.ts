@@ -55,7 +55,9 @@ test.each([
   expect(err).toBeInstanceOf(SandboxSuspendedError);
   expect(err).toBeInstanceOf(SandboxHttpError);
   expect(err).toMatchObject({ name: 'SandboxSuspendedError', status: 409, sandbox: 'sb-test', body: { reason: 'SandboxSuspended' } });
-  expect(err.message).toMatch(/^sandbox sb-test is suspended: call resume\(\)/);
+  // The message names both fixes: resume it, or let the router wake it (an idle policy).
+  expect(err.message).toMatch(/^sandbox sb-test is suspended: resume it with sandbox\.resume\(\) \(or client\.connect\(\{ claim, resume: true \}\)\)/);
+  expect(err.message).toMatch(/idlePolicy: \{ suspendAfter, resumeOnRequest: true \}, so the router wakes it on the next request/);
   expect(seen).toEqual([request]);
 });
 

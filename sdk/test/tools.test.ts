@@ -7,7 +7,7 @@
  */
 import { handleFor, runtimeFixture } from './handle';
 import { freePort } from './runtime-process';
-import { SandboxConfigError } from '../src/errors';
+import { SandboxConfigError, SandboxSuspendedError } from '../src/errors';
 import type { SandboxHandle } from '../src/sandbox';
 import { callSandboxTool, parseDuration, SANDBOX_TOOL_NAMES, sandboxTools, SandboxToolError, type SandboxTool, type ToolProgress } from '../src/tools/index';
 import { shareBudget, truncateMiddle } from '../src/tools/text';
@@ -168,6 +168,15 @@ describe('files', () => {
     await expect(run('list_files', { path: 'no-dir' })).rejects.toThrow(expect.objectContaining({ name: 'SandboxToolError', message: 'no-dir: no such directory' }));
     await expect(run('remove_file', { path: 'nope.txt' })).rejects.toThrow(expect.objectContaining({ name: 'SandboxToolError', message: 'nope.txt: no such file or directory' }));
     await expect(run('write_file', { path: 'x' })).rejects.toThrow(new SandboxConfigError('content', 'is required'));
+    // The router's 409 for a suspended sandbox is not the runtime's "directory not empty".
+    const asleep = {
+      files: {
+        remove: async () => {
+          throw new SandboxSuspendedError(409, { detail: 'Sandbox default/sb-test is suspended.', reason: 'SandboxSuspended' }, 'DELETE', '/delete/app', 'sb-test');
+        },
+      },
+    } as unknown as SandboxHandle;
+    await expect(find(sandboxTools(asleep), 'remove_file').execute({ path: 'app' })).rejects.toThrow(SandboxSuspendedError);
     await expect(run('write_file', { path: '', content: 'x' })).rejects.toThrow(new SandboxConfigError('path', 'must not be empty'));
     await expect(run('write_file', { path: '../../etc/passwd', content: 'x' })).rejects.toThrow(SandboxConfigError);
   });

@@ -11,7 +11,7 @@
  * ```
  */
 import { durationMs, type Duration } from '../duration.js';
-import { SandboxConfigError, SandboxError, SandboxHttpError } from '../errors.js';
+import { SandboxConfigError, SandboxError, SandboxHttpError, SandboxSuspendedError } from '../errors.js';
 import type { FileEntry } from '../files.js';
 import type { SandboxHandle } from '../sandbox.js';
 import { validateToolInput, type JsonSchemaProperty, type ToolInputSchema } from './schema.js';
@@ -360,7 +360,8 @@ function removeFile(get: GetSandbox): SandboxTool {
       try {
         await notFoundAs(input.path, 'file or directory', () => sandbox.files.remove(input.path, { recursive: input.recursive === true, signal: context.signal }));
       } catch (err) {
-        if (err instanceof SandboxHttpError && err.status === 409) throw new SandboxToolError(`${input.path} is a directory that is not empty: pass recursive: true to remove it with its contents`);
+        // The runtime's 409 (not empty), not the router's (a suspended sandbox: its own message says what to do).
+        if (err instanceof SandboxHttpError && err.status === 409 && !(err instanceof SandboxSuspendedError)) throw new SandboxToolError(`${input.path} is a directory that is not empty: pass recursive: true to remove it with its contents`);
         throw err;
       }
       return { text: `removed ${input.path}`, data: { path: input.path } };
