@@ -17,6 +17,8 @@ Sandboxes:
   --namespace NS              Namespace of the pool and the claims (default "default")
   --ttl DURATION              Each claim's lifetime, e.g. 30m or 2h (default 30m); extend_ttl moves it
   --idle-timeout DURATION     Release a session's sandbox after this long without a tool call (default 10m; 0 never)
+  --suspend-after DURATION    Let a session's sandbox sleep (suspended) after this long unused, e.g. 2m; the next
+                              tool call wakes it. Whole seconds, shorter than --idle-timeout (default: never)
   --max-concurrent-calls N    Tool calls one session may run at once (default 4)
   --max-output-bytes N        The most text one tool result holds (default 16384)
   --max-ttl DURATION          The longest ttl create_sandbox and extend_ttl accept (default 24h)
@@ -54,6 +56,8 @@ export interface CommonConfig {
   readonly ttl: string;
   /** 0: never. */
   readonly idleTimeoutMs: number;
+  /** The claims' idle policy: suspended after this many seconds unused, resumed on the next request; undefined: none. */
+  readonly suspendAfterSeconds?: number;
   readonly maxConcurrentCalls: number;
   readonly maxOutputBytes: number;
   readonly maxTtl: string;
@@ -85,6 +89,7 @@ const OPTIONS = {
   'namespace': { type: 'string' },
   'ttl': { type: 'string' },
   'idle-timeout': { type: 'string' },
+  'suspend-after': { type: 'string' },
   'max-concurrent-calls': { type: 'string' },
   'max-output-bytes': { type: 'string' },
   'max-ttl': { type: 'string' },
@@ -135,6 +140,18 @@ export function parseFlags(argv: readonly string[]): Config {
   if (ttlMs > duration('max-ttl', maxTtl)) throw new FlagError(`--ttl: ${ttl} is longer than --max-ttl (${maxTtl})`);
   const idle = values['idle-timeout'] ?? '10m';
   const idleTimeoutMs = idle.trim() === '0' ? 0 : duration('idle-timeout', idle);
+  const suspendAfter = values['suspend-after'];
+  let suspendAfterSeconds: number | undefined;
+  if (suspendAfter !== undefined) {
+    const ms = duration('suspend-after', suspendAfter);
+    // The API counts whole seconds (the SDK would refuse the claim later, at the first tool call).
+    if (ms % 1000 !== 0) throw new FlagError(`--suspend-after: must be whole seconds, e.g. 90s or 2m, got "${suspendAfter}"`);
+    if (idleTimeoutMs > 0 && ms >= idleTimeoutMs) {
+      throw new FlagError(`--suspend-after: ${suspendAfter} is not shorter than --idle-timeout (${idle}): the sandbox would be released before it ever sleeps; `
+        + 'raise --idle-timeout (0: never) to keep a sleeping sandbox longer');
+    }
+    suspendAfterSeconds = ms / 1000;
+  }
   if (values['router-token'] && values['token-file'] !== undefined) throw new FlagError('--router-token and --token-file: give one of them (both set the router\'s token)');
   if (values['router-url'] !== undefined) url('router-url', values['router-url'], ['http:', 'https:']);
   const common: CommonConfig = {
@@ -142,6 +159,7 @@ export function parseFlags(argv: readonly string[]): Config {
     namespace,
     ttl,
     idleTimeoutMs,
+    ...(suspendAfterSeconds === undefined ? {} : { suspendAfterSeconds }),
     maxConcurrentCalls: integer('max-concurrent-calls', values['max-concurrent-calls'], 4, 1, 64),
     maxOutputBytes: integer('max-output-bytes', values['max-output-bytes'], 16_384, 256, 1_048_576),
     maxTtl,

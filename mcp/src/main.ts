@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
-import { SandboxClient, type SandboxClientOptions } from '@cdk8s-agent-sandbox/sdk';
+import { SandboxClient, type ClaimOptions, type SandboxClientOptions } from '@cdk8s-agent-sandbox/sdk';
 import { KubeConfig } from '@kubernetes/client-node';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { FlagError, parseFlags, USAGE, type CommonConfig } from './flags.js';
@@ -45,12 +45,7 @@ export async function main(argv: readonly string[]): Promise<void> {
   const status = sandboxStatusReader(kubeconfig);
   const newSession = (sessionId: () => string | undefined, onIdle?: () => void) => {
     const session = new SandboxSession({
-      claim: (ttl, signal) => client.claim({
-        pool: common.pool,
-        ttl: ttl ?? common.ttl,
-        signal,
-        labels: { [SESSION_LABEL]: sessionId() ?? 'none' },
-      }),
+      claim: (ttl, signal) => client.claim(claimOptions(common, ttl, signal, sessionId())),
       idleTimeoutMs: common.idleTimeoutMs,
       maxConcurrentCalls: common.maxConcurrentCalls,
       onIdle,
@@ -64,6 +59,7 @@ export async function main(argv: readonly string[]): Promise<void> {
       maxTtl: common.maxTtl,
       maxOutputBytes: common.maxOutputBytes,
       idleTimeoutMs: common.idleTimeoutMs,
+      suspendAfterSeconds: common.suspendAfterSeconds,
       status,
     });
     return { session, server };
@@ -115,6 +111,18 @@ export async function main(argv: readonly string[]): Promise<void> {
   log(`sandboxes from pool ${common.namespace}/${common.pool}; MCP endpoint ${running.url}`);
   process.once('SIGTERM', () => stopOn('SIGTERM', () => running.close()));
   process.once('SIGINT', () => stopOn('SIGINT', () => running.close()));
+}
+
+/** A session's claim: the server's pool, the ttl asked for (else the server's), the session's label, and --suspend-after's idle policy. */
+export function claimOptions(common: CommonConfig, ttl: string | undefined, signal: AbortSignal, sessionId: string | undefined): ClaimOptions {
+  return {
+    pool: common.pool,
+    ttl: ttl ?? common.ttl,
+    signal,
+    labels: { [SESSION_LABEL]: sessionId ?? 'none' },
+    // The sandbox sleeps between an agent's turns, and the router wakes it on the next tool call.
+    ...(common.suspendAfterSeconds === undefined ? {} : { idlePolicy: { suspendAfter: common.suspendAfterSeconds, resumeOnRequest: true } }),
+  };
 }
 
 function loadKubeconfig(common: CommonConfig): KubeConfig {

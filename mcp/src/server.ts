@@ -24,9 +24,18 @@ export const SERVER_VERSION = '0.0.0';
 
 /** What the server reads the sandbox's state with (get_sandbox_status). */
 export interface SandboxStatus {
-  /** Upstream's values: SandboxReady, SandboxNotReady or SandboxNotFound. */
-  readonly status: 'SandboxReady' | 'SandboxNotReady' | 'SandboxNotFound';
+  /** Upstream's values (SandboxReady, SandboxNotReady or SandboxNotFound), and ours: SandboxSuspended. */
+  readonly status: 'SandboxReady' | 'SandboxNotReady' | 'SandboxNotFound' | 'SandboxSuspended';
   readonly message: string;
+  /** The idle policy and clock (ours), when the Sandbox has either. */
+  readonly idle?: {
+    readonly suspendAfterSeconds?: number;
+    readonly resumeOnRequest?: boolean;
+    /** When it was last used (RFC 3339). */
+    readonly lastActivity?: string;
+    /** When it was suspended for idleness (RFC 3339). */
+    readonly suspendedAt?: string;
+  };
 }
 
 export interface ServerOptions {
@@ -38,6 +47,8 @@ export interface ServerOptions {
   readonly maxTtl: string;
   readonly maxOutputBytes: number;
   readonly idleTimeoutMs: number;
+  /** The claims' idle policy (--suspend-after), for the texts; undefined: none. */
+  readonly suspendAfterSeconds?: number;
   readonly status: (sandbox: SandboxHandle) => Promise<SandboxStatus>;
 }
 
@@ -50,10 +61,13 @@ export function createSessionServer(options: ServerOptions): Server {
   const { session } = options;
   const tools = mcpTools(options);
   const idle = options.idleTimeoutMs > 0 ? `, or after ${Math.round(options.idleTimeoutMs / 60_000 * 10) / 10} min without a tool call` : '';
+  const sleeps = options.suspendAfterSeconds === undefined ? ''
+    : ` It sleeps after ${options.suspendAfterSeconds} s without use and the next tool call wakes it (that call takes a few seconds longer); `
+      + 'a sleep keeps the workspace\'s files only when its template puts the workspace on a volume, and ends running processes.';
   const server = new Server({ name: SERVER_NAME, version: SERVER_VERSION }, {
     capabilities: { tools: {}, logging: {} },
     instructions: `These tools act on one Kubernetes agent sandbox for this session, claimed from the warm pool "${options.pool}" when a tool first needs it `
-      + `(or with create_sandbox) and released when the session ends${idle} (its files go with it). Paths are relative to the sandbox's workspace.`,
+      + `(or with create_sandbox) and released when the session ends${idle} (its files go with it). Paths are relative to the sandbox's workspace.${sleeps}`,
   });
 
   let level: LoggingLevel | undefined;
@@ -209,7 +223,8 @@ export function mcpTools(options: ServerOptions): SandboxTool[] {
     adapt(byName('remove_file'), { timeout: REQUEST_TIMEOUT }),
     adapt(byName('extend_ttl'), {}),
     sessionTool('get_sandbox_status',
-      'The state of this session\'s sandbox: SandboxReady, SandboxNotReady or SandboxNotFound (upstream\'s values), its names and when it expires. Never claims one.',
+      'The state of this session\'s sandbox: SandboxReady, SandboxNotReady or SandboxNotFound (upstream\'s values), or SandboxSuspended (asleep while idle: '
+      + 'the next tool call wakes it, when its idle policy allows), its names and when it expires. Never claims one.',
       {}, async () => {
         const sandbox = session.sandbox;
         if (!sandbox) {
@@ -218,11 +233,21 @@ export function mcpTools(options: ServerOptions): SandboxTool[] {
             data: { status: 'SandboxNotFound', ready: false, message: 'not claimed' },
           };
         }
-        const { status, message } = await options.status(sandbox);
+        const { status, message, idle } = await options.status(sandbox);
         const expires = sandbox.expiresAt ? `; expires at ${sandbox.expiresAt.toISOString()}` : '';
         return {
           text: `${status}: sandbox ${sandbox.name} (claim ${sandbox.claim}, namespace ${sandbox.namespace})${message ? `: ${message}` : ''}${expires}`,
-          data: { status, ready: status === 'SandboxReady', message, sandbox: sandbox.name, claim: sandbox.claim, namespace: sandbox.namespace, expiresAt: sandbox.expiresAt?.toISOString() ?? null },
+          data: {
+            status,
+            ready: status === 'SandboxReady',
+            suspended: status === 'SandboxSuspended',
+            message,
+            sandbox: sandbox.name,
+            claim: sandbox.claim,
+            namespace: sandbox.namespace,
+            expiresAt: sandbox.expiresAt?.toISOString() ?? null,
+            idle: idle ?? null,
+          },
         };
       }),
     sessionTool('delete_sandbox',

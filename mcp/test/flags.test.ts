@@ -78,3 +78,21 @@ test('HTTP listens on loopback unless --allow-remote, which needs --auth-token-f
   expect(['127.0.0.1', '127.9.9.9', '::1', 'localhost'].map(isLoopback)).toEqual([true, true, true, true]);
   expect(['0.0.0.0', '::', '10.0.0.1', '128.0.0.1'].map(isLoopback)).toEqual([false, false, false, false]);
 });
+
+const suspendAfter = (argv: string[]): number | undefined => (parseFlags(['stdio', '--pool', 'p', ...argv]) as { common: { suspendAfterSeconds?: number } }).common.suspendAfterSeconds;
+
+test('--suspend-after: a duration in whole seconds; unset, none', () => {
+  expect(suspendAfter(['--suspend-after', '2m'])).toBe(120);
+  expect(suspendAfter(['--suspend-after', '90'])).toBe(90);
+  expect(suspendAfter(['--suspend-after', '2h', '--idle-timeout', '0'])).toBe(7200);
+  expect(parseFlags(['stdio', '--pool', 'p'])).not.toHaveProperty('common.suspendAfterSeconds');
+});
+
+test('--suspend-after negative controls: not whole seconds, not a duration, or not shorter than --idle-timeout', () => {
+  expect(refused(['stdio', '--pool', 'p', '--suspend-after', '1500ms'])).toBe('--suspend-after: must be whole seconds, e.g. 90s or 2m, got "1500ms"');
+  expect(refused(['stdio', '--pool', 'p', '--suspend-after', 'soon'])).toMatch(/^--suspend-after: must be a number of seconds or a string like/);
+  expect(refused(['stdio', '--pool', 'p', '--suspend-after', '0'])).toMatch(/^--suspend-after: must be a positive number of seconds/);
+  expect(refused(['stdio', '--pool', 'p', '--suspend-after', '10m'])).toBe('--suspend-after: 10m is not shorter than --idle-timeout (10m): the sandbox would be released before it ever sleeps; '
+    + 'raise --idle-timeout (0: never) to keep a sleeping sandbox longer');
+});
+
