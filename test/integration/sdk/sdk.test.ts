@@ -6,13 +6,16 @@
  * Covered: claim → run → files → close; stdout/stderr order (legacy and streamed over gRPC through h2c); a command timeout; typed errors for a
  * missing pool, a refused cold start and auth failures; SIGINT cleanup; a SIGKILLed agent's claim
  * expiring by its ttl; concurrent extendTtl calls; suspend and resume (a workspace on a volume claim kept
- * across them); two clients never sharing a sandbox.
+ * across them); an idle policy's sleep, and a run() the router wakes the sandbox for; two clients
+ * never sharing a sandbox.
  * Port-forward mode (the default): client-node's PortForward through kube-apiserver's
  * `pods/portforward` (served by kwok, see tools/control-plane) to a router Pod the pod runner runs,
  * found behind the router Service.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
+import * as fs from 'fs';
 import * as http from 'http';
+import * as os from 'os';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { waitFor } from '../../../tools/control-plane/kube';
@@ -248,6 +251,31 @@ test('with the workspace on a volume claim (what runtime.workspaceVolume renders
   expect(lines.find((l) => l.error)).toBeUndefined();
   // The pod runner runs the new Pod's runtime in the claim's volume directory, as a kubelet mounts it.
   expect(step(lines, 'resumed')).toMatchObject({ result: { stdout: 'back\n', exitCode: 0 }, kept: true });
+});
+
+test('idlePolicy: the operator suspends the unused sandbox, and the next run() goes through, the router waking it', async () => {
+  const goFile = path.join(os.tmpdir(), `sdk-idle-go-${dp.ns}`);
+  fs.rmSync(goFile, { force: true });
+  const agent = startAgent({ scenario: 'idleWake', goFile });
+  try {
+    const claimed = await agent.line((l) => l.step === 'claimed');
+    const claim = await dp.ext.get('sandboxclaims', claimed.claim);
+    expect(claim.spec.idlePolicy).toEqual({ suspendAfterSeconds: 2, resumeOnRequest: true });
+    // The operator's doing, not the agent's: the agent only waits for the go file meanwhile.
+    const suspended = await waitFor(async () => {
+      const sb = await dp.api.call('GET', dp.sandboxPath(claimed.sandbox));
+      return sb.spec.operatingMode === 'Suspended' ? sb : undefined;
+    }, 60_000, `Sandbox ${claimed.sandbox} to be suspended for idleness`);
+    expect(suspended.metadata.annotations?.['agents.x-k8s.io/idle-suspended-at']).toBeDefined();
+    fs.writeFileSync(goFile, '');
+    await agent.exited;
+    expect(agent.lines.find((l) => l.error)).toBeUndefined();
+    expect(step(agent.lines, 'woken').result).toEqual({ stdout: 'hi\n', stderr: '', exitCode: 0, timedOut: false });
+    await claimGone(claimed.claim);
+  } finally {
+    agent.child.kill('SIGKILL');
+    fs.rmSync(goFile, { force: true });
+  }
 });
 
 test('two clients claiming from the same pool at once get different sandboxes', async () => {
