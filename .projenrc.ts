@@ -485,6 +485,12 @@ project.addTask('bench:real-nodes', {
   exec: `${tsNode} bench/real-nodes.ts`,
   receiveArgs: true,
 });
+// Idle sandboxes: resume latency (KWOK, real node runc and gVisor) and the reservations an idle policy gives back in churn.
+project.addTask('bench:idle', {
+  description: 'Idle suspend and resume on request: request → first byte after a suspension, reservations given back in churn (root for real nodes)',
+  exec: `${tsNode} bench/idle.ts`,
+  receiveArgs: true,
+});
 // Heap per 1,000 cached Sandboxes in each cache shape (no cluster): results to bench/results/memory-*.
 project.addTask('bench:memory', {
   description: 'Heap per 1,000 cached Sandboxes and their Pods, per cache shape; results to bench/results/',
