@@ -10,7 +10,7 @@
  *    --no-real-nodes, on a real node (kubelet, containerd) under runc and under gVisor, with the
  *    operator and router as Pods of the local image (tools/demo/real-system.ts).
  * 2. Reservations given back: N agents on the KWOK control plane each hold a claim for
- *    --churn-seconds and alternate bursts of two commands with seeded think times (1, 4 or 10 s),
+ *    --churn-seconds and alternate bursts of two commands with think times of 1, 4 or 10 s,
  *    once without an idle policy and once with a 2 s one, the same schedule both times. Every
  *    250 ms the CPU and memory requests of the claimed sandboxes' Pods are summed; the report is the
  *    mean reservation of each run, what the policy gave back, and what it cost the commands (their
@@ -138,18 +138,6 @@ function idlePool(ns: string, name: string, replicas: number, image: string, run
   return Testing.synth(chart);
 }
 
-/** A seeded generator (mulberry32): both churn runs get the same schedule. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const cpuMillis = (q: string | undefined) => (q === undefined ? 0 : q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
 /** MiB of a memory quantity in Ki, Mi or Gi (what templates write), or of plain bytes. */
 const memMiB = (q: string | undefined) => {
@@ -167,7 +155,7 @@ interface ChurnRun {
   readonly idleSuspensions: number;
 }
 
-/** `agents` agents alternating bursts and seeded think times for `seconds`, with or without an idle policy. */
+/** `agents` agents alternating bursts and think times for `seconds`, with or without an idle policy. */
 async function churn(api: ApiClient, router: Router, pool: string, agents: number, seconds: number, withPolicy: boolean): Promise<ChurnRun> {
   const tag = withPolicy ? 'idle' : 'plain';
   const names = Array.from({ length: agents }, (_, i) => `churn-${tag}-${i}`);
@@ -194,12 +182,12 @@ async function churn(api: ApiClient, router: Router, pool: string, agents: numbe
       await sleep(250);
     }
   })();
-  const random = seeded(20261204);
-  const thinks = names.map(() => Array.from({ length: 200 }, () => [1, 4, 10][Math.floor(random() * 3)]));
+  // A fixed schedule, the same in both runs: each agent cycles through 1, 4 and 10 s think times from its own offset.
+  const think = (agent: number, step: number) => [1, 4, 10][(agent + step) % 3] * 1000;
   await Promise.all(sandboxes.map(async (sandbox, a) => {
     for (let step = 0; performance.now() < end; step++) {
       for (let k = 0; k < 2; k++) latencies.push((await execute(router, NAMESPACE, sandbox, 'echo ok')).totalMs);
-      await sleep(Math.min(thinks[a][step % 200] * 1000, Math.max(0, end - performance.now())));
+      await sleep(Math.min(think(a, step), Math.max(0, end - performance.now())));
     }
   }));
   sampling = false;
@@ -270,7 +258,8 @@ async function main(): Promise<void> {
     cpuPercent: round((1 - churnResult.idle.meanCpuMillis / churnResult.plain.meanCpuMillis) * 100),
     memoryPercent: round((1 - churnResult.idle.meanMemoryMiB / churnResult.plain.meanMemoryMiB) * 100),
   };
-  fs.writeFileSync(path.join(dir, `idle-${at}.json`), JSON.stringify({ at, n, agents, churnSeconds, suspendAfterSeconds: SUSPEND_AFTER_SECONDS, resume, churn: churnResult, given, environment: environment() }, null, 2));
+  const json = { at, n, agents, churnSeconds, suspendAfterSeconds: SUSPEND_AFTER_SECONDS, resume, churn: churnResult, given, environment: environment() };
+  fs.writeFileSync(path.join(dir, `idle-${at}.json`), JSON.stringify(json, null, 2));
   const labels: Record<string, string> = {
     kwokPodRunner: 'KWOK + pod runner (runtime as a local process)', realNodeRunc: 'real node, runc', realNodeGvisor: 'real node, gVisor',
   };
@@ -288,7 +277,7 @@ async function main(): Promise<void> {
     const c = churnResult;
     lines.push(
       '',
-      `Churn: ${agents} agents for ${churnSeconds} s on the KWOK control plane, bursts of 2 commands and seeded think times of 1, 4 or 10 s; claimed sandboxes' Pod requests sampled every 250 ms.`,
+      `Churn: ${agents} agents for ${churnSeconds} s on the KWOK control plane, bursts of 2 commands, think times of 1, 4 or 10 s; claimed sandboxes' Pod requests sampled every 250 ms.`,
       '',
       '| run | mean CPU reserved (m) | mean memory reserved (MiB) | commands | command p50 / p90 / max (ms) | idle suspensions |',
       '|---|---|---|---|---|---|',
