@@ -199,7 +199,9 @@ async function churn(api: ApiClient, router: Router, pool: string, agents: numbe
   }
   await Promise.all(names.map((n) => api.request('DELETE', `${CLAIMS(NAMESPACE)}/${n}`)));
   const mean = (f: (s: { cpu: number; mem: number }) => number) => round(samples.reduce((t, s) => t + f(s), 0) / Math.max(1, samples.length));
-  return { meanCpuMillis: mean((s) => s.cpu), meanMemoryMiB: mean((s) => s.mem), commandMs: stats(latencies), commands: latencies.length, idleSuspensions };
+  return {
+    meanCpuMillis: mean((s) => s.cpu), meanMemoryMiB: mean((s) => s.mem), commandMs: stats(latencies), commands: latencies.length, idleSuspensions,
+  };
 }
 
 async function main(): Promise<void> {
@@ -258,7 +260,9 @@ async function main(): Promise<void> {
     cpuPercent: round((1 - churnResult.idle.meanCpuMillis / churnResult.plain.meanCpuMillis) * 100),
     memoryPercent: round((1 - churnResult.idle.meanMemoryMiB / churnResult.plain.meanMemoryMiB) * 100),
   };
-  const json = { at, n, agents, churnSeconds, suspendAfterSeconds: SUSPEND_AFTER_SECONDS, resume, churn: churnResult, given, environment: environment() };
+  const json = {
+    at, n, agents, churnSeconds, suspendAfterSeconds: SUSPEND_AFTER_SECONDS, resume, churn: churnResult, given, environment: environment(),
+  };
   fs.writeFileSync(path.join(dir, `idle-${at}.json`), JSON.stringify(json, null, 2));
   const labels: Record<string, string> = {
     kwokPodRunner: 'KWOK + pod runner (runtime as a local process)', realNodeRunc: 'real node, runc', realNodeGvisor: 'real node, gVisor',
