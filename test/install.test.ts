@@ -353,7 +353,7 @@ describe('AgentSandboxSystem', () => {
     expect(pod.containers[0].livenessProbe.httpGet).toEqual({ path: '/healthz', port: 'probes' });
     expect(find(objects, 'ServiceAccount', 'sandbox-router').metadata.namespace).toBe('agent-sandbox-system');
     expect(find(objects, 'ClusterRole', 'sandbox-router').rules).toEqual([
-      { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
+      { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch', 'patch'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
       { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
       { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },

@@ -59,11 +59,13 @@ const ROUTER_NAME = 'sandbox-router';
 const RBAC_API = 'rbac.authorization.k8s.io/v1';
 
 /**
- * What the router reads and asks: Sandboxes and their Pods (its routing caches), TokenReviews and
- * SubjectAccessReviews (its default `--auth=kubernetes` mode).
+ * What the router reads, asks and writes: Sandboxes and their Pods (its routing caches),
+ * TokenReviews and SubjectAccessReviews (its default `--auth=kubernetes` mode), and patches of
+ * Sandboxes with an idle policy (last-activity stamps, and the resume a request for a suspended one
+ * asks for, only once the caller is authorized for it).
  */
 const ROUTER_RULES = [
-  { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch', 'patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
