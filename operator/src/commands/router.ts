@@ -4,20 +4,26 @@
  * can run. HTTP/1.1 (and WebSocket) and h2c (gRPC) share the proxy port. Ready once the caches
  * have synced; on SIGTERM readiness fails, the listener stops accepting (HTTP/2 clients get a
  * GOAWAY), and in-flight requests and streams get a bounded time to finish.
+ *
+ * It writes too, to Sandboxes with an idle policy only: last-activity stamps for the requests,
+ * connections and runtime processes it sees, and the resume of a suspended one a request asks for.
  */
 import * as fs from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import * as os from 'node:os';
 import { SandboxLabels } from '../../../src/api/labels';
 import { RESOURCES, type Pod, type Sandbox, slimPod } from '../model';
+import { ActivityTracker } from '../router/activity';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
 import { parseRouterArgs, type RouterFlags, routerUsage, splitList } from '../router/flags';
 import { AddressGuard } from '../router/guard';
 import { H2Proxy } from '../router/h2';
 import { ProxyListener } from '../router/listener';
 import { RouterMetrics } from '../router/metrics';
+import { processProbe } from '../router/process-probe';
 import { Router } from '../router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
+import { Resumer } from '../router/resume';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
@@ -31,6 +37,8 @@ import type { BuildInfo } from '../runtime/metrics';
 
 /** Longest wait for in-flight requests at shutdown. */
 const DRAIN_TIMEOUT_MS = 10_000;
+/** A runtime asked for its processes answers from memory: one slower than this is treated as running none. */
+const PROCESS_PROBE_TIMEOUT_MS = 2_000;
 
 export async function runRouter(args: readonly string[]): Promise<number> {
   const parsed = parseRouterArgs(args);
@@ -56,8 +64,26 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     namespace, labelSelector: SandboxLabels.SANDBOX_NAME_HASH, transform: slimPod, indexes: { [POD_NAME_HASH_INDEX]: podNameHashIndex },
   });
   const guard = new AddressGuard(splitList(flags.string('allowed-pod-cidrs')));
-  const router = new Router({
-    resolver: new Resolver(sandboxes, pods),
+  const resolver = new Resolver(sandboxes, pods);
+  // Writes (stamps, resumes) on a client of their own, so they never queue behind informer lists.
+  const writes = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 8 });
+  const resumer = new Resumer({ client: writes, sandboxes, waitMs: flags.number('resume-wait'), log, metrics });
+  const activity: ActivityTracker = new ActivityTracker({
+    sandboxes,
+    client: writes,
+    log,
+    metrics,
+    // `router` is set by the time a probe runs (timers fire after start-up).
+    probe: processProbe({
+      dial: (host, port) => router.dial(host, port),
+      resolve: (s) => resolver.resolve({ namespace: s.metadata.namespace!, id: s.metadata.name }),
+      timeoutMs: PROCESS_PROBE_TIMEOUT_MS,
+    }),
+  });
+  const router: Router = new Router({
+    resolver,
+    resumer,
+    activity,
     guard,
     authorizer,
     log,
@@ -108,10 +134,13 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     await Promise.race([closed, sleep(SYSTEM_CLOCK, DRAIN_TIMEOUT_MS)]);
     proxy.closeAllConnections();
     router.close();
+    activity.stop();
+    resumer.close();
     h2.close();
     informers.stop();
     await Promise.all([closeServer(health), closeServer(metricsServer)]);
     client.close();
+    writes.close();
   });
   return life.exited;
 }

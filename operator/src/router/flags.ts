@@ -13,6 +13,7 @@ const bindAddress = (value: string) =>
   value === '0' || /^(\[[0-9a-fA-F:.]+\]|[^:[\]]*):\d{1,5}$/.test(value) ? undefined : `"${value}" must be [host]:port, such as ":8080"`;
 const positive = (value: number) => (value > 0 ? undefined : `must be greater than 0 (it is ${value})`);
 const positiveDuration = (value: number) => (value > 0 ? undefined : `must be greater than 0s (it is ${formatGoDuration(value)})`);
+const nonNegativeDuration = (value: number) => (value >= 0 ? undefined : `must be 0s or more (it is ${formatGoDuration(value)})`);
 
 export const ROUTER_FLAGS: readonly ControllerFlag[] = [
   { flag: 'bind-address', type: 'string', default: ':8080', description: 'Address the proxy listens on: HTTP/1.1 (and WebSocket) and h2c with prior knowledge (gRPC).', validate: bindAddress },
@@ -76,8 +77,15 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     flag: 'ready-wait',
     type: 'duration',
     default: 2_000,
-    description: 'How long a request for a sandbox the router\'s caches show absent, not ready or unclaimed waits for them to show it serving before 404, 503 or 409; covers a client that saw it Ready (or resumed it) first. A suspended sandbox is refused at once (409). 0s answers at once.',
-    validate: (v: number) => (v >= 0 ? undefined : `must be 0s or more (it is ${formatGoDuration(v)})`),
+    description: 'How long a request for a sandbox the router\'s caches show absent, not ready or unclaimed waits for them to show it serving before 404, 503 or 409; covers a client that saw it Ready (or resumed it) first. A suspended sandbox is resumed (see --resume-wait) or, when its idle policy does not allow that, refused at once (409 SandboxSuspended). 0s answers at once.',
+    validate: nonNegativeDuration,
+  },
+  {
+    flag: 'resume-wait',
+    type: 'duration',
+    default: 60_000,
+    description: 'A request for a suspended sandbox whose idlePolicy has resumeOnRequest (the default) resumes it (needs patch on sandboxes) and is held this long at most (and never past its X-Sandbox-Timeout) until it serves; beyond that 503 SandboxResuming with Retry-After. 0s disables resume on request: such a request gets 409 SandboxSuspended.',
+    validate: nonNegativeDuration,
   },
   { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
   { flag: 'max-connections', type: 'int', default: 8192, description: 'Concurrent requests and upgraded connections in total; more get 429.', validate: positive },

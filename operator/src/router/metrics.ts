@@ -9,6 +9,15 @@ const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 1
 
 export type UpstreamErrorReason = 'dial' | 'timeout' | 'eof' | 'other';
 export type TokenReviewOutcome = 'authenticated' | 'unauthenticated' | 'error' | 'throttled';
+/** What a resume patch came to: accepted, or refused/failed by the API server. */
+export type ResumeOutcome = 'resumed' | 'failed';
+/** How a request held for a resume ended: served, the bound ran out (503 SandboxResuming), or the client left / the router closed. */
+export type ResumeWaitOutcome = 'served' | 'timeout' | 'aborted';
+/** Why a last-activity stamp was written: a request admitted, a connection still open, a process the runtime still runs. */
+export type StampSource = 'request' | 'connection' | 'process';
+
+/** Resumes take seconds (a new Pod): finer buckets at the low end would say nothing. */
+const RESUME_WAIT_BUCKETS = [0.1, 0.25, 0.5, 1, 2, 3, 5, 7.5, 10, 15, 20, 30, 45, 60, 90, 120];
 
 /** Methods that get a label value of their own; any other is counted as `other` (an HTTP/2 `:method` can be any token). */
 const KNOWN_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE']);
@@ -29,6 +38,9 @@ export class RouterMetrics {
   private readonly readyWaits: Counter<'sandbox_namespace' | 'outcome'>;
   private readonly tokenReviews: Counter<'result'>;
   private readonly connectionsRefused: Counter<'reason'>;
+  private readonly resumes: Counter<'sandbox_namespace' | 'outcome'>;
+  private readonly resumeWaits: Histogram<'sandbox_namespace' | 'outcome'>;
+  private readonly stamps: Counter<'sandbox_namespace' | 'source'>;
 
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
@@ -58,6 +70,25 @@ export class RouterMetrics {
       name: 'sandbox_router_connections_refused_total',
       help: 'Client connections closed by a limit before any request was read (reason per-client: over --max-connections-per-client; resets: an HTTP/2 connection resetting too many unanswered streams).',
       labelNames: ['reason'],
+      registers,
+    });
+    this.resumes = new Counter({
+      name: 'sandbox_router_resumes_total',
+      help: 'Resumes of an idle-suspended Sandbox started by a request (one per patch, however many requests share it): outcome resumed (patch accepted) or failed.',
+      labelNames: ['sandbox_namespace', 'outcome'],
+      registers,
+    });
+    this.resumeWaits = new Histogram({
+      name: 'sandbox_router_resume_wait_seconds',
+      help: 'Time a request for a suspended Sandbox was held for its resume, until served, the bound (--resume-wait, X-Sandbox-Timeout) ran out (timeout), or the client left (aborted).',
+      labelNames: ['sandbox_namespace', 'outcome'],
+      buckets: RESUME_WAIT_BUCKETS,
+      registers,
+    });
+    this.stamps = new Counter({
+      name: 'sandbox_router_activity_stamps_total',
+      help: 'Last-activity stamps written on Sandboxes with an idle policy, by source (request, connection held open, process running in the runtime).',
+      labelNames: ['sandbox_namespace', 'source'],
       registers,
     });
     this.rejected = new Counter({ name: 'sandbox_router_limit_rejections_total', help: 'Requests answered 429 by a concurrency limit (scope sandbox or total).', labelNames: ['sandbox_namespace', 'scope'], registers });
@@ -97,6 +128,18 @@ export class RouterMetrics {
 
   public tokenReview(result: TokenReviewOutcome): void {
     this.tokenReviews.inc({ result });
+  }
+
+  public resumeStarted(namespace: string, outcome: ResumeOutcome): void {
+    this.resumes.inc({ sandbox_namespace: namespace, outcome });
+  }
+
+  public resumeWaited(namespace: string, outcome: ResumeWaitOutcome, seconds: number): void {
+    this.resumeWaits.observe({ sandbox_namespace: namespace, outcome }, seconds);
+  }
+
+  public activityStamped(namespace: string, source: StampSource): void {
+    this.stamps.inc({ sandbox_namespace: namespace, source });
   }
 
   public limitRejected(namespace: string, scope: 'sandbox' | 'total'): void {

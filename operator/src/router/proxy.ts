@@ -4,6 +4,10 @@
  * per-sandbox and total concurrency limits. Every connection to a sandbox goes through one dial
  * function (injectable), checked by the guard first.
  *
+ * A suspended Sandbox whose idle policy allows it is resumed for an authorized caller and the
+ * request held until it serves (`./resume`); any other is a 409 SandboxSuspended (`./resolve`).
+ * Every admitted request, connection and stream counts as the Sandbox's activity (`./activity`).
+ *
  * Headers: see `./forwarding`; Origin is removed on upgrades only. Paths are forwarded with their
  * escaping untouched, and dot segments are not redirected. HTTP/2 (h2c, gRPC) is `./h2`, which
  * shares this class's admission and dial.
@@ -11,12 +15,14 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { ActivityTracker } from './activity';
 import { parseTarget, type Target } from './addressing';
 import { type Authorizer, isRefusal, type Principal } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import { REASON_HEADER, type Resolved, type Resolver } from './resolve';
+import type { Resumer } from './resume';
 import type { Logger } from '../runtime/log';
 
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
@@ -42,6 +48,10 @@ export interface RouterOptions {
   readonly metrics?: RouterMetrics;
   /** False until the caches have synced: until then an absent sandbox may just not be listed yet (503, not 404). */
   readonly cachesSynced?: () => boolean;
+  /** Resumes a suspended sandbox for a request (none: a suspended sandbox is always a 409). */
+  readonly resumer?: Pick<Resumer, 'resumeFor' | 'held' | 'waitMs'>;
+  /** Told of every admitted request, connection and stream, until it ends (the idle clock's activity). */
+  readonly activity?: Pick<ActivityTracker, 'track'>;
 }
 
 /** The request headers to send to the sandbox. */
@@ -259,8 +269,15 @@ export class Router {
     this.waits.add(cut);
     let settled: Awaited<ReturnType<Resolver['settle']>>;
     const waitStarted = performance.now();
+    const resumer = this.opts.resumer;
+    // Only a sandbox the cache showed, for a caller authorized for it above, is resumed.
+    const resume = seen ? resumer?.resumeFor(target) : undefined;
     try {
-      settled = await resolver.settle(target, Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity), cut.signal);
+      const failed = await resume;
+      if (failed) return failed;
+      // A resume is held up to --resume-wait (its patch included), any other wait up to --ready-wait; neither past X-Sandbox-Timeout.
+      const bound = resume ? resumer!.waitMs - (performance.now() - waitStarted) : (this.opts.readyWaitMs ?? 0);
+      settled = await resolver.settle(target, Math.min(bound, target.timeoutMs ?? Infinity), cut.signal, resume !== undefined);
     } finally {
       this.waits.delete(cut);
       signal?.removeEventListener('abort', onLeft);
@@ -278,7 +295,10 @@ export class Router {
       if (isRefusal(decision)) return this.denied(decision);
     }
     metrics?.authzDecision(target.namespace, true);
-    if (outcome !== 'immediate') metrics?.readyWait(target.namespace, outcome);
+    const waited = outcome === 'immediate' && !resume ? 0 : performance.now() - waitStarted;
+    const held = resume ? resumer!.held(target, resolved, outcome, waited) : undefined;
+    if (held) return held;
+    if (outcome !== 'immediate' && !resume) metrics?.readyWait(target.namespace, outcome);
     if (outcome === 'aborted') {
       // 499 (client closed request) is for the log only: nobody is left to read it.
       if (signal?.aborted) return { status: 499, detail: 'The client closed the request.' };
@@ -291,9 +311,8 @@ export class Router {
       return { status: 502, detail: `Could not connect to the backend sandbox: ${target.id}` };
     }
     // X-Sandbox-Timeout bounds the whole request: what the wait took comes off the forward's share.
-    const waited = outcome === 'immediate' ? 0 : performance.now() - waitStarted;
     const timed = target.timeoutMs === undefined || waited === 0 ? target : { ...target, timeoutMs: Math.max(1, target.timeoutMs - waited) };
-    return { target: timed, resolved, release };
+    return { target: timed, resolved, release: this.opts.activity?.track(target.namespace, target.id, release) ?? release };
   }
 
   private denied(decision: Refused): Refused {

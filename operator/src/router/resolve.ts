@@ -8,13 +8,16 @@
  * that is not serving wait a bounded time for the caches to say it is, woken by the informer
  * events of that sandbox and its Pod, before it answers 404, 409 or 503.
  *
- * A suspended Sandbox (`spec.operatingMode: Suspended`) is refused at once, without that wait: it
- * will not serve until someone resumes it, so waiting only delayed a certain refusal by
- * --ready-wait. The refusal says so in a form clients can act on: 409, `reason: SandboxSuspended`
- * in the JSON body and the `X-Sandbox-Reason` header (which a gRPC refusal carries too). A client
- * that resumed the Sandbox and saw it Ready cannot meet this refusal unless the router's Sandbox
- * watch lags by the whole resume (the spec change comes before the new Pod is even made); a
- * resume the cache has seen but whose Pod is not ready yet is a 503, and that still waits.
+ * A suspended Sandbox (`spec.operatingMode: Suspended`) whose idle policy lets a request resume it
+ * is resumed by the router (`./resume`), after the caller is authorized; the request then waits
+ * here, past the suspended state its cache still shows, for the resumed Sandbox to serve. Any other
+ * suspended Sandbox is refused at once, without the wait: it will not serve until someone resumes
+ * it, so waiting only delayed a certain refusal by --ready-wait. The refusal says so in a form
+ * clients can act on: 409, `reason: SandboxSuspended` in the JSON body and the `X-Sandbox-Reason`
+ * header (which a gRPC refusal carries too). A client that resumed the Sandbox and saw it Ready
+ * cannot meet this refusal unless the router's Sandbox watch lags by the whole resume (the spec
+ * change comes before the new Pod is even made); a resume the cache has seen but whose Pod is not
+ * ready yet is a 503, and that still waits.
  */
 import { isIP } from 'node:net';
 import { KINDS } from '../../../src/api/groups';
@@ -60,6 +63,12 @@ export interface ResolveRequest {
 
 /** How a `settle()` ended: served at once, served after waiting, still not serving when the wait ran out, or cut short by its signal. */
 export type SettleOutcome = 'immediate' | 'waited' | 'timeout' | 'aborted';
+
+/** What `settle()` came to: the latest answer, and how the wait ended. */
+export interface Settled {
+  readonly result: Resolved | Unresolved;
+  readonly outcome: SettleOutcome;
+}
 
 export class Resolver {
   /** Waiting requests by `<namespace>/<sandbox name hash>`, the key both a Sandbox's and its Pod's events carry. */
@@ -113,13 +122,15 @@ export class Resolver {
    * `resolve()`, but a refusal (every one is about what the cache shows now: absent, not ready, a
    * stale pod IP) waits up to `waitMs` for an event of the sandbox or its Pod that makes it
    * resolvable; at the deadline the cache's latest answer stands. A suspended sandbox is answered
-   * at once (see above). `signal` (the client left, the
-   * router closes) ends the wait at once, with the latest answer and the outcome `aborted`. A
-   * resolve that throws (a malformed object in the cache) rejects, wherever it ran.
+   * at once (see above), unless `resuming` (this router resumed it: the cache shows the suspension
+   * until the resume reaches the watch). `signal` (the client left, the router closes) ends the
+   * wait at once, with the latest answer and the outcome `aborted`. A resolve that throws (a
+   * malformed object in the cache) rejects, wherever it ran.
    */
-  public settle(req: ResolveRequest, waitMs: number, signal?: AbortSignal): Promise<{ result: Resolved | Unresolved; outcome: SettleOutcome }> {
+  public settle(req: ResolveRequest, waitMs: number, signal?: AbortSignal, resuming = false): Promise<Settled> {
     const first = this.resolve(req);
-    if (!('detail' in first) || waitMs <= 0 || first.reason === SUSPENDED_REASON) return Promise.resolve({ result: first, outcome: 'immediate' });
+    const final = !('detail' in first) || waitMs <= 0 || (first.reason === SUSPENDED_REASON && !resuming);
+    if (final) return Promise.resolve({ result: first, outcome: 'immediate' });
     if (signal?.aborted) return Promise.resolve({ result: first, outcome: 'aborted' });
     const key = `${req.namespace}/${NameHash.of(req.id)}`;
     return new Promise((done, fail) => {

@@ -72,7 +72,9 @@ export function loopbackOnlyDial(dialed: string[]): RouterOptions['dial'] {
   };
 }
 
-export async function startRouter(overrides: Partial<RouterOptions> & { authorizer?: Authorizer } = {}): Promise<Harness> {
+/** `withStores`: options that need the router's caches (a Resumer, an ActivityTracker), made from them. */
+export async function startRouter(overrides: Partial<RouterOptions> & { authorizer?: Authorizer } = {},
+  withStores?: (stores: { sandboxes: FakeStore<Sandbox>; metrics: RouterMetrics }) => Partial<RouterOptions>): Promise<Harness> {
   const sandboxes = new FakeStore<Sandbox>();
   const pods = new FakeStore<Pod>({ [POD_NAME_HASH_INDEX]: podNameHashIndex });
   const dialed: string[] = [];
@@ -89,6 +91,7 @@ export async function startRouter(overrides: Partial<RouterOptions> & { authoriz
     dial: loopbackOnlyDial(dialed),
     metrics,
     ...overrides,
+    ...withStores?.({ sandboxes, metrics }),
   });
   const listener = new ProxyListener();
   const h2 = new H2Proxy(router);

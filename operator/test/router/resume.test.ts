@@ -1,0 +1,202 @@
+import * as http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP, type Upstream } from './harness';
+import { SandboxAnnotations } from '../../../src/api/labels';
+import type { Sandbox } from '../../src/model';
+import type { Authorizer } from '../../src/router/auth';
+import type { RouterOptions } from '../../src/router/proxy';
+import { Resumer } from '../../src/router/resume';
+import { SILENT_LOGGER } from '../../src/runtime/log';
+import { apiError, FakeClient } from '../fake-kube';
+
+const RESUMED_PATCH = {
+  spec: { operatingMode: 'Running' },
+  metadata: { annotations: { [SandboxAnnotations.IDLE_SUSPENDED_AT]: null, [SandboxAnnotations.LAST_ACTIVITY]: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) } },
+};
+
+/** A Sandbox the operator suspended for idleness; `policy` false: none, 'no-resume': resumeOnRequest false. */
+function asleep(name: string, policy: boolean | 'no-resume' = true): Sandbox {
+  const sb = sandbox(name, { suspended: true });
+  if (policy) sb.spec.idlePolicy = { suspendAfterSeconds: 60, ...(policy === 'no-resume' ? { resumeOnRequest: false } : {}) };
+  sb.metadata.annotations = { [SandboxAnnotations.IDLE_SUSPENDED_AT]: '2026-01-01T00:00:00Z' };
+  return sb;
+}
+
+/** Only the bearer token "good" may use a sandbox; any token authenticates. */
+const ONLY_GOOD: Authorizer = {
+  authenticate: async (caller) => ({ key: caller.authorization ?? '' }),
+  authorize: async (principal) => (principal.key === 'Bearer good' ? { allowed: true } : { allowed: false, status: 403, detail: 'forbidden' }),
+};
+
+describe('resume on request', () => {
+  let upstream: Upstream;
+  let h: Harness;
+  let client: FakeClient;
+  let resumer: Resumer | undefined;
+  const route = (id: string, extra: Record<string, string> = {}) => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port), ...extra });
+
+  async function start(waitMs = 30_000, overrides: Partial<RouterOptions> = {}): Promise<void> {
+    h = await startRouter({ readyWaitMs: 2_000, ...overrides }, ({ sandboxes, metrics }) => {
+      resumer = new Resumer({ client, sandboxes, waitMs, log: SILENT_LOGGER, metrics });
+      return { resumer };
+    });
+  }
+
+  /** Puts the Sandbox in the cache and on the server. */
+  function put(sb: Sandbox): void {
+    h.sandboxes.put(sb);
+    client.seed(() => 'sandboxes', sb);
+  }
+
+  /** The watch delivers the server's Sandbox; `ready`: as the operator leaves it once its new Pod is Ready (with that Pod). */
+  function showLive(name: string, ready: boolean): void {
+    const live = structuredClone(client.live.get(`sandboxes/${name}`)) as Sandbox;
+    live.status!.conditions![0].status = ready ? 'True' : 'False';
+    h.sandboxes.put(live);
+    if (ready) h.pods.put(pod(live, [UPSTREAM_IP]));
+  }
+
+  const patches = () => client.calls.filter((c) => c.verb === 'patch');
+  const metric = async (pattern: RegExp) => pattern.test(await h.metrics.registry.metrics());
+  const until = async (cond: () => boolean) => {
+    while (!cond()) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+
+  beforeEach(async () => {
+    upstream = await startUpstream(echoHandler);
+    client = new FakeClient();
+  });
+
+  afterEach(async () => {
+    resumer?.close();
+    await h.close();
+    await upstream.close();
+  });
+
+  test('20 concurrent requests share one resume patch and are held until the Sandbox serves; then all are forwarded', async () => {
+    await start(30_000, { maxConnectionsPerSandbox: 32 });
+    put(asleep('idle'));
+    let answered = 0;
+    const replies = Array.from({ length: 20 }, () => request(h.port, '/x', route('idle')).then((r) => {
+      answered++;
+      return r;
+    }));
+    await until(() => patches().length === 1 && h.resolver.waiting === 20);
+    // Resumed on the server, the cache still shows the suspension, then the resume without a Ready Pod: all still held.
+    showLive('idle', false);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(answered).toBe(0);
+    expect(h.dialed).toEqual([]);
+    showLive('idle', true);
+    expect((await Promise.all(replies)).map((r) => r.status)).toEqual(Array(20).fill(200));
+    expect(patches()).toHaveLength(1);
+    expect(patches()[0].body).toEqual(RESUMED_PATCH);
+    expect(resumer!.pending).toBe(0);
+    expect(await metric(/sandbox_router_resumes_total\{sandbox_namespace="default",outcome="resumed"\} 1\n/)).toBe(true);
+    expect(await metric(/sandbox_router_resume_wait_seconds_count\{sandbox_namespace="default",outcome="served"\} 20\n/)).toBe(true);
+    // Served now: a later request neither patches nor waits.
+    expect((await request(h.port, '/x', route('idle'))).status).toBe(200);
+    expect(patches()).toHaveLength(1);
+  });
+
+  test('a request that arrives after the patch, while the watch still shows the suspension, joins the same resume', async () => {
+    await start();
+    put(asleep('idle'));
+    const first = request(h.port, '/', route('idle'));
+    await until(() => patches().length === 1 && h.resolver.waiting === 1);
+    const second = request(h.port, '/', route('idle'));
+    await until(() => h.resolver.waiting === 2);
+    showLive('idle', true);
+    expect([(await first).status, (await second).status]).toEqual([200, 200]);
+    expect(patches()).toHaveLength(1);
+  });
+
+  test('past X-Sandbox-Timeout or --resume-wait: 503 SandboxResuming with Retry-After; the resume was made', async () => {
+    await start();
+    put(asleep('idle'));
+    const refused = await request(h.port, '/', route('idle', { 'x-sandbox-timeout': '0.2' }));
+    expect(refused.status).toBe(503);
+    expect(refused.headers).toMatchObject({ 'retry-after': '2', 'x-sandbox-reason': 'SandboxResuming' });
+    expect(JSON.parse(refused.body)).toMatchObject({ reason: 'SandboxResuming', detail: expect.stringMatching(/^Sandbox default\/idle was suspended and is resuming/) });
+    expect(patches()).toHaveLength(1);
+    expect(await metric(/sandbox_router_resume_wait_seconds_count\{sandbox_namespace="default",outcome="timeout"\} 1\n/)).toBe(true);
+    resumer?.close();
+    await h.close();
+    await start(200);
+    put(asleep('other'));
+    const bounded = await request(h.port, '/', route('other'));
+    expect({ status: bounded.status, reason: bounded.headers['x-sandbox-reason'] }).toEqual({ status: 503, reason: 'SandboxResuming' });
+    expect(h.dialed).toEqual([]);
+  });
+
+  test('a caller not authorized for the Sandbox resumes nothing; an authorized one does', async () => {
+    await start(30_000, { authorizer: ONLY_GOOD });
+    put(asleep('idle'));
+    const denied = await request(h.port, '/', route('idle', { authorization: 'Bearer other' }));
+    expect(denied.status).toBe(403);
+    expect(patches()).toEqual([]);
+    expect(h.sandboxes.get('default', 'idle')!.spec.operatingMode).toBe('Suspended');
+    const allowed = request(h.port, '/', route('idle', { authorization: 'Bearer good' }));
+    await until(() => patches().length === 1);
+    showLive('idle', true);
+    expect((await allowed).status).toBe(200);
+  });
+
+  test('no idle policy, resumeOnRequest false, or --resume-wait 0s: 409 SandboxSuspended at once, nothing patched', async () => {
+    await start();
+    put(asleep('manual', false));
+    put(asleep('pinned', 'no-resume'));
+    for (const id of ['manual', 'pinned']) {
+      const reply = await request(h.port, '/', route(id));
+      expect({ status: reply.status, reason: JSON.parse(reply.body).reason }).toEqual({ status: 409, reason: 'SandboxSuspended' });
+    }
+    resumer?.close();
+    await h.close();
+    await start(0);
+    put(asleep('idle'));
+    const reply = await request(h.port, '/', route('idle'));
+    expect({ status: reply.status, reason: reply.headers['x-sandbox-reason'] }).toEqual({ status: 409, reason: 'SandboxSuspended' });
+    expect(patches()).toEqual([]);
+  });
+
+  test('a resume patch the API server refuses: 403 is a 502 naming the missing permission, 404 a 404; the next request tries again', async () => {
+    await start();
+    put(asleep('idle'));
+    client.failOnce({ verb: 'patch', resource: 'sandboxes', error: apiError(403, 'Forbidden', 'sandboxes "idle" is forbidden: cannot patch') });
+    const forbidden = await request(h.port, '/', route('idle'));
+    expect(forbidden.status).toBe(502);
+    expect(JSON.parse(forbidden.body).detail).toBe('Sandbox default/idle is suspended and the router could not resume it (403 Forbidden: sandboxes "idle" is forbidden: cannot patch); the router needs patch on sandboxes.agents.x-k8s.io.');
+    expect(await metric(/sandbox_router_resumes_total\{sandbox_namespace="default",outcome="failed"\} 1\n/)).toBe(true);
+    client.failOnce({ verb: 'patch', resource: 'sandboxes', error: apiError(404, 'NotFound', 'sandboxes "idle" not found') });
+    expect(await request(h.port, '/', route('idle'))).toMatchObject({ status: 404, body: JSON.stringify({ detail: 'Sandbox default/idle not found.' }) });
+    const retried = request(h.port, '/', route('idle'));
+    await until(() => patches().length === 3);
+    showLive('idle', true);
+    expect((await retried).status).toBe(200);
+  });
+
+  test('an HTTP/2 request shares the same admission: it resumes the Sandbox and is served', async () => {
+    await start();
+    const h2server = http2.createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((resolve) => h2server.listen(0, UPSTREAM_IP, resolve));
+    put(asleep('idle'));
+    const session = http2.connect(`http://127.0.0.1:${h.port}`);
+    try {
+      const status = new Promise<number>((resolve, reject) => {
+        const req = session.request({ ':method': 'GET', ':path': '/', 'x-sandbox-id': 'idle', 'x-sandbox-port': String((h2server.address() as AddressInfo).port) });
+        req.on('response', (headers) => resolve(Number(headers[':status'])));
+        req.on('error', reject);
+        req.resume();
+        req.end();
+      });
+      await until(() => patches().length === 1);
+      showLive('idle', true);
+      expect(await status).toBe(200);
+      expect(patches()).toHaveLength(1);
+    } finally {
+      session.close();
+      // Closes once the router's pooled session to it is gone (afterEach closes the router).
+      h2server.close();
+    }
+  });
+});
