@@ -10,9 +10,8 @@
  * Member creates and deletes are read from a watch opened before the write that causes them, so a
  * member that lives only a moment is still counted. States are asserted, never durations.
  */
-import { BundleRbac } from './bundle-rbac';
-import { ExtensionsApi, claimManifest, claimReady, controllerOf, poolManifest, templateManifest } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
+import { claimManifest, claimReady, controllerOf, poolManifest, templateManifest } from './extensions-api';
+import { type ExtensionsOperator, startExtensionsOperator, stopExtensionsOperator } from './extensions-operator';
 import { condition } from './sandbox-api';
 import { SandboxLabels } from '../../../src/api/labels';
 import { NameHash } from '../../../src/api/name-hash';
@@ -24,31 +23,13 @@ const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
 const POOL = 'stz';
 const STEADY = 'steady';
 const PERIOD_S = 3;
-let ns: string;
-let ext: ExtensionsApi;
-let rbac: BundleRbac;
-let op: OperatorProcess;
+let env: ExtensionsOperator;
 
 beforeAll(async () => {
-  await ensureOperatorBundle();
-  ns = await kube.createNamespace('pool-stz');
-  ext = new ExtensionsApi(api, ns);
-  rbac = await BundleRbac.apply(kube, api, { namespace: ns, extensions: true });
-  op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true', '--leader-elect=false'] });
+  env = await startExtensionsOperator(kube, api, 'pool-stz');
 }, 240_000);
 
-afterAll(async () => {
-  const code = await op?.stop();
-  // eslint-disable-next-line no-console
-  console.log(`operator log: ${op?.logFile} (exit ${code}, ${op?.errors().length} error lines)`);
-  if (ns) {
-    for (const plural of ['sandboxclaims', 'sandboxwarmpools'] as const) await api.call('DELETE', ext.path(plural));
-    await api.call('DELETE', ext.sandboxesPath);
-    await waitFor(async () => (await ext.sandboxes()).length === 0, 120_000, 'every Sandbox of the test namespace to be gone');
-    await kube.deleteNamespace(ns);
-  }
-  await rbac?.remove();
-}, 200_000);
+afterAll(() => stopExtensionsOperator(kube, api, env), 200_000);
 
 /** Members of `pool` seen by a watch: every one ever added, and those gone (deleted or being deleted). */
 class MemberLog {
@@ -78,7 +59,7 @@ class MemberLog {
 async function fillThenEmpty(pool: string, n: number, cause: () => Promise<unknown>): Promise<MemberLog> {
   const log = new MemberLog(pool);
   const selector = encodeURIComponent(`${SandboxLabels.WARM_POOL_SANDBOX}=${NameHash.of(pool)}`);
-  await api.watch(`${ext.sandboxesPath}?labelSelector=${selector}`, (ev) => {
+  await api.watch(`${env.ext.sandboxesPath}?labelSelector=${selector}`, (ev) => {
     log.see(ev.type, ev.object);
     return log.cameAndWent(n) ? true : undefined;
   }, { timeoutMs: 90_000, onReady: cause });
@@ -88,28 +69,28 @@ async function fillThenEmpty(pool: string, n: number, cause: () => Promise<unkno
 const scaledToZero = (pool: any) => condition(pool, 'ScaledToZero');
 
 test('idle for the period: no members, the condition says so, replicas unchanged; a claim starts cold and the pool refills; without the field nothing changes', async () => {
-  await ext.create('sandboxtemplates', templateManifest('stz'));
+  await env.ext.create('sandboxtemplates', templateManifest('stz'));
   const withField = poolManifest(POOL, 'stz', 2);
   withField.spec.scaleToZeroAfterSeconds = PERIOD_S;
 
   // The pool fills to 2, then, with no claim, goes to 0. The control pool is created at the same moment.
   const fill = await fillThenEmpty(POOL, 2, async () => {
-    await ext.create('sandboxwarmpools', withField);
-    await ext.create('sandboxwarmpools', poolManifest(STEADY, 'stz', 2));
+    await env.ext.create('sandboxwarmpools', withField);
+    await env.ext.create('sandboxwarmpools', poolManifest(STEADY, 'stz', 2));
   });
   expect(fill.added.size).toBe(2);
   const idle = await waitFor(async () => {
-    const p = await ext.get('sandboxwarmpools', POOL);
+    const p = await env.ext.get('sandboxwarmpools', POOL);
     return scaledToZero(p)?.status === 'True' && p.status.replicas === 0 && p.status.readyReplicas === 0 ? p : undefined;
   }, 30_000, 'pool stz to report ScaledToZero=True and 0 replicas');
   expect(scaledToZero(idle)).toMatchObject({ reason: 'NoRecentClaims', message: expect.stringContaining(`No claim for ${PERIOD_S} s (last claim: none since the pool was created`) });
   expect(idle.spec.replicas).toBe(2);
-  expect(await ext.poolMembers(POOL)).toEqual([]);
+  expect(await env.ext.poolMembers(POOL)).toEqual([]);
 
   // Negative control: past the same period, the pool without the field keeps its two members.
-  const steady = await ext.waitPoolReady(STEADY, 2);
+  const steady = await env.ext.waitPoolReady(STEADY, 2);
   const steadyUids = steady.map((s) => s.metadata.uid).sort();
-  const steadyPool = await ext.get('sandboxwarmpools', STEADY);
+  const steadyPool = await env.ext.get('sandboxwarmpools', STEADY);
   expect(scaledToZero(steadyPool)).toBeUndefined();
   expect(steadyPool.status.lastClaimTime).toBeUndefined();
 
@@ -117,13 +98,13 @@ test('idle for the period: no members, the condition says so, replicas unchanged
   // claim being its only one, scales to zero again a period later, which ends the watch).
   let claim: any;
   const refill = await fillThenEmpty(POOL, 2, async () => {
-    claim = await ext.create('sandboxclaims', claimManifest('after-idle', POOL));
+    claim = await env.ext.create('sandboxclaims', claimManifest('after-idle', POOL));
   });
   expect(refill.added.size).toBe(2);
   expect([...refill.added].some((uid) => fill.added.has(uid))).toBe(false);
 
-  const ready = await ext.waitClaim('after-idle', claimReady, 'Ready=True');
-  const sandbox = (await ext.sandboxes()).find((s) => s.metadata.name === ready.status.sandbox.name);
+  const ready = await env.ext.waitClaim('after-idle', claimReady, 'Ready=True');
+  const sandbox = (await env.ext.sandboxes()).find((s) => s.metadata.name === ready.status.sandbox.name);
   expect(sandbox.metadata.name).toBe('after-idle');
   expect(sandbox.metadata.labels[SandboxLabels.LAUNCH_TYPE]).toBe('cold');
   expect(controllerOf(sandbox)).toMatchObject({ kind: 'SandboxClaim', uid: claim.metadata.uid });
@@ -132,7 +113,7 @@ test('idle for the period: no members, the condition says so, replicas unchanged
 
   // The pool recorded the claim: its idle clock ran from it.
   const after = await waitFor(async () => {
-    const p = await ext.get('sandboxwarmpools', POOL);
+    const p = await env.ext.get('sandboxwarmpools', POOL);
     return p.status.lastClaimTime && scaledToZero(p)?.status === 'True' ? p : undefined;
   }, 30_000, 'pool stz to record the claim and be at zero again');
   expect(Date.parse(after.status.lastClaimTime)).toBe(Date.parse(claim.metadata.creationTimestamp));
@@ -140,5 +121,5 @@ test('idle for the period: no members, the condition says so, replicas unchanged
   expect(after.spec.replicas).toBe(2);
 
   // The control pool, two periods and a claim on its neighbour later: the same two members.
-  expect((await ext.waitPoolReady(STEADY, 2)).map((s) => s.metadata.uid).sort()).toEqual(steadyUids);
+  expect((await env.ext.waitPoolReady(STEADY, 2)).map((s) => s.metadata.uid).sort()).toEqual(steadyUids);
 });
