@@ -67,7 +67,8 @@ async function checkAndRecord(fault: string, injections: number, recoveryMs: num
   };
   records.push(record);
   // eslint-disable-next-line no-console
-  console.log(`${fault}: ${JSON.stringify(record)}; quiet-window reconciles/s by controller: ${JSON.stringify(quiet.byController)}`);
+  console.log(`${fault}: ${JSON.stringify(record)}; quiet-window reconciles/s by controller: ${JSON.stringify(quiet.byController)}`
+    + (v.garbage.length ? `; the garbage collector was not done when it opened: ${v.garbage.length} left (${v.garbage.slice(0, 5).join(', ')})` : ''));
   expect(v.notServed).toEqual([]);
   expect(v.doubleBound).toEqual([]);
   expect(v.orphans).toEqual([]);
