@@ -48,7 +48,7 @@ export function statusOf(object: any): SandboxStatus {
     return {
       status: 'SandboxSuspended',
       message: `${why}: ${wakes ? 'the next tool call wakes it (that call waits a few seconds longer); files outside the workspace volume and processes did not survive'
-        : 'tool calls fail until someone resumes it (its idle policy does not let a request wake it)'}`,
+        : `tool calls fail until someone resumes it (${policy ? 'its idle policy does not let a request wake it' : 'it has no idle policy that lets a request wake it'})`}`,
       ...extra,
     };
   }

@@ -53,7 +53,7 @@ export class SandboxAnnotations {
   /**
    * On a Sandbox with an idle policy (ours): when it was last used (RFC 3339, milliseconds), as the
    * router saw requests and connections and the claim controller saw the claim. The idle clock runs
-   * from the latest of this, the Sandbox's Ready transition and its creation.
+   * from the later of this and the Sandbox's last transition to Ready.
    */
   public static readonly LAST_ACTIVITY = 'agents.x-k8s.io/last-activity';
   /** On a Sandbox the operator suspended for idleness (ours): when (RFC 3339); removed when it is resumed. */

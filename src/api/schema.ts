@@ -224,7 +224,7 @@ export const SANDBOX_TEMPLATE_SCHEMA: Schema = objectRoot(
       networkPolicyManagement: enumOf(NetworkPolicyManagement, NetworkPolicyManagement.MANAGED, 'Managed: the operator owns <template>-network-policy. Unmanaged: it does not.'),
       envVarsInjectionPolicy: enumOf(EnvVarsInjectionPolicy, EnvVarsInjectionPolicy.DISALLOWED, 'Whether claims may add (Allowed) or also replace (Overrides) env vars.'),
       volumeClaimTemplatesPolicy: enumOf(VolumeClaimTemplatesPolicy, VolumeClaimTemplatesPolicy.DISALLOWED, 'Whether claims may add (Allowed) or also replace (Overrides) volume claim templates.'),
-      idlePolicy: idlePolicy('The idle policy of every claimed Sandbox made from this template, unless its claim sets one (ours). Unset: none.'),
+      idlePolicy: idlePolicy('The idle policy of every claimed Sandbox made from this template, unless its claim sets one, copied into the Sandbox when it is claimed (later edits do not reach it) (ours). Unset: none.'),
     },
   },
   {
@@ -313,7 +313,7 @@ export const SANDBOX_CLAIM_SCHEMA: Schema = objectRoot(
         },
       },
       volumeClaimTemplates: volumeClaimTemplates('Extra or overriding PVC templates (forces a cold start; needs the template to allow it).'),
-      idlePolicy: idlePolicy('The idle policy of the claimed Sandbox, instead of the template\'s (ours). Unset: the template\'s.'),
+      idlePolicy: idlePolicy('The idle policy of the claimed Sandbox, instead of the template\'s, copied into it when it is claimed (later edits do not reach it) (ours). Unset: the template\'s.'),
     },
   },
   {

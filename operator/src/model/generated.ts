@@ -955,7 +955,7 @@ export interface SandboxTemplateSpec {
   envVarsInjectionPolicy?: `${EnvVarsInjectionPolicy}`;
   /** Whether claims may add (Allowed) or also replace (Overrides) volume claim templates. */
   volumeClaimTemplatesPolicy?: `${VolumeClaimTemplatesPolicy}`;
-  /** The idle policy of every claimed Sandbox made from this template, unless its claim sets one (ours). Unset: none. */
+  /** The idle policy of every claimed Sandbox made from this template, unless its claim sets one, copied into the Sandbox when it is claimed (later edits do not reach it) (ours). Unset: none. */
   idlePolicy?: IdlePolicy;
 }
 
@@ -1050,7 +1050,7 @@ export interface SandboxClaimSpec {
   env?: ClaimEnvVar[];
   /** Extra or overriding PVC templates (forces a cold start; needs the template to allow it). */
   volumeClaimTemplates?: VolumeClaimTemplate[];
-  /** The idle policy of the claimed Sandbox, instead of the template's (ours). Unset: the template's. */
+  /** The idle policy of the claimed Sandbox, instead of the template's, copied into it when it is claimed (later edits do not reach it) (ours). Unset: the template's. */
   idlePolicy?: IdlePolicy;
 }
 

@@ -9,9 +9,10 @@
  *
  * The idle clock runs from the latest of `status.lastClaimTime`, the pool's creation and the newest
  * claim of the pool in the cache. The cache alone would do while claims live; the recorded time
- * keeps a pool whose claims were deleted (or an operator restarted) from scaling to zero early. It
- * is written only when a claim is newer than it by more than a quarter of the period, so a busy
- * pool writes it at most once per quarter period, and then in a status write it makes anyway when
+ * keeps a pool whose claims were deleted (or an operator restarted) from scaling to zero much
+ * early: at most a quarter period plus the status window, since it is written only when a claim is
+ * newer than it by more than a quarter of the period. So a busy pool writes it at most once per
+ * quarter period, and then in a status write it makes anyway when
  * it can (plan.ts coalesces it with the replica counts). The pass is timed to the idle moment
  * (requeue), so nothing polls.
  */
