@@ -14,7 +14,8 @@
  * Stamps are merge patches of the annotation alone, with no resourceVersion: they must land even
  * as the Sandbox changes, and they are what makes the operator's suspension (which carries one)
  * fail when it raced a use. They are never on the request path: one write per Sandbox in flight,
- * failures logged at debug and tried again an interval later. One timer per Sandbox with a policy,
+ * failures logged at debug and tried again soon (a quarter interval, at most a second: one lost
+ * write must not let an open WebSocket reach its deadline). One timer per Sandbox with a policy,
  * set for its next stamp (while in use) or probe (while not), moved by the Sandbox's events.
  */
 import type { RouterMetrics, StampSource } from './metrics';
@@ -28,6 +29,8 @@ import type { Informer, KubeClient } from '../runtime/types';
 
 /** Timers may fire a millisecond early; a stamp due then would wait a whole interval more. */
 const TIMER_SLACK_MS = 5;
+/** A failed stamp is tried again after a quarter of the interval, but no later than this. */
+const RETRY_MS = 1000;
 
 export interface ActivityOptions {
   readonly sandboxes: Informer<Sandbox>;
@@ -43,8 +46,10 @@ export interface ActivityOptions {
 interface Tracked {
   /** Requests, upgraded connections and streams open through this router. */
   open: number;
-  /** When this router last wrote (or tried to write) a stamp: a failed write is tried again an interval later. */
+  /** When this router last wrote a stamp (or is writing one): a failed write leaves the one before. */
   stamped: number;
+  /** After a failed write: no new one before this (RETRY_MS). */
+  retryAt: number;
   writing: boolean;
   /** When this router last probed the runtime. */
   probed: number;
@@ -102,7 +107,7 @@ export class ActivityTracker {
 
   private state(key: string): Tracked {
     let state = this.tracked.get(key);
-    if (!state) this.tracked.set(key, (state = { open: 0, stamped: 0, writing: false, probed: 0, probing: false }));
+    if (!state) this.tracked.set(key, (state = { open: 0, stamped: 0, retryAt: 0, writing: false, probed: 0, probing: false }));
     return state;
   }
 
@@ -131,7 +136,7 @@ export class ActivityTracker {
     const interval = activityStampIntervalMs(governed.policy);
     let at: number | undefined;
     if (state.open > 0) {
-      at = newestStamp(governed.sandbox, state) + interval;
+      at = Math.max(newestStamp(governed.sandbox, state) + interval, state.retryAt);
     } else if (this.opts.probe) {
       const deadline = idleDeadlineMs(governed.sandbox);
       if (deadline !== undefined) at = Math.max(deadline - interval, state.probed + interval);
@@ -156,7 +161,9 @@ export class ActivityTracker {
     const governed = this.governed(key);
     if (!governed || state.writing) return;
     const now = this.clock.now();
-    if (now - newestStamp(governed.sandbox, state) < activityStampIntervalMs(governed.policy)) return;
+    const interval = activityStampIntervalMs(governed.policy);
+    if (now - newestStamp(governed.sandbox, state) < interval || now < state.retryAt) return;
+    const previous = state.stamped;
     state.writing = true;
     state.stamped = now;
     const [namespace, name] = splitKey(key);
@@ -164,7 +171,9 @@ export class ActivityTracker {
     this.opts.client.patch(RESOURCES.sandboxes, namespace, name, 'merge', body).then(() => {
       this.opts.metrics?.activityStamped(namespace, source);
     }, (err: Error) => {
-      this.opts.log.debug({ namespace, sandbox: name, source, err: err.message }, 'could not stamp last activity; trying again at the next interval');
+      state.stamped = previous;
+      state.retryAt = this.clock.now() + Math.min(Math.floor(interval / 4), RETRY_MS);
+      this.opts.log.debug({ namespace, sandbox: name, source, err: err.message }, 'could not stamp last activity; trying again shortly');
     }).finally(() => {
       state.writing = false;
       this.schedule(key);

@@ -165,21 +165,47 @@ describe('activity stamps', () => {
     expect(await metrics.registry.metrics()).toMatch(/sandbox_router_activity_stamps_total\{sandbox_namespace="default",source="connection"\} [1-9]/);
   });
 
-  test('a failed write is logged at debug, not tried again within the interval, then tried again', async () => {
+  test('a failed write is logged at debug and tried again after a quarter interval (at most a second), not a whole one', async () => {
     makeTracker(false);
     store.put(idle('sb'));
     writes.mode = 'fail';
     clock.advance(3000);
     tracker.track('default', 'sb', () => undefined)();
     await flush();
-    expect(logLines).toEqual([{ level: 'debug', msg: 'could not stamp last activity; trying again at the next interval' }]);
+    expect(logLines).toEqual([{ level: 'debug', msg: 'could not stamp last activity; trying again shortly' }]);
     writes.mode = 'ok';
-    clock.advance(INTERVAL - 100);
+    // Not within the retry delay (INTERVAL / 4 = 500 ms), however many requests come...
+    clock.advance(INTERVAL / 4 - 100);
     tracker.track('default', 'sb', () => undefined)();
     expect(writes.calls).toHaveLength(1);
+    // ...but at it, not an interval after the failed write.
     clock.advance(100);
     tracker.track('default', 'sb', () => undefined)();
-    expect(writes.stampsOf('sb')).toEqual([T0 + 3000, T0 + 5000]);
+    expect(writes.stampsOf('sb')).toEqual([T0 + 3000, T0 + 3500]);
+  });
+
+  test('an open connection whose stamp failed is stamped again by its timer after the retry delay: one lost write does not reach the deadline', async () => {
+    makeTracker(false);
+    store.put(idle('sb'));
+    writes.mode = 'fail';
+    clock.advance(3000);
+    const release = tracker.track('default', 'sb', () => undefined);
+    await flush();
+    writes.mode = 'ok';
+    clock.advance(INTERVAL / 4 + 10);
+    await flush();
+    expect(writes.stampsOf('sb')).toEqual([T0 + 3000, T0 + 3505]);
+    // A down API server is not hammered: a failing write is retried once per retry delay.
+    writes.mode = 'fail';
+    clock.advance(INTERVAL);
+    await flush();
+    for (let i = 0; i < 8; i++) {
+      clock.advance(INTERVAL / 8);
+      await flush();
+    }
+    const stamps = writes.stampsOf('sb');
+    for (let i = 3; i < stamps.length; i++) expect(stamps[i] - stamps[i - 1]).toBeGreaterThanOrEqual(INTERVAL / 4);
+    release();
   });
 
   test('no connection: the runtime is probed within an interval of the deadline, at most once an interval; a running process stamps', async () => {
