@@ -42,8 +42,19 @@ export function idleSinceMs(sandbox: Sandbox): number | undefined {
   if (idlePolicyOf(sandbox) === undefined || sandbox.spec.operatingMode === 'Suspended') return undefined;
   const ready = findCondition(sandbox.status?.conditions, 'Ready');
   if (ready?.status !== 'True') return undefined;
-  const readySince = timeMs(ready.lastTransitionTime) ?? 0;
-  return Math.max(readySince, lastActivityMs(sandbox) ?? 0);
+  return Math.max(readySinceMs(ready.lastTransitionTime), lastActivityMs(sandbox) ?? 0);
+}
+
+/**
+ * When the Sandbox turned Ready, read late rather than early: metav1.Time keeps whole seconds, so
+ * a transition at 12:00:00.7 reads 12:00:00; counted from the end of that second, a resume that
+ * turned Ready just now is never idle 999 ms early (with a 1 s policy, suspended before the
+ * router's first stamp). A time with a fraction is read as it is.
+ */
+function readySinceMs(at: string | undefined): number {
+  const ms = timeMs(at);
+  if (ms === undefined) return 0;
+  return /:\d\d\.\d/.test(at!) ? ms : ms + 999;
 }
 
 /** When `sandbox` is due for suspension (ms since the epoch), or undefined when it is not idling. */

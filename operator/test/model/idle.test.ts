@@ -55,7 +55,8 @@ describe('idlePolicyOf and resumesOnRequest', () => {
 });
 
 describe('the idle clock', () => {
-  const readyMs = Date.parse(READY_AT);
+  /** READY_AT has whole seconds (metav1.Time): the transition may have come up to 999 ms after it. */
+  const readyMs = Date.parse(READY_AT) + 999;
   test.each<[string, Options, number | undefined]>([
     ['Ready, never stamped: idle since it turned Ready', {}, readyMs],
     ['a stamp after the Ready transition moves the clock', { lastActivity: '2026-09-01T11:30:00.250Z' }, Date.parse('2026-09-01T11:30:00.250Z')],
@@ -69,6 +70,16 @@ describe('the idle clock', () => {
   ])('%s', (_name, options, since) => {
     expect(idleSinceMs(sandbox(options))).toBe(since);
     expect(idleDeadlineMs(sandbox(options))).toBe(since === undefined ? undefined : since + 300_000);
+  });
+
+  test('a whole-second Ready time is read as the end of its second; one with a fraction as it is', () => {
+    // Ready at 11:00:00.700, shown as 11:00:00 (metav1.Time): idle from 11:00:00.999, never before it turned Ready.
+    const truncated = sandbox({ policy: { suspendAfterSeconds: 1 }, conditions: [ready('True', '2026-09-01T11:00:00Z')] });
+    expect(idleSinceMs(truncated)).toBe(Date.parse('2026-09-01T11:00:00.999Z'));
+    expect(idleDeadlineMs(truncated)).toBe(Date.parse('2026-09-01T11:00:01.999Z'));
+    const precise = sandbox({ conditions: [ready('True', '2026-09-01T11:00:00.250Z')] });
+    expect(idleSinceMs(precise)).toBe(Date.parse('2026-09-01T11:00:00.250Z'));
+    expect(idleSinceMs(sandbox({ conditions: [ready('True', '2026-09-01T11:00:00+02:00')] }))).toBe(Date.parse('2026-09-01T09:00:00.999Z'));
   });
 
   test('the deadline is the policy period after the clock', () => {

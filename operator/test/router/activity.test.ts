@@ -9,7 +9,7 @@ import type { Logger } from '../../src/runtime/log';
 import { FakeStore } from '../fake-kube';
 import { FakeClock } from '../runtime/fake-clock';
 
-/** When every harness Sandbox turned Ready; the idle clock runs from here until a stamp. */
+/** When every harness Sandbox turned Ready (whole seconds: the idle clock reads T0 + 999 ms), until a stamp. */
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 /** suspendAfterSeconds 8: stamps every 2 s (a quarter), deadline 8 s after the newest activity. */
 const PERIOD_S = 8;
@@ -211,28 +211,28 @@ describe('activity stamps', () => {
   test('no connection: the runtime is probed within an interval of the deadline, at most once an interval; a running process stamps', async () => {
     makeTracker(true);
     store.put(idle('sb'), idle('starting', { ready: false }), idle('plain', { policy: false }));
-    // Deadline T0 + 8 s: the probe comes at T0 + 6 s, not before.
-    clock.advance(6000 - 100);
+    // Deadline T0 + 8.999 s (Ready at T0 in whole seconds: read as the end of that second): the probe comes 2 s before, not sooner.
+    clock.advance(6999 - 100);
     await flush();
     expect(probes).toEqual([]);
     probeAnswer = true;
     clock.advance(200);
     await flush();
-    expect(probes).toEqual(['sb@6005']);
-    // Stamped as the probe answers (the fake clock has moved on to T0 + 6.1 s by then).
-    expect(writes.stampsOf('sb')).toEqual([T0 + 6100]);
-    // The watch shows the stamp: the deadline moves to T0 + 14.1 s, the next probe to 2 s before it.
-    store.put(idle('sb', { lastActivity: T0 + 6100 }));
+    expect(probes).toEqual(['sb@7004']);
+    // Stamped as the probe answers (the fake clock has moved on to T0 + 7.099 s by then).
+    expect(writes.stampsOf('sb')).toEqual([T0 + 7099]);
+    // The watch shows the stamp: the deadline moves to T0 + 15.099 s, the next probe to 2 s before it.
+    store.put(idle('sb', { lastActivity: T0 + 7099 }));
     probeAnswer = false;
-    clock.advance(12_000 - 6100);
+    clock.advance(13_000 - 7099);
     await flush();
-    expect(probes).toEqual(['sb@6005']);
+    expect(probes).toEqual(['sb@7004']);
     for (let i = 0; i < 10; i++) {
       clock.advance(INTERVAL);
       await flush();
     }
     // Not stamped without a process; probed again once an interval while it stays Running past its deadline.
-    expect(writes.stampsOf('sb')).toEqual([T0 + 6100]);
+    expect(writes.stampsOf('sb')).toEqual([T0 + 7099]);
     expect(probes.length).toBeGreaterThan(2);
     const times = probes.map((p) => Number(p.split('@')[1]));
     for (let i = 1; i < times.length; i++) expect(times[i] - times[i - 1]).toBeGreaterThanOrEqual(INTERVAL);
