@@ -3,7 +3,7 @@ import { CONTROLLER_FLAGS, CONTROLLER_LOG_LEVELS, controllerFlag, parseControlle
 import { defaultSandboxNetworkPolicySpec } from '../src/api/network-policy-defaults';
 import { ImagePullPolicy } from '../src/container';
 import { AgentSandboxExtensions, AgentSandboxSystem, AgentSandboxSystemProps, ControllerLogLevel, ControllerOptions } from '../src/install';
-import { OPERATOR_SANDBOX_LABELS, OWNERSHIP_POLICY_NAME } from '../src/install/admission-policy';
+import { OPERATOR_SANDBOX_LABELS, OWNERSHIP_POLICY_NAME, ROUTER_POLICY_NAME } from '../src/install/admission-policy';
 import { AllowRouterIngress, DnsAccess } from '../src/network-policy';
 import { SandboxTemplate } from '../src/template';
 
@@ -495,6 +495,35 @@ describe('the admission policy', () => {
       'agents.x-k8s.io/sandbox-template-hash', 'agents.x-k8s.io/sandbox-template-ref-hash', 'agents.x-k8s.io/warm-pool-sandbox',
     ]);
     expect(OPERATOR_SANDBOX_LABELS).not.toContain('agents.x-k8s.io/created-by');
+  });
+
+  test('the router policy: with the router, Deny-bound, on updates of Sandboxes by the ServiceAccount its ClusterRole is bound to', () => {
+    const objects = synth({ namespace: 'edge', router: {} });
+    const spec = find(objects, 'ValidatingAdmissionPolicy', ROUTER_POLICY_NAME).spec;
+    expect(find(objects, 'ValidatingAdmissionPolicyBinding', ROUTER_POLICY_NAME).spec).toEqual({ policyName: ROUTER_POLICY_NAME, validationActions: ['Deny'] });
+    expect(spec.failurePolicy).toBe('Fail');
+    expect(spec.matchConstraints.resourceRules).toEqual([{ apiGroups: [SANDBOXES], apiVersions: ['*'], operations: ['UPDATE'], resources: ['sandboxes'] }]);
+    const patcher = find(objects, 'ClusterRole', 'sandbox-router').rules.find((r: any) => r.verbs.includes('patch'));
+    expect(patcher.resources).toEqual(['sandboxes']);
+    const subject = find(objects, 'ClusterRoleBinding', 'sandbox-router').subjects[0];
+    expect(spec.matchConditions).toEqual([{ name: 'the-router', expression: `request.userInfo.username == "system:serviceaccount:${subject.namespace}:${subject.name}"` }]);
+    expect(subject).toEqual({ kind: 'ServiceAccount', name: 'sandbox-router', namespace: 'edge' });
+    // Every spec field the CRD declares but operatingMode is compared; the two annotations are exempt.
+    const specChanged = spec.variables.find((v: any) => v.name === 'specChanged').expression;
+    for (const f of ['podTemplate', 'volumeClaimTemplates', 'service', 'shutdownTime', 'shutdownPolicy', 'idlePolicy']) expect(specChanged).toContain(`"spec.${f}"`);
+    expect(specChanged).not.toContain('operatingMode');
+    expect(spec.variables.find((v: any) => v.name === 'annotationsChanged').expression)
+      .toContain('!(k in ["agents.x-k8s.io/last-activity", "agents.x-k8s.io/idle-suspended-at"])');
+    expect(spec.validations[1].expression).toBe('variables.mode == variables.oldMode || (variables.oldMode == "Suspended" && variables.mode == "Running" && variables.resumable)');
+    const messages = spec.validations.map(messageOf).join('\n');
+    for (const field of ['metadata.labels', 'metadata.annotations', 'metadata.ownerReferences', 'metadata.finalizers', 'spec.operatingMode from']) expect(messages).toContain(field);
+    expect(messages).toContain('the sandbox router may only stamp agents.x-k8s.io/last-activity and resume a Sandbox whose idlePolicy allows it; it changed ');
+  });
+
+  test('the router policy ships only with the router and the admission policies', () => {
+    const names = (objects: any[]) => ofKind(objects, 'ValidatingAdmissionPolicy').map((o) => o.metadata.name);
+    expect(names(synth())).not.toContain(ROUTER_POLICY_NAME);
+    expect(names(synth({ router: {}, admissionPolicy: false }))).toEqual([]);
   });
 
   test('admissionPolicy: false ships none of it', () => {

@@ -11,8 +11,10 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { CONTROLLER } from './manifest';
 import { PART_OF_LABEL } from '../api/crd-manifests';
+import { OperatingMode } from '../api/enums';
 import { CORE_GROUP, EXTENSIONS_GROUP, KINDS } from '../api/groups';
-import { SandboxLabels } from '../api/labels';
+import { SandboxAnnotations, SandboxLabels } from '../api/labels';
+import { SANDBOX_SCHEMA } from '../api/schema';
 import {
   APPARMOR_ANNOTATION_PREFIX, BASELINE_CAPABILITIES, CONFINED_PROFILE_TYPES, HARDENING_DEFAULTS, HardeningDefault, RESTRICTED_CAPABILITY,
   RESTRICTED_VOLUME_TYPES, SAFE_SYSCTLS, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, SELINUX_TYPES,
@@ -603,6 +605,91 @@ export function addCredentialsPolicy(scope: Construct, settings: CredentialsPoli
 }
 
 const claimMetadata = (o: string, map: 'labels' | 'annotations') => `${o}.spec.?additionalPodMetadata.?${map}.orValue({})`;
+
+/** Name of the policy (and binding) on what the sandbox router may change in a Sandbox. */
+export const ROUTER_POLICY_NAME = 'agent-sandbox-router';
+/** The annotations the router writes on a Sandbox: its activity stamp, and the idle mark a resume removes. */
+export const ROUTER_ANNOTATIONS: readonly string[] = [SandboxAnnotations.LAST_ACTIVITY, SandboxAnnotations.IDLE_SUSPENDED_AT];
+const ROUTER_MAY = `the sandbox router may only stamp ${SandboxAnnotations.LAST_ACTIVITY} and resume a Sandbox whose idlePolicy allows it; it changed `;
+
+/** CEL: the keys of map `now` that are added, changed or removed against `before`, except `exempt`. */
+function changedKeys(now: string, before: string, exempt: readonly string[] = []): string {
+  const skip = exempt.length > 0 ? `!(k in ${celList(exempt)}) && ` : '';
+  return `${now}.filter(k, ${skip}(!(k in ${before}) || ${before}[k] != ${now}[k])) + ${before}.filter(k, ${skip}!(k in ${now}))`;
+}
+
+/**
+ * The router has cluster-wide `patch` on Sandboxes for exactly two writes: the
+ * {@link SandboxAnnotations.LAST_ACTIVITY} stamp, and the resume of an idle-suspended Sandbox whose
+ * idlePolicy allows it (operatingMode Suspended to Running, removing
+ * {@link SandboxAnnotations.IDLE_SUSPENDED_AT}). This policy refuses every other update by `username`
+ * (the router's ServiceAccount), so a compromised router cannot rewrite a pod template (image,
+ * command, ServiceAccount), labels, ownerReferences, finalizers or other annotations. Status is a
+ * subresource the router may not write (and `sandboxes` does not match `sandboxes/status`). The spec
+ * fields are compared one by one, as the CRD declares them (it prunes any other): CEL type-checks a
+ * typed object's fields, not iteration over them.
+ */
+export function addRouterPolicy(scope: Construct, username: string): ApiObject {
+  const specFields = Object.keys(SANDBOX_SCHEMA.properties!.spec.properties!).filter((f) => f !== 'operatingMode');
+  const fieldChanged = (f: string) => `has(object.spec.${f}) != has(oldObject.spec.${f}) || (has(object.spec.${f}) && object.spec.${f} != oldObject.spec.${f})`;
+  const keys = (what: string) => `'metadata.${what}["' + variables.${what}Changed.join('"], metadata.${what}["') + '"]'`;
+  const { RUNNING, SUSPENDED } = OperatingMode;
+  const validations: Validation[] = [
+    {
+      expression: 'size(variables.specChanged) == 0',
+      messageExpression: `${q(ROUTER_MAY)} + variables.specChanged.join(', ')`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: `variables.mode == variables.oldMode || (variables.oldMode == ${q(SUSPENDED)} && variables.mode == ${q(RUNNING)} && variables.resumable)`,
+      messageExpression: `${q(ROUTER_MAY)} + 'spec.operatingMode from ' + variables.oldMode + ' to ' + variables.mode`
+        + ` + (variables.oldMode != ${q(SUSPENDED)} || variables.mode != ${q(RUNNING)} ? ''`
+        + ' : has(oldObject.spec.idlePolicy) ? \' (its idlePolicy has resumeOnRequest: false)\' : \' (it has no idlePolicy)\')',
+      reason: 'Forbidden',
+    },
+    {
+      expression: 'size(variables.labelsChanged) == 0',
+      messageExpression: `${q(ROUTER_MAY)} + ${keys('labels')}`,
+      reason: 'Forbidden',
+    },
+    {
+      expression: 'size(variables.annotationsChanged) == 0',
+      messageExpression: `${q(ROUTER_MAY)} + ${keys('annotations')}`,
+      reason: 'Forbidden',
+    },
+    ...(['ownerReferences', 'finalizers'] as const).map((field) => ({
+      expression: `object.metadata.?${field}.orValue([]) == oldObject.metadata.?${field}.orValue([])`,
+      message: `${ROUTER_MAY}metadata.${field}`,
+      reason: 'Forbidden',
+    })),
+  ];
+  const policy = new ApiObject(scope, 'RouterAdmissionPolicy', {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'ValidatingAdmissionPolicy',
+    metadata: { name: ROUTER_POLICY_NAME, labels: { ...PART_OF_LABEL } },
+    spec: {
+      failurePolicy: 'Fail',
+      matchConstraints: {
+        resourceRules: [{ apiGroups: [CORE_GROUP], apiVersions: ['*'], operations: ['UPDATE'], resources: [KINDS.sandbox.plural] }],
+      },
+      matchConditions: [{ name: 'the-router', expression: `request.userInfo.username == ${q(username)}` }],
+      variables: [
+        { name: 'specChanged', expression: `[${specFields.map((f) => `${fieldChanged(f)} ? ${q(`spec.${f}`)} : ''`).join(', ')}].filter(s, s != '')` },
+        { name: 'mode', expression: `object.spec.?operatingMode.orValue(${q(RUNNING)})` },
+        { name: 'oldMode', expression: `oldObject.spec.?operatingMode.orValue(${q(RUNNING)})` },
+        { name: 'resumable', expression: 'has(oldObject.spec.idlePolicy) && oldObject.spec.idlePolicy.?resumeOnRequest.orValue(true)' },
+        { name: 'labelsChanged', expression: changedKeys('object.metadata.?labels.orValue({})', 'oldObject.metadata.?labels.orValue({})') },
+        {
+          name: 'annotationsChanged',
+          expression: changedKeys('object.metadata.?annotations.orValue({})', 'oldObject.metadata.?annotations.orValue({})', ROUTER_ANNOTATIONS),
+        },
+      ],
+      validations,
+    },
+  });
+  denyBinding(scope, 'RouterAdmissionPolicyBinding', ROUTER_POLICY_NAME);
+  return policy;
+}
 
 function denyBinding(scope: Construct, id: string, policyName: string): void {
   new ApiObject(scope, id, {

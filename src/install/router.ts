@@ -58,11 +58,17 @@ export function checkRouter(errors: ErrorList, router: SandboxRouterOptions): vo
 const ROUTER_NAME = 'sandbox-router';
 const RBAC_API = 'rbac.authorization.k8s.io/v1';
 
+/** The user name the router's ServiceAccount in `namespace` authenticates as. */
+export const routerUsername = (namespace: string) => `system:serviceaccount:${namespace}:${ROUTER_NAME}`;
+
 /**
  * What the router reads, asks and writes: Sandboxes and their Pods (its routing caches),
  * TokenReviews and SubjectAccessReviews (its default `--auth=kubernetes` mode), and patches of
  * Sandboxes with an idle policy (last-activity stamps, and the resume a request for a suspended one
- * asks for, only once the caller is authorized for it).
+ * asks for, only once the caller is authorized for it). RBAC cannot narrow `patch` to those: the
+ * `agent-sandbox-router` ValidatingAdmissionPolicy (admission-policy.ts, shipped with the router
+ * unless admissionPolicy is false) enforces the limit, refusing any other change to a Sandbox by
+ * this ServiceAccount.
  */
 const ROUTER_RULES = [
   { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list', 'watch', 'patch'] },

@@ -7,7 +7,7 @@ import { SandboxFlowControl, SandboxFlowControlOptions } from '../flow-control';
 import {
   ALLOW_CREDENTIALS_ANNOTATION, ALLOW_CREDENTIALS_CLUSTER_ROLE, ALLOW_CREDENTIALS_VERB,
   ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB,
-  DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, addCredentialsPolicy, checkAllowedCapabilities, checkCredentialsPolicy,
+  DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, addCredentialsPolicy, addRouterPolicy, checkAllowedCapabilities, checkCredentialsPolicy,
 } from './admission-policy';
 import { _dropClusterScopedNamespaces } from '../object-ref';
 import type { AgentSandboxExtensions } from './extensions';
@@ -21,7 +21,7 @@ import {
   operatorDeployment, operatorDisruptionBudget, resolveOperator,
 } from './operator-deployment';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
-import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf } from './router';
+import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf, routerUsername } from './router';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 
@@ -61,7 +61,11 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * every rule. Also the `agent-sandbox-ownership` policy: only the operator (and the garbage
    * collector, removing references) may set or change a Sandbox's SandboxClaim or SandboxWarmPool
    * ownerReferences and the system labels that claiming and the NetworkPolicy read, which the router
-   * trusts. Needs Kubernetes 1.30 or later.
+   * trusts. With `router`, also the `agent-sandbox-router` policy: the router's ServiceAccount,
+   * which needs `patch` on every Sandbox, may only stamp `agents.x-k8s.io/last-activity` and resume
+   * an idle-suspended Sandbox whose idlePolicy allows it (operatingMode Suspended to Running, removing
+   * `agents.x-k8s.io/idle-suspended-at`); any other change it makes is refused. Needs Kubernetes
+   * 1.30 or later.
    * @default true
    */
   readonly admissionPolicy?: boolean;
@@ -211,6 +215,7 @@ export class AgentSandboxSystem extends Construct {
         routerPodLabels: this.routerPodLabels ?? props.controller?.routerPodLabels ?? defaultRouterPodLabels(),
         allowedCapabilities: props.admissionPolicyAllowedCapabilities ?? DEFAULT_ALLOWED_CAPABILITIES,
       });
+      if (props.router) addRouterPolicy(this, routerUsername(this.namespace));
     }
     if (props.credentialsPolicy === true) {
       this.credentialsPolicy = addCredentialsPolicy(this, {
