@@ -21,7 +21,7 @@ import { type Authorizer, isRefusal, type Principal } from './auth';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
-import { REASON_HEADER, type Resolved, type Resolver } from './resolve';
+import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './resolve';
 import type { Resumer } from './resume';
 import type { Logger } from '../runtime/log';
 
@@ -49,7 +49,7 @@ export interface RouterOptions {
   /** False until the caches have synced: until then an absent sandbox may just not be listed yet (503, not 404). */
   readonly cachesSynced?: () => boolean;
   /** Resumes a suspended sandbox for a request (none: a suspended sandbox is always a 409). */
-  readonly resumer?: Pick<Resumer, 'resumeFor' | 'held' | 'waitMs'>;
+  readonly resumer?: Pick<Resumer, 'resumeFor' | 'hold' | 'held'>;
   /** Told of every admitted request, connection and stream, until it ends (the idle clock's activity). */
   readonly activity?: Pick<ActivityTracker, 'track'>;
 }
@@ -267,26 +267,25 @@ export class Router {
     signal?.addEventListener('abort', onLeft, { once: true });
     if (signal?.aborted) cut.abort();
     this.waits.add(cut);
-    let settled: Awaited<ReturnType<Resolver['settle']>>;
     const waitStarted = performance.now();
     const resumer = this.opts.resumer;
-    // Only a sandbox the cache showed, for a caller authorized for it above, is resumed.
+    // Only a sandbox the cache showed, for a caller authorized for it above, is resumed; a held request is its activity from the start.
     const resume = seen ? resumer?.resumeFor(target) : undefined;
+    const holding = resume ? this.opts.activity?.track(target.namespace, target.id, () => undefined) : undefined;
+    let settled: Settled | Refused;
     try {
-      const failed = await resume;
-      if (failed) return failed;
       // A resume is held up to --resume-wait (its patch included), any other wait up to --ready-wait; neither past X-Sandbox-Timeout.
-      const bound = resume ? resumer!.waitMs - (performance.now() - waitStarted) : (this.opts.readyWaitMs ?? 0);
-      settled = await resolver.settle(target, Math.min(bound, target.timeoutMs ?? Infinity), cut.signal, resume !== undefined);
+      settled = resume ? await resumer!.hold(resume, target.timeoutMs, waitStarted, cut.signal, (ms) => resolver.settle(target, ms, cut.signal, true))
+        : await resolver.settle(target, Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity), cut.signal);
     } finally {
+      holding?.();
       this.waits.delete(cut);
       signal?.removeEventListener('abort', onLeft);
-      if (!seen) {
-        const left = (this.unseenWaits.get(principal.key) ?? 1) - 1;
-        if (left <= 0) this.unseenWaits.delete(principal.key);
-        else this.unseenWaits.set(principal.key, left);
-      }
+      const left = seen ? -1 : (this.unseenWaits.get(principal.key) ?? 1) - 1;
+      if (left === 0) this.unseenWaits.delete(principal.key);
+      else if (left > 0) this.unseenWaits.set(principal.key, left);
     }
+    if (!('outcome' in settled)) return settled;
     const { result: resolved, outcome } = settled;
     // Authorized again when the wait changed what controls the sandbox (a pool member just claimed), or first now.
     const now = resolver.accessOf(target.namespace, target.id) ?? { namespace: target.namespace, sandbox: target.id };

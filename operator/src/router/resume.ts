@@ -8,7 +8,7 @@
  * while the watch still shows the suspension does not patch again. The patch stamps last activity
  * with the resume, so the operator does not suspend it again before the request gets through.
  */
-import { type ResolveRequest, type Resolved, SUSPENDED_REASON, type SettleOutcome, type Unresolved } from './resolve';
+import { type ResolveRequest, type Resolved, type Settled, SUSPENDED_REASON, type SettleOutcome, type Unresolved } from './resolve';
 import { SandboxAnnotations } from '../../../src/api/labels';
 import { activityStamp, isReady, RESOURCES, resumesOnRequest, type Sandbox } from '../model';
 import type { RouterMetrics } from './metrics';
@@ -86,6 +86,22 @@ export class Resumer {
   }
 
   /**
+   * Holds a request for `resume` (from resumeFor): its patch, then `settle` (the caches' wait for
+   * the Sandbox to serve, with the time left), the whole bounded by --resume-wait and the request's
+   * X-Sandbox-Timeout counted from `startedMs` (performance.now()) and cut short by `signal`. A slow
+   * patch ends the hold like a slow Pod does (`timeout`, then held()'s 503). The refusal of a failed
+   * resume, or how the wait settled.
+   */
+  public async hold(resume: Promise<ResumeRefusal | undefined>, timeoutMs: number | undefined, startedMs: number, signal: AbortSignal,
+    settle: (waitMs: number) => Promise<Settled>): Promise<ResumeRefusal | Settled> {
+    const bound = Math.min(this.opts.waitMs, timeoutMs ?? Infinity);
+    const left = () => Math.max(0, bound - (performance.now() - startedMs));
+    const patched = await within(resume, left(), signal);
+    if (patched === 'timeout' || patched === 'aborted') return { ...(await settle(0)), outcome: patched };
+    return patched ?? settle(left());
+  }
+
+  /**
    * After a request's wait for a resume (`waitedMs` since it asked): counts it, and returns the
    * 503 SandboxResuming when the Sandbox still does not serve at the bound. A refusal that is no
    * longer about the resume (the Sandbox was deleted: 404) stands as it is.
@@ -137,6 +153,21 @@ export class Resumer {
     clearTimeout(resume.timer);
     this.resumes.delete(key);
   }
+}
+
+/** `promise`'s value, or 'timeout' after `ms`, or 'aborted' when `signal` aborts first. */
+function within<T>(promise: Promise<T>, ms: number, signal: AbortSignal): Promise<T | 'timeout' | 'aborted'> {
+  if (signal.aborted) return Promise.resolve('aborted');
+  return new Promise((resolve, reject) => {
+    const end = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', aborted);
+    };
+    const aborted = () => resolve('aborted');
+    const timer = setTimeout(() => resolve('timeout'), ms);
+    signal.addEventListener('abort', aborted, { once: true });
+    promise.then((value) => resolve(value), reject).finally(end);
+  });
 }
 
 function keyOf(sandbox: Sandbox): string {

@@ -1,8 +1,10 @@
+import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP, type Upstream } from './harness';
 import { SandboxAnnotations } from '../../../src/api/labels';
 import type { Sandbox } from '../../src/model';
+import { ActivityTracker } from '../../src/router/activity';
 import type { Authorizer } from '../../src/router/auth';
 import type { RouterOptions } from '../../src/router/proxy';
 import { Resumer } from '../../src/router/resume';
@@ -33,12 +35,17 @@ describe('resume on request', () => {
   let h: Harness;
   let client: FakeClient;
   let resumer: Resumer | undefined;
+  let tracker: ActivityTracker | undefined;
+  /** Set to hold the resume patch until it is called (null: answer at once). */
+  let patchGate: Promise<void> | null;
   const route = (id: string, extra: Record<string, string> = {}) => ({ 'x-sandbox-id': id, 'x-sandbox-port': String(upstream.port), ...extra });
 
-  async function start(waitMs = 30_000, overrides: Partial<RouterOptions> = {}): Promise<void> {
+  async function start(waitMs = 30_000, overrides: Partial<RouterOptions> = {}, withActivity = false): Promise<void> {
     h = await startRouter({ readyWaitMs: 2_000, ...overrides }, ({ sandboxes, metrics }) => {
-      resumer = new Resumer({ client, sandboxes, waitMs, log: SILENT_LOGGER, metrics });
-      return { resumer };
+      const gated: Pick<FakeClient, 'patch'> = { patch: async (...args) => (await patchGate, client.patch(...args)) };
+      resumer = new Resumer({ client: gated, sandboxes, waitMs, log: SILENT_LOGGER, metrics });
+      tracker = withActivity ? new ActivityTracker({ sandboxes, client, log: SILENT_LOGGER }) : undefined;
+      return { resumer, ...(tracker ? { activity: tracker } : {}) };
     });
   }
 
@@ -65,10 +72,12 @@ describe('resume on request', () => {
   beforeEach(async () => {
     upstream = await startUpstream(echoHandler);
     client = new FakeClient();
+    patchGate = null;
   });
 
   afterEach(async () => {
     resumer?.close();
+    tracker?.stop();
     await h.close();
     await upstream.close();
   });
@@ -199,4 +208,54 @@ describe('resume on request', () => {
       h2server.close();
     }
   });
+
+  test('a resume patch the API server is slow to answer is bounded like the rest of the wait: X-Sandbox-Timeout, and a client that leaves', async () => {
+    await start();
+    let answer: () => void = () => undefined;
+    patchGate = new Promise((resolve) => (answer = resolve));
+    put(asleep('idle'));
+    const bounded = await request(h.port, '/', route('idle', { 'x-sandbox-timeout': '0.3' }));
+    expect({ status: bounded.status, reason: bounded.headers['x-sandbox-reason'], retry: bounded.headers['retry-after'] }).toEqual({ status: 503, reason: 'SandboxResuming', retry: '2' });
+    // A client that leaves while the patch hangs frees its connection slot at once.
+    const gone = new Promise<void>((resolve) => {
+      const req = http.request({ host: '127.0.0.1', port: h.port, path: '/', headers: route('idle'), agent: false });
+      req.on('error', () => resolve());
+      req.end();
+      void until(() => h.router.openConnections === 1).then(() => req.destroy());
+    });
+    await gone;
+    await until(() => h.router.openConnections === 0);
+    answer();
+    await until(() => patches().length === 1);
+  }, 30_000);
+
+  test('the time the patch took comes off the rest of the hold: X-Sandbox-Timeout bounds the whole request', async () => {
+    await start();
+    let answer: () => void = () => undefined;
+    patchGate = new Promise((resolve) => (answer = resolve));
+    setTimeout(() => answer(), 1_000);
+    put(asleep('idle'));
+    const started = performance.now();
+    const refused = await request(h.port, '/', route('idle', { 'x-sandbox-timeout': '1.2' }));
+    expect(refused.status).toBe(503);
+    expect(patches()).toHaveLength(1);
+    // 1.2 s in all, not 1 s of patch plus a fresh 1.2 s of waiting (lenient for a loaded machine: the bug took 2.2 s).
+    expect(performance.now() - started).toBeLessThan(2_000);
+  }, 30_000);
+
+  test('a held request is the Sandbox\'s activity from the start: stamped once the cache shows it Running, before it is Ready', async () => {
+    await start(30_000, {}, true);
+    const sb = asleep('idle');
+    // 1 s policy: a stamp every 500 ms while in use.
+    sb.spec.idlePolicy = { suspendAfterSeconds: 1 };
+    put(sb);
+    const reply = request(h.port, '/', route('idle'));
+    await until(() => patches().length === 1);
+    showLive('idle', false);
+    const stamps = () => patches().filter((p) => (p.body as Sandbox).spec === undefined);
+    await until(() => stamps().length >= 1);
+    expect(h.dialed).toEqual([]);
+    showLive('idle', true);
+    expect((await reply).status).toBe(200);
+  }, 30_000);
 });
