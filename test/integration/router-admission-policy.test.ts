@@ -1,25 +1,22 @@
 /**
  * The router's admission policy on a real API server. The router's ClusterRole has `patch` on every
  * Sandbox, for two writes only: the last-activity stamp and the resume of an idle-suspended Sandbox
- * whose idlePolicy allows it. The bundle (with `router`, in this test's namespace) is synthesized;
- * its `agent-sandbox-router` policy and binding are applied (named for the namespace, so nothing
- * cluster-wide of other files is touched), with the router's ServiceAccount, ClusterRole and
- * binding, and the requests are made with a real token of that ServiceAccount: the API server
+ * whose idlePolicy allows it. RouterRbac synthesizes the bundle (with `router`, in this test's
+ * namespace) and applies the router's ServiceAccount, ClusterRole and binding and its
+ * `agent-sandbox-router` policy and binding (named for the namespace, so nothing cluster-wide of
+ * other files is touched), and the requests are made with a real token of that ServiceAccount: the API server
  * authorizes them with the bundle's RBAC and the policy sees the router's user name. Every other
  * change is refused with a message naming it; the same change by the admin is admitted.
  */
-import { Testing } from 'cdk8s';
 import { RouterRbac } from './data-plane/router-rbac';
 import { sandboxManifest } from './operator/sandbox-api';
 import { SandboxAnnotations } from '../../src/api/labels';
-import { AgentSandboxSystem } from '../../src/install';
 import { ROUTER_POLICY_NAME } from '../../src/install/admission-policy';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { Kube, waitFor } from '../../tools/control-plane/kube';
 
 const kube = Kube.fromEnv();
 const admin = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
-const FIELD_MANAGER = 'router-admission-policy-test';
 const ADMISSION = '/apis/admissionregistration.k8s.io/v1';
 const MAY = 'the sandbox router may only stamp agents.x-k8s.io/last-activity and resume a Sandbox whose idlePolicy allows it; it changed ';
 const LAST_ACTIVITY = SandboxAnnotations.LAST_ACTIVITY;
@@ -52,15 +49,10 @@ const IDLE = { idlePolicy: { suspendAfterSeconds: 60 } };
 
 beforeAll(async () => {
   ns = await kube.createNamespace('router-admission');
-  const chart = Testing.chart();
-  new AgentSandboxSystem(chart, 'install', { namespace: ns, createNamespace: false, router: {} });
-  const shipped = Testing.synth(chart).filter((o) => o.kind.startsWith('ValidatingAdmissionPolicy') && o.metadata.name === ROUTER_POLICY_NAME);
-  expect(shipped.map((o) => o.kind).sort()).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-  policyName = `${ROUTER_POLICY_NAME}-${ns}`;
-  await kube.applyServerSide(shipped.map((o) => ({
-    ...o, metadata: { ...o.metadata, name: policyName }, ...(o.kind.endsWith('Binding') ? { spec: { ...o.spec, policyName } } : {}),
-  })), FIELD_MANAGER);
+  // The bundle's router ServiceAccount, ClusterRole and binding, and its router policy and binding.
   rbac = await RouterRbac.apply(kube, admin, ns);
+  policyName = rbac.admissionPolicy;
+  expect(policyName).toBe(`${ROUTER_POLICY_NAME}-${ns}`);
   router = new ApiClient(connectionFromKubeconfig(rbac.kubeconfig));
   // The API server loads a new policy asynchronously: wait until it refuses.
   const probe = await sandbox(IDLE);
@@ -70,10 +62,6 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  if (policyName) {
-    await admin.request('DELETE', `${ADMISSION}/validatingadmissionpolicybindings/${policyName}`);
-    await admin.request('DELETE', `${ADMISSION}/validatingadmissionpolicies/${policyName}`);
-  }
   await rbac?.remove();
   router?.close();
   if (ns) await kube.deleteNamespace(ns);
