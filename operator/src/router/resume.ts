@@ -10,7 +10,7 @@
  */
 import { type ResolveRequest, type Resolved, type Settled, SUSPENDED_REASON, type SettleOutcome, type Unresolved } from './resolve';
 import { SandboxAnnotations } from '../../../src/api/labels';
-import { activityStamp, isReady, RESOURCES, resumesOnRequest, type Sandbox } from '../model';
+import { activityStamp, activityStampIntervalMs, idlePolicyOf, isReady, lastActivityMs, RESOURCES, resumesOnRequest, type Sandbox } from '../model';
 import type { RouterMetrics } from './metrics';
 import { SYSTEM_CLOCK } from '../runtime/clock';
 import type { Logger } from '../runtime/log';
@@ -65,9 +65,10 @@ export class Resumer {
 
   /**
    * The resume a request for `req` is to wait for: this router's resume of that Sandbox still
-   * under way, or a new one when the cache shows it suspended and its idle policy lets a request
-   * resume it; undefined when no resume applies (the caller then gets today's answers). Call only
-   * for an authorized caller.
+   * under way, a new one when the cache shows it suspended and its idle policy lets a request
+   * resume it, or one with nothing to patch when it is Running and waking (`waking`: another
+   * router resumed it, or this one's resume ended at its bound); undefined when no resume applies
+   * (the caller then gets today's answers). Call only for an authorized caller.
    */
   public resumeFor(req: ResolveRequest): Promise<ResumeRefusal | undefined> | undefined {
     if (this.opts.waitMs <= 0) return undefined;
@@ -76,8 +77,13 @@ export class Resumer {
     const key = keyOf(sandbox);
     const pending = this.resumes.get(key);
     if (pending) return pending.done;
-    if (sandbox.spec?.operatingMode !== 'Suspended' || !resumesOnRequest(sandbox)) return undefined;
-    const resume: Resume = { done: this.patch(sandbox), shownRunning: false };
+    // Another router's resume (or an earlier one of this router's that ended at its bound): held the same way, nothing to patch.
+    if (sandbox.spec?.operatingMode !== 'Suspended') return waking(sandbox, this.opts.waitMs) ? this.start(key, Promise.resolve(undefined), true) : undefined;
+    return resumesOnRequest(sandbox) ? this.start(key, this.patch(sandbox), false) : undefined;
+  }
+
+  private start(key: string, done: Promise<ResumeRefusal | undefined>, shownRunning: boolean): Promise<ResumeRefusal | undefined> {
+    const resume: Resume = { done, shownRunning };
     this.resumes.set(key, resume);
     // However the caches lag, the shared resume ends with the longest any request waits for it.
     resume.timer = setTimeout(() => this.end(key, resume), this.opts.waitMs).unref();
@@ -153,6 +159,21 @@ export class Resumer {
     clearTimeout(resume.timer);
     this.resumes.delete(key);
   }
+}
+
+/**
+ * Whether the Running, not yet Ready `sandbox` is waking from an idle suspension: its policy lets a
+ * request wake it, and the resume is recent: the suspension mark is still on it (resumed by a
+ * client; the operator clears it), or its last activity is within --resume-wait and a stamp interval
+ * (a router's resume stamps it, and requests held meanwhile renew it every interval). A Sandbox that stays broken while requests
+ * keep coming is held as well, each request at most --resume-wait, then 503 SandboxResuming with
+ * Retry-After; one nobody asked for in that window gets the --ready-wait answers again.
+ */
+function waking(sandbox: Sandbox, waitMs: number): boolean {
+  if (!resumesOnRequest(sandbox) || isReady(sandbox)) return false;
+  if (sandbox.metadata.annotations?.[SandboxAnnotations.IDLE_SUSPENDED_AT] !== undefined) return true;
+  const last = lastActivityMs(sandbox);
+  return last !== undefined && SYSTEM_CLOCK.now() - last < waitMs + activityStampIntervalMs(idlePolicyOf(sandbox)!);
 }
 
 /** `promise`'s value, or 'timeout' after `ms`, or 'aborted' when `signal` aborts first. */

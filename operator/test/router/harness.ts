@@ -73,10 +73,12 @@ export function loopbackOnlyDial(dialed: string[]): RouterOptions['dial'] {
 }
 
 /** `withStores`: options that need the router's caches (a Resumer, an ActivityTracker), made from them. */
+/** `shared`: the caches of another harness (a second router replica watching the same API server). */
 export async function startRouter(overrides: Partial<RouterOptions> & { authorizer?: Authorizer } = {},
-  withStores?: (stores: { sandboxes: FakeStore<Sandbox>; metrics: RouterMetrics }) => Partial<RouterOptions>): Promise<Harness> {
-  const sandboxes = new FakeStore<Sandbox>();
-  const pods = new FakeStore<Pod>({ [POD_NAME_HASH_INDEX]: podNameHashIndex });
+  withStores?: (stores: { sandboxes: FakeStore<Sandbox>; metrics: RouterMetrics }) => Partial<RouterOptions>,
+  shared?: Pick<Harness, 'sandboxes' | 'pods'>): Promise<Harness> {
+  const sandboxes = shared?.sandboxes ?? new FakeStore<Sandbox>();
+  const pods = shared?.pods ?? new FakeStore<Pod>({ [POD_NAME_HASH_INDEX]: podNameHashIndex });
   const dialed: string[] = [];
   const metrics = new RouterMetrics(undefined, false);
   const resolver = new Resolver(sandboxes, pods);

@@ -258,4 +258,53 @@ describe('resume on request', () => {
     showLive('idle', true);
     expect((await reply).status).toBe(200);
   }, 30_000);
+
+  test('a second router replica holds a request for a Sandbox another resumed (Running, not yet Ready) without patching; so does one whose own resume ended', async () => {
+    await start();
+    put(asleep('idle'));
+    // Replica B: its own Resumer, the same caches (one API server), a short --ready-wait that would answer a plain 503.
+    let other: Resumer | undefined;
+    const b = await startRouter({ readyWaitMs: 100 }, ({ sandboxes, metrics }) => {
+      other = new Resumer({ client, sandboxes, waitMs: 30_000, log: SILENT_LOGGER, metrics });
+      return { resumer: other };
+    }, h);
+    try {
+      const viaA = request(h.port, '/', route('idle'));
+      await until(() => patches().length === 1);
+      showLive('idle', false);
+      const viaB = request(b.port, '/', route('idle'));
+      await until(() => other!.pending === 1 && h.resolver.waiting + b.resolver.waiting === 2);
+      // Well past B's --ready-wait: still held.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      showLive('idle', true);
+      expect([(await viaA).status, (await viaB).status]).toEqual([200, 200]);
+      expect(patches()).toHaveLength(1);
+    } finally {
+      other?.close();
+      await b.close();
+    }
+    // One router whose shared resume ended at its bound: the next request is held again (not patched), up to
+    // its bound, then 503 SandboxResuming with Retry-After (the SDK retries that), never the plain --ready-wait 503.
+    resumer?.close();
+    await h.close();
+    await start(300, { readyWaitMs: 50 });
+    put(asleep('slow'));
+    expect((await request(h.port, '/', route('slow'))).headers['x-sandbox-reason']).toBe('SandboxResuming');
+    showLive('slow', false);
+    await until(() => resumer!.pending === 0);
+    const again = await request(h.port, '/', route('slow'));
+    expect({ status: again.status, reason: again.headers['x-sandbox-reason'], retry: again.headers['retry-after'] }).toEqual({ status: 503, reason: 'SandboxResuming', retry: '2' });
+    expect(patches()).toHaveLength(2);
+    // Controls: Running and not Ready without a policy that allows a wake, or with no recent resume: the --ready-wait 503.
+    const manual = sandbox('manual', { ready: false });
+    const stale = sandbox('stale', { ready: false });
+    stale.spec.idlePolicy = { suspendAfterSeconds: 60 };
+    stale.metadata.annotations = { [SandboxAnnotations.LAST_ACTIVITY]: '2026-01-01T00:00:00.000Z' };
+    for (const sb of [manual, stale]) {
+      put(sb);
+      const plain = await request(h.port, '/', route(sb.metadata.name));
+      expect({ status: plain.status, reason: plain.headers['x-sandbox-reason'] }).toEqual({ status: 503, reason: undefined });
+    }
+    expect(patches()).toHaveLength(2);
+  }, 30_000);
 });
