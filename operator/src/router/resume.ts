@@ -6,7 +6,8 @@
  * merge patch per Sandbox however many requests arrive at once: they share it, and keep sharing it
  * until the caches show the Sandbox serving (or the wait bound passes), so a request that arrives
  * while the watch still shows the suspension does not patch again. The patch stamps last activity
- * with the resume, so the operator does not suspend it again before the request gets through.
+ * with the resume, so the operator does not suspend it again before the request gets through, and
+ * is conditional on the cached resourceVersion and uid (see `patch`).
  */
 import { type ResolveRequest, type Resolved, type Settled, SUSPENDED_REASON, type SettleOutcome, type Unresolved } from './resolve';
 import { SandboxAnnotations } from '../../../src/api/labels';
@@ -20,6 +21,8 @@ import { ApiError, type Informer, type KubeClient } from '../runtime/types';
 export const RESUMING_REASON = 'SandboxResuming';
 /** A resume takes a few seconds (a new Pod): asking again sooner would only be refused again. */
 const RESUMING_RETRY_AFTER_SECONDS = '2';
+/** How long a resume patch that met a 409 waits for the cache to show the change (the watch lags by milliseconds). */
+const CONFLICT_WAIT_MS = 1000;
 
 /** A refusal as the Router answers it (the shape of proxy.ts's Refused, which imports this module). */
 export interface ResumeRefusal {
@@ -48,10 +51,22 @@ interface Resume {
 
 export class Resumer {
   private readonly resumes = new Map<string, Resume>();
+  /** Resume patches that met a 409, each waiting for the cache to show what changed. */
+  private readonly conflicted = new Set<() => void>();
 
   public constructor(private readonly opts: ResumerOptions) {
-    const observe = (s: Sandbox) => this.resumes.size > 0 && this.observe(s);
-    opts.sandboxes.addHandlers({ onAdd: observe, onUpdate: (_, s) => observe(s), onDelete: (s) => this.end(keyOf(s)) });
+    const observe = (s: Sandbox) => {
+      this.conflicted.forEach((check) => check());
+      if (this.resumes.size > 0) this.observe(s);
+    };
+    opts.sandboxes.addHandlers({
+      onAdd: observe,
+      onUpdate: (_, s) => observe(s),
+      onDelete: (s) => {
+        this.conflicted.forEach((check) => check());
+        this.end(keyOf(s));
+      },
+    });
   }
 
   public get waitMs(): number {
@@ -125,20 +140,50 @@ export class Resumer {
     for (const [key, resume] of this.resumes) this.end(key, resume);
   }
 
-  private async patch(sandbox: Sandbox): Promise<ResumeRefusal | undefined> {
-    const { namespace, name } = sandbox.metadata;
+  /**
+   * The resume patch, conditional on the Sandbox the cache shows (its resourceVersion and uid): a
+   * change the cache has not seen (another router's resume, a newer suspension, a Sandbox made
+   * anew) fails it with 409. Then, once the cache shows the change: a Sandbox resumed meanwhile is
+   * joined, one still suspended and allowed a wake is patched once more, anything else refused.
+   */
+  private async patch(sandbox: Sandbox, retry = true): Promise<ResumeRefusal | undefined> {
+    const { namespace, name, resourceVersion, uid } = sandbox.metadata;
     const annotations = { [SandboxAnnotations.IDLE_SUSPENDED_AT]: null, [SandboxAnnotations.LAST_ACTIVITY]: activityStamp(SYSTEM_CLOCK.now()) };
-    const body = { spec: { operatingMode: 'Running' }, metadata: { annotations } };
+    const body = { spec: { operatingMode: 'Running' }, metadata: { resourceVersion: resourceVersion ?? '', uid, annotations } };
     try {
       await this.opts.client.patch(RESOURCES.sandboxes, namespace, name, 'merge', body);
       this.opts.metrics?.resumeStarted(namespace!, 'resumed');
       this.opts.log.info({ namespace, sandbox: name }, 'resuming an idle-suspended sandbox on request');
       return undefined;
     } catch (err) {
+      if (retry && err instanceof ApiError && err.statusCode === 409) {
+        const fresh = await this.changed(sandbox);
+        if (!fresh) return { status: 404, detail: `Sandbox ${namespace}/${name} not found.` };
+        if (fresh.spec?.operatingMode !== 'Suspended') return undefined;
+        if (resumesOnRequest(fresh)) return this.patch(fresh, false);
+      }
       this.opts.metrics?.resumeStarted(namespace!, 'failed');
       this.opts.log.warn({ namespace, sandbox: name, err: (err as Error).message }, 'could not resume a suspended sandbox on request');
       return resumeFailure(`${namespace}/${name}`, err as Error);
     }
+  }
+
+  /** The cached Sandbox once it differs from `sent` (another resourceVersion, or gone), or as it is after CONFLICT_WAIT_MS. */
+  private changed(sent: Sandbox): Promise<Sandbox | undefined> {
+    const { namespace, name, resourceVersion } = sent.metadata;
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        this.conflicted.delete(check);
+        resolve(this.opts.sandboxes.get(namespace!, name));
+      };
+      const check = () => {
+        if (this.opts.sandboxes.get(namespace!, name)?.metadata.resourceVersion !== resourceVersion) finish();
+      };
+      const timer = setTimeout(finish, CONFLICT_WAIT_MS);
+      this.conflicted.add(check);
+      check();
+    });
   }
 
   private observe(sandbox: Sandbox): void {

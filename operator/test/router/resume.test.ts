@@ -13,7 +13,7 @@ import { apiError, FakeClient } from '../fake-kube';
 
 const RESUMED_PATCH = {
   spec: { operatingMode: 'Running' },
-  metadata: { annotations: { [SandboxAnnotations.IDLE_SUSPENDED_AT]: null, [SandboxAnnotations.LAST_ACTIVITY]: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) } },
+  metadata: { resourceVersion: '5', uid: 'uid-idle', annotations: { [SandboxAnnotations.IDLE_SUSPENDED_AT]: null, [SandboxAnnotations.LAST_ACTIVITY]: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) } },
 };
 
 /** A Sandbox the operator suspended for idleness; `policy` false: none, 'no-resume': resumeOnRequest false. */
@@ -21,6 +21,7 @@ function asleep(name: string, policy: boolean | 'no-resume' = true): Sandbox {
   const sb = sandbox(name, { suspended: true });
   if (policy) sb.spec.idlePolicy = { suspendAfterSeconds: 60, ...(policy === 'no-resume' ? { resumeOnRequest: false } : {}) };
   sb.metadata.annotations = { [SandboxAnnotations.IDLE_SUSPENDED_AT]: '2026-01-01T00:00:00Z' };
+  sb.metadata.resourceVersion = '5';
   return sb;
 }
 
@@ -306,5 +307,49 @@ describe('resume on request', () => {
       expect({ status: plain.status, reason: plain.headers['x-sandbox-reason'] }).toEqual({ status: 503, reason: undefined });
     }
     expect(patches()).toHaveLength(2);
+  }, 30_000);
+
+  test('the resume patch is conditional on the cached resourceVersion and uid; on 409 the cache decides: resumed meanwhile joins, still suspended retries once, else 409', async () => {
+    await start();
+    const serverSide = (name: string, change: (sb: Sandbox) => void) => {
+      const live = structuredClone(client.live.get(`sandboxes/${name}`)) as Sandbox;
+      change(live);
+      live.metadata.resourceVersion = '9';
+      client.seed(() => 'sandboxes', live);
+      return live;
+    };
+    // Another router resumed it; this cache still shows the suspension: 409, then the watch shows it Running: joined.
+    put(asleep('idle'));
+    const resumedElsewhere = serverSide('idle', (sb) => {
+      sb.spec.operatingMode = 'Running';
+      delete sb.metadata.annotations![SandboxAnnotations.IDLE_SUSPENDED_AT];
+    });
+    const joined = request(h.port, '/', route('idle'));
+    await until(() => patches().length === 1);
+    expect(patches()[0].body).toEqual(RESUMED_PATCH);
+    h.sandboxes.put(structuredClone(resumedElsewhere));
+    showLive('idle', true);
+    expect((await joined).status).toBe(200);
+    expect(patches()).toHaveLength(1);
+    expect(client.live.get('sandboxes/idle')!.metadata.resourceVersion).toBe('9');
+    // Changed on the server but still suspended (a status write): retried once on the newer version.
+    put(asleep('other'));
+    const newer = serverSide('other', () => undefined);
+    const retried = request(h.port, '/', route('other'));
+    await until(() => patches().length === 2);
+    h.sandboxes.put(structuredClone(newer));
+    await until(() => patches().length === 3);
+    expect(patches()[2].body).toMatchObject({ metadata: { resourceVersion: '9', uid: 'uid-other' } });
+    showLive('other', true);
+    expect((await retried).status).toBe(200);
+    // Still suspended, but its policy no longer allows a wake: 409 SandboxSuspended.
+    put(asleep('pinned'));
+    const pinned = serverSide('pinned', (sb) => (sb.spec.idlePolicy = { suspendAfterSeconds: 60, resumeOnRequest: false }));
+    const refused = request(h.port, '/', route('pinned'));
+    await until(() => patches().length === 4);
+    h.sandboxes.put(structuredClone(pinned));
+    const answer = await refused;
+    expect({ status: answer.status, reason: answer.headers['x-sandbox-reason'] }).toEqual({ status: 409, reason: 'SandboxSuspended' });
+    expect(patches()).toHaveLength(4);
   }, 30_000);
 });
