@@ -138,12 +138,15 @@ describe('unauthenticated floods cost bounded TokenReviews', () => {
     const to = (token: string) => ({ 'x-sandbox-id': 'sb', 'x-sandbox-port': String(upstream.port), 'authorization': `Bearer ${token}` });
     expect((await request(h.port, '/', to('good'))).status).toBe(200);
     const statuses = new Map<number, number>();
+    const started = performance.now();
     for (let batch = 0; batch < 20; batch++) {
       const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => request(h!.port, '/', to(`bad-${batch}-${i}`))));
       for (const r of replies) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
     }
-    // Main sent one review per token (2,000). Here: the burst and what the rate refilled meanwhile.
-    expect(reviewer.tokenReviews).toBeLessThan(100);
+    // Main sent one review per token (2,000). Here: the burst and what the rate refilled meanwhile (5/s: a
+    // slow, loaded machine refills more; the good token's review is the 1).
+    const refilled = Math.ceil(5 * (performance.now() - started) / 1000);
+    expect(reviewer.tokenReviews).toBeLessThanOrEqual(1 + 20 + refilled);
     expect(statuses.get(429)).toBeGreaterThan(1_800);
     expect((statuses.get(401) ?? 0) + (statuses.get(429) ?? 0)).toBe(2_000);
     expect((await series(metrics, 'sandbox_router_token_reviews_total')).join('\n')).toMatch(/result="throttled"} \d{4}/);
@@ -151,7 +154,7 @@ describe('unauthenticated floods cost bounded TokenReviews', () => {
     const before = reviewer.tokenReviews;
     expect((await request(h.port, '/', to('good'))).status).toBe(200);
     expect(reviewer.tokenReviews).toBe(before);
-  });
+  }, 30_000);
 
   test('no lock-out: 30 agents behind one address start at once, and known tokens are re-checked unthrottled (and kept while the API server is down)', async () => {
     const users = Object.fromEntries(Array.from({ length: 30 }, (_, i) => [`agent-${i}`, `agent-${i}`]));

@@ -107,7 +107,7 @@ describe('resume on request', () => {
     // Served now: a later request neither patches nor waits.
     expect((await request(h.port, '/x', route('idle'))).status).toBe(200);
     expect(patches()).toHaveLength(1);
-  });
+  }, 30_000);
 
   test('a request that arrives after the patch, while the watch still shows the suspension, joins the same resume', async () => {
     await start();
@@ -119,7 +119,7 @@ describe('resume on request', () => {
     showLive('idle', true);
     expect([(await first).status, (await second).status]).toEqual([200, 200]);
     expect(patches()).toHaveLength(1);
-  });
+  }, 30_000);
 
   test('past X-Sandbox-Timeout or --resume-wait: 503 SandboxResuming with Retry-After; the resume was made', async () => {
     await start();
@@ -137,7 +137,7 @@ describe('resume on request', () => {
     const bounded = await request(h.port, '/', route('other'));
     expect({ status: bounded.status, reason: bounded.headers['x-sandbox-reason'] }).toEqual({ status: 503, reason: 'SandboxResuming' });
     expect(h.dialed).toEqual([]);
-  });
+  }, 30_000);
 
   test('a caller not authorized for the Sandbox resumes nothing; an authorized one does', async () => {
     await start(30_000, { authorizer: ONLY_GOOD });
@@ -150,7 +150,7 @@ describe('resume on request', () => {
     await until(() => patches().length === 1);
     showLive('idle', true);
     expect((await allowed).status).toBe(200);
-  });
+  }, 30_000);
 
   test('no idle policy, resumeOnRequest false, or --resume-wait 0s: 409 SandboxSuspended at once, nothing patched', async () => {
     await start();
@@ -167,7 +167,7 @@ describe('resume on request', () => {
     const reply = await request(h.port, '/', route('idle'));
     expect({ status: reply.status, reason: reply.headers['x-sandbox-reason'] }).toEqual({ status: 409, reason: 'SandboxSuspended' });
     expect(patches()).toEqual([]);
-  });
+  }, 30_000);
 
   test('a resume patch the API server refuses: 403 is a 502 naming the missing permission, 404 a 404; the next request tries again', async () => {
     await start();
@@ -183,7 +183,7 @@ describe('resume on request', () => {
     await until(() => patches().length === 3);
     showLive('idle', true);
     expect((await retried).status).toBe(200);
-  });
+  }, 30_000);
 
   test('an HTTP/2 request shares the same admission: it resumes the Sandbox and is served', async () => {
     await start();
@@ -208,7 +208,7 @@ describe('resume on request', () => {
       // Closes once the router's pooled session to it is gone (afterEach closes the router).
       h2server.close();
     }
-  });
+  }, 30_000);
 
   test('a resume patch the API server is slow to answer is bounded like the rest of the wait: X-Sandbox-Timeout, and a client that leaves', async () => {
     await start();
