@@ -23,6 +23,13 @@ export const RESUMING_REASON = 'SandboxResuming';
 const RESUMING_RETRY_AFTER_SECONDS = '2';
 /** How long a resume patch that met a 409 waits for the cache to show the change (the watch lags by milliseconds). */
 const CONFLICT_WAIT_MS = 1000;
+/**
+ * Resume patches tried again after a 409 on a Sandbox still suspended and allowed a wake. Just
+ * after a suspension the operator writes the Sandbox's status a few times (the Pod terminating,
+ * then gone), so a patch can meet more than one newer version in a row; each try waits for the
+ * cache to show the change first, so this bounds a burst, never a loop.
+ */
+const CONFLICT_RETRIES = 8;
 
 /** A refusal as the Router answers it (the shape of proxy.ts's Refused, which imports this module). */
 export interface ResumeRefusal {
@@ -143,10 +150,11 @@ export class Resumer {
   /**
    * The resume patch, conditional on the Sandbox the cache shows (its resourceVersion and uid): a
    * change the cache has not seen (another router's resume, a newer suspension, a Sandbox made
-   * anew) fails it with 409. Then, once the cache shows the change: a Sandbox resumed meanwhile is
-   * joined, one still suspended and allowed a wake is patched once more, anything else refused.
+   * anew, or only a status write just after the suspension) fails it with 409. Then, once the cache
+   * shows the change: a Sandbox resumed meanwhile is joined, one still suspended and allowed a wake
+   * is patched again on the newer version (up to CONFLICT_RETRIES times), anything else refused.
    */
-  private async patch(sandbox: Sandbox, retry = true): Promise<ResumeRefusal | undefined> {
+  private async patch(sandbox: Sandbox, retriesLeft = CONFLICT_RETRIES): Promise<ResumeRefusal | undefined> {
     const { namespace, name, resourceVersion, uid } = sandbox.metadata;
     const annotations = { [SandboxAnnotations.IDLE_SUSPENDED_AT]: null, [SandboxAnnotations.LAST_ACTIVITY]: activityStamp(SYSTEM_CLOCK.now()) };
     const body = { spec: { operatingMode: 'Running' }, metadata: { resourceVersion: resourceVersion ?? '', uid, annotations } };
@@ -156,11 +164,11 @@ export class Resumer {
       this.opts.log.info({ namespace, sandbox: name }, 'resuming an idle-suspended sandbox on request');
       return undefined;
     } catch (err) {
-      if (retry && err instanceof ApiError && err.statusCode === 409) {
+      if (retriesLeft > 0 && err instanceof ApiError && err.statusCode === 409) {
         const fresh = await this.changed(sandbox);
         if (!fresh) return { status: 404, detail: `Sandbox ${namespace}/${name} not found.` };
         if (fresh.spec?.operatingMode !== 'Suspended') return undefined;
-        if (resumesOnRequest(fresh)) return this.patch(fresh, false);
+        if (resumesOnRequest(fresh)) return this.patch(fresh, retriesLeft - 1);
       }
       this.opts.metrics?.resumeStarted(namespace!, 'failed');
       this.opts.log.warn({ namespace, sandbox: name, err: (err as Error).message }, 'could not resume a suspended sandbox on request');

@@ -309,12 +309,12 @@ describe('resume on request', () => {
     expect(patches()).toHaveLength(2);
   }, 30_000);
 
-  test('the resume patch is conditional on the cached resourceVersion and uid; on 409 the cache decides: resumed meanwhile joins, still suspended retries once, else 409', async () => {
+  test('the resume patch is conditional on the cached resourceVersion and uid; on 409 the cache decides: resumed meanwhile joins, still suspended retries, else 409', async () => {
     await start();
-    const serverSide = (name: string, change: (sb: Sandbox) => void) => {
+    const serverSide = (name: string, change: (sb: Sandbox) => void, version = '9') => {
       const live = structuredClone(client.live.get(`sandboxes/${name}`)) as Sandbox;
       change(live);
-      live.metadata.resourceVersion = '9';
+      live.metadata.resourceVersion = version;
       client.seed(() => 'sandboxes', live);
       return live;
     };
@@ -342,14 +342,28 @@ describe('resume on request', () => {
     expect(patches()[2].body).toMatchObject({ metadata: { resourceVersion: '9', uid: 'uid-other' } });
     showLive('other', true);
     expect((await retried).status).toBe(200);
+    // Two status writes in a row after the suspension (the Pod terminating, then gone): a 409 on each, retried on each newer version.
+    put(asleep('churn'));
+    const first = serverSide('churn', () => undefined, '9');
+    const churned = request(h.port, '/', route('churn'));
+    await until(() => patches().length === 4);
+    const second = serverSide('churn', () => undefined, '10');
+    h.sandboxes.put(structuredClone(first));
+    await until(() => patches().length === 5);
+    expect(patches()[4].body).toMatchObject({ metadata: { resourceVersion: '9' } });
+    h.sandboxes.put(structuredClone(second));
+    await until(() => patches().length === 6);
+    expect(patches()[5].body).toMatchObject({ metadata: { resourceVersion: '10', uid: 'uid-churn' } });
+    showLive('churn', true);
+    expect((await churned).status).toBe(200);
     // Still suspended, but its policy no longer allows a wake: 409 SandboxSuspended.
     put(asleep('pinned'));
     const pinned = serverSide('pinned', (sb) => (sb.spec.idlePolicy = { suspendAfterSeconds: 60, resumeOnRequest: false }));
     const refused = request(h.port, '/', route('pinned'));
-    await until(() => patches().length === 4);
+    await until(() => patches().length === 7);
     h.sandboxes.put(structuredClone(pinned));
     const answer = await refused;
     expect({ status: answer.status, reason: answer.headers['x-sandbox-reason'] }).toEqual({ status: 409, reason: 'SandboxSuspended' });
-    expect(patches()).toHaveLength(4);
+    expect(patches()).toHaveLength(7);
   }, 30_000);
 });
