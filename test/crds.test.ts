@@ -88,6 +88,7 @@ const FIELDS: { [kind: string]: Field[] } = {
     ...CONDITIONS,
     { path: 'status.sandbox.name', type: 'string' },
     { path: 'status.sandbox.podIPs', type: 'array' },
+    { path: 'status.sandbox.serviceFQDN', type: 'string' },
   ],
 };
 

@@ -327,6 +327,7 @@ export const SANDBOX_CLAIM_SCHEMA: Schema = objectRoot(
         properties: {
           name: string('Name of the bound Sandbox.'),
           podIPs: { type: 'array', description: 'IPs of the bound Sandbox Pod.', items: { type: 'string' } },
+          serviceFQDN: string('In-cluster DNS name of the bound Sandbox\'s Service, mirrored from its status.serviceFQDN; unset while it has none.'),
         },
       },
     },

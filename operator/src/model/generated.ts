@@ -1060,6 +1060,8 @@ export interface ClaimSandboxStatus {
   name?: string;
   /** IPs of the bound Sandbox Pod. */
   podIPs?: string[];
+  /** In-cluster DNS name of the bound Sandbox's Service, mirrored from its status.serviceFQDN; unset while it has none. */
+  serviceFQDN?: string;
 }
 
 /** Observed state of the claim. */

@@ -47,13 +47,13 @@ const STATUS_CONFLICT_RETRY_MS = 100;
 
 /**
  * What of a claim's Sandbox the claim's status and expiry read: Ready and Finished, pod IPs,
- * deletion and ownership. Other writes (the Sandbox controller's annotations, PodScheduled) would
- * only wake a pass that writes nothing.
+ * serviceFQDN, deletion and ownership. Other writes (the Sandbox controller's annotations,
+ * PodScheduled) would only wake a pass that writes nothing.
  */
 export function claimRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
   const view = (s: Sandbox) => JSON.stringify([
     findCondition(s.status?.conditions, ConditionType.READY), findCondition(s.status?.conditions, ConditionType.FINISHED),
-    s.status?.podIPs, s.metadata.deletionTimestamp, s.metadata.ownerReferences,
+    s.status?.podIPs, s.status?.serviceFQDN, s.metadata.deletionTimestamp, s.metadata.ownerReferences,
   ]);
   return view(oldSb) !== view(newSb);
 }

@@ -1,9 +1,10 @@
 /**
  * What a claim reports, as upstream's extensions/controllers/sandboxclaim_controller.go does: its
  * status (Ready derived from the outcome of the pass and the bound Sandbox, Finished mirrored,
- * `status.sandbox` naming the Sandbox and its Pod IPs; written only when it changed, as one merge
- * patch on the status subresource with a resourceVersion precondition), its Events, and its
- * observability annotations (upstream's initializeAnnotations and claim-first-ready-at).
+ * `status.sandbox` naming the Sandbox, its Pod IPs and its Service's DNS name; written only when it
+ * changed, as one merge patch on the status subresource with a resourceVersion precondition), its
+ * Events, and its observability annotations (upstream's initializeAnnotations and
+ * claim-first-ready-at).
  *
  * Upstream writes the annotations in two separate metadata patches, one of them before any real
  * work, so they cost two of its five writes per warm claim. Here they are one patch, written after
@@ -103,8 +104,9 @@ function sortedConditions(conditions: readonly Condition[]): Condition[] {
  *   Sandbox's.
  * - Finished: the Sandbox's, verbatim, or removed when the Sandbox has none. Without a Sandbox the
  *   claim keeps the one it has, since ttlSecondsAfterFinished counts from it.
- * - status.sandbox: the bound Sandbox's name and Pod IPs; cleared when there is none, unless
- *   `keepBinding`.
+ * - status.sandbox: the bound Sandbox's name, Pod IPs and serviceFQDN (its status.serviceFQDN,
+ *   `<service>.<namespace>.svc.<--cluster-domain>`, present while it has a Service; upstream
+ *   v1.0.1 mirrors it the same way); cleared when there is none, unless `keepBinding`.
  * - Other condition types someone else set are kept. Conditions are sorted by type.
  */
 export function claimStatus(input: StatusInput): StatusDecision {
@@ -130,7 +132,8 @@ export function claimStatus(input: StatusInput): StatusDecision {
   let binding: SandboxClaimStatus['sandbox'];
   if (sandbox) {
     const podIPs = sandbox.status?.podIPs ?? [];
-    binding = { name: sandbox.metadata.name, ...(podIPs.length > 0 ? { podIPs: [...podIPs] } : {}) };
+    const serviceFQDN = sandbox.status?.serviceFQDN;
+    binding = { name: sandbox.metadata.name, ...(podIPs.length > 0 ? { podIPs: [...podIPs] } : {}), ...(serviceFQDN ? { serviceFQDN } : {}) };
   } else if (input.keepBinding) {
     binding = old.sandbox;
   }
@@ -147,7 +150,9 @@ export function claimStatus(input: StatusInput): StatusDecision {
       // A merge patch merges objects, so a field to drop from status.sandbox must be sent as null.
       status: {
         conditions: status.conditions as unknown[],
-        sandbox: status.sandbox ? { name: status.sandbox.name ?? null, podIPs: status.sandbox.podIPs ?? null } : null,
+        sandbox: status.sandbox
+          ? { name: status.sandbox.name ?? null, podIPs: status.sandbox.podIPs ?? null, serviceFQDN: status.sandbox.serviceFQDN ?? null }
+          : null,
       },
     },
   };

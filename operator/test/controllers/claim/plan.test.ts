@@ -189,7 +189,8 @@ describe('the status and requeue that follow', () => {
       metadata: { resourceVersion: '500' },
       status: {
         conditions: [{ ...ready(iso(NOW - 5000)), observedGeneration: 3 }],
-        sandbox: { name: 'py-pool-a', podIPs: ['10.0.0.9'] },
+        // null: a merge patch drops a serviceFQDN the claim may hold from before (this Sandbox has no Service).
+        sandbox: { name: 'py-pool-a', podIPs: ['10.0.0.9'], serviceFQDN: null },
       },
     });
   });

@@ -72,7 +72,7 @@ describe('ClaimReconciler', () => {
     expect(adoption.body.metadata).toMatchObject({ resourceVersion: '100', ownerReferences: [owner] });
     expect(adoption.options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
     expect(status.body.metadata).toEqual({ resourceVersion: '500' });
-    expect(status.body.status.sandbox).toEqual({ name: 'py-pool-a', podIPs: ['10.0.0.1'] });
+    expect(status.body.status.sandbox).toEqual({ name: 'py-pool-a', podIPs: ['10.0.0.1'], serviceFQDN: null });
     expect(status.options).toMatchObject({ subresource: 'status', priority: 'claim' });
     expect(annotations.body).toEqual({
       metadata: {

@@ -5,6 +5,9 @@ import { applyMergePatch, type Condition, type Sandbox } from '../../../src/mode
 
 const NOW_TEXT = '2026-09-01T12:00:00Z';
 const bound = (conditions: Condition[], podIPs = ['10.0.0.7']): Sandbox => member({ name: 'py-pool-x', conditions, podIPs });
+const FQDN = 'py-pool-x.team-a.svc.cluster.local';
+/** The Sandbox with a Service: its status.serviceFQDN set as the Sandbox controller writes it. */
+const served = (sb: Sandbox, serviceFQDN = FQDN): Sandbox => ({ ...sb, status: { ...sb.status, service: sb.metadata.name, serviceFQDN } });
 const readyOf = (input: Partial<StatusInput>) => claimStatus({ claim: claim(), now: NOW, ...input }).status.conditions!.find((c) => c.type === 'Ready')!;
 
 describe('claimStatus: Ready', () => {
@@ -51,6 +54,29 @@ describe('claimStatus: Finished, binding, writes', () => {
     expect(claimStatus({ claim: c, now: NOW, keepBinding: true, problem: { reason: 'ReconcilerError', message: 'x' } }).status.sandbox).toEqual({ name: 'py-pool-x', podIPs: ['10.0.0.7'] });
   });
 
+  test('serviceFQDN is mirrored from the Sandbox\'s status, absent while it has none, and goes with the binding', () => {
+    const d = claimStatus({ claim: claim(), sandbox: served(bound([ready()])), now: NOW });
+    expect(d.status.sandbox).toEqual({ name: 'py-pool-x', podIPs: ['10.0.0.7'], serviceFQDN: FQDN });
+    expect(d.patch).toMatchObject({ status: { sandbox: { name: 'py-pool-x', podIPs: ['10.0.0.7'], serviceFQDN: FQDN } } });
+    expect(claimStatus({ claim: claim(), sandbox: bound([ready()]), now: NOW }).status.sandbox).toEqual({ name: 'py-pool-x', podIPs: ['10.0.0.7'] });
+
+    // Only the name changes (another cluster domain): that alone is a change, written in the one status patch.
+    const c = claim({}, {}, { conditions: d.status.conditions, sandbox: d.status.sandbox });
+    expect(claimStatus({ claim: c, sandbox: served(bound([ready()])), now: NOW }).changed).toBe(false);
+    const moved = claimStatus({ claim: c, sandbox: served(bound([ready()]), 'py-pool-x.team-a.svc.corp.internal'), now: NOW });
+    expect(moved.changed).toBe(true);
+    expect(applyMergePatch(c, moved.patch).status!.sandbox!.serviceFQDN).toBe('py-pool-x.team-a.svc.corp.internal');
+
+    // The Service went away (spec.service: false): the claim drops the name with a null in the merge patch.
+    const unserved = claimStatus({ claim: c, sandbox: bound([ready()]), now: NOW });
+    expect(unserved.patch).toMatchObject({ status: { sandbox: { serviceFQDN: null } } });
+    expect(applyMergePatch(c, unserved.patch).status!.sandbox).toEqual({ name: 'py-pool-x', podIPs: ['10.0.0.7'] });
+
+    // No Sandbox: cleared with the rest of the binding; a transient failure keeps it.
+    expect(applyMergePatch(c, claimStatus({ claim: c, now: NOW }).patch).status!.sandbox).toBeUndefined();
+    expect(claimStatus({ claim: c, now: NOW, keepBinding: true, problem: { reason: 'ReconcilerError', message: 'x' } }).status.sandbox!.serviceFQDN).toBe(FQDN);
+  });
+
   test('foreign condition types are kept', () => {
     const other = condition('example.com/Audited', 'True', 'Yes');
     expect(claimStatus({ claim: claim({}, {}, { conditions: [other] }), now: NOW }).status.conditions).toContainEqual(other);
@@ -69,6 +95,8 @@ describe('claimStatus: Finished, binding, writes', () => {
     sandboxReady: fc.constantFrom('none', 'True', 'False', 'expired', 'absent'),
     finished: fc.boolean(),
     ips: fc.array(fc.ipV4(), { maxLength: 2 }),
+    fqdn: fc.option(fc.constantFrom(FQDN, 'py-pool-x.team-a.svc.corp.internal'), { nil: undefined }),
+    oldFqdn: fc.option(fc.constant(FQDN), { nil: undefined }),
     problem: fc.option(fc.constantFrom('TemplateNotFound', 'AdoptionConflict', 'ReconcilerError'), { nil: undefined }),
     expired: fc.boolean(),
     keepBinding: fc.boolean(),
@@ -84,8 +112,8 @@ describe('claimStatus: Finished, binding, writes', () => {
     if (a.sandboxReady === 'expired') conditions.push(condition('Ready', 'False', 'SandboxExpired'));
     if (a.finished) conditions.push(condition('Finished', 'True', 'PodFailed'));
     return {
-      claim: claim({}, {}, a.oldSandbox ? { sandbox: { name: a.oldSandbox } } : undefined),
-      ...(a.sandboxReady !== 'absent' ? { sandbox: bound(conditions, a.ips) } : {}),
+      claim: claim({}, {}, a.oldSandbox ? { sandbox: { name: a.oldSandbox, ...(a.oldFqdn ? { serviceFQDN: a.oldFqdn } : {}) } } : undefined),
+      ...(a.sandboxReady !== 'absent' ? { sandbox: a.fqdn ? served(bound(conditions, a.ips), a.fqdn) : bound(conditions, a.ips) } : {}),
       ...(a.problem ? { problem: { reason: a.problem, message: 'm' } } : {}),
       expired: a.expired,
       keepBinding: a.keepBinding,
@@ -105,6 +133,7 @@ describe('claimStatus: Finished, binding, writes', () => {
         expect(again.changed).toBe(false);
         expect(again.patch).toBeUndefined();
       }
+      if (build(a).sandbox) expect(first.status.sandbox?.serviceFQDN).toBe(a.fqdn);
       const readyCondition = first.status.conditions!.find((c) => c.type === 'Ready')!;
       expect(readyCondition.observedGeneration).toBe(3);
     }));

@@ -69,10 +69,12 @@ test('pool passes wake on membership, readiness and deletion changes, not on pod
   expect(poolRelevantChange(base, sandbox({ owner: ref('SandboxClaim', 'c') }))).toBe(true);
 });
 
-test('claim passes wake on Ready, pod IPs and ownership; waiting claims wake when a member gets an IP or Ready', () => {
+test('claim passes wake on Ready, pod IPs, serviceFQDN and ownership; waiting claims wake when a member gets an IP or Ready', () => {
   const base = sandbox({ owner: ref('SandboxClaim', 'c') });
   expect(claimRelevantChange(base, { ...base, status: ready })).toBe(true);
   expect(claimRelevantChange(base, { ...base, metadata: { ...base.metadata, annotations: { a: 'b' } } })).toBe(false);
+  // The claim mirrors status.serviceFQDN: a Service appearing (or going) with Ready and pod IPs unchanged still wakes it.
+  expect(claimRelevantChange({ ...base, status: ready }, { ...base, status: { ...ready, service: base.metadata.name, serviceFQDN: `${base.metadata.name}.ns.svc.cluster.local` } })).toBe(true);
   expect(memberBecameUsable(base, { ...base, status: { podIPs: ['127.64.0.1'] } })).toBe(true);
   expect(memberBecameUsable({ ...base, status: ready }, { ...base, status: ready })).toBe(false);
 });
