@@ -16,9 +16,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_SYSTEM_NAMESPACE } from '../../../src/api/labels';
-import { controllersFor } from '../controllers';
+import { createControllers } from '../controllers';
 import { buildInfo, userAgent } from '../runtime/build-info';
-import { ClaimPressure } from '../runtime/claim-pressure';
 import { MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
 import { ControllerContext, RunnableController } from '../runtime/context';
@@ -70,9 +69,9 @@ export async function runController(args: readonly string[]): Promise<number> {
   });
   const informers = new InformerFactory(client, { log, metricsFor: (resource) => metrics.informer(resource) });
   const ctx: ControllerContext = {
-    client, informers, flags, log, metrics, clock: SYSTEM_CLOCK, intervalClock: MONOTONIC_CLOCK, claimPressure: new ClaimPressure(MONOTONIC_CLOCK),
+    client, informers, flags, log, metrics, clock: SYSTEM_CLOCK, intervalClock: MONOTONIC_CLOCK,
   };
-  const controllers = controllersFor(flags).map((factory) => factory(ctx));
+  const controllers = createControllers(ctx);
   for (const informer of informers.informers) metrics.trackInformerSize(resourceLabel(informer.type), () => informer.size);
   if (controllers.length === 0) log.warn('no controllers are registered; the process only elects a leader and serves probes');
 

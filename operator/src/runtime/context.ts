@@ -5,7 +5,6 @@
  * start, so handlers see the first list), then starts the controllers once the caches have synced
  * and this replica holds the leader Lease.
  */
-import type { ClaimPressure } from './claim-pressure';
 import { Clock } from './clock';
 import { OperatorFlags } from './flags';
 import { InformerFactory } from './informer-factory';
@@ -29,11 +28,6 @@ export interface ControllerContext {
    * so a wall-clock step neither fires every delay at once nor postpones them. @default clock
    */
   readonly intervalClock?: Clock;
-  /**
-   * Claims waiting for a Sandbox, fed by the claim controller: other controllers put deferrable
-   * writes off while claims wait (claim-pressure.ts). @default - nothing waits for claims
-   */
-  readonly claimPressure?: ClaimPressure;
 }
 
 /** A controller as the process drives it (see controller.ts for the standard implementation). */

@@ -83,8 +83,7 @@ export interface RawResponse {
 const EVENTS: ResourceType = { group: 'events.k8s.io', version: 'v1', resource: 'events', namespaced: true };
 /**
  * Events are best-effort: beyond this many in flight, new ones are dropped rather than queued. Room
- * for the Events held while claims wait (claim-pressure.ts, up to MAX_HELD_SENDS), which are all
- * released together when the claims are served.
+ * for a burst of Events a caller held back and releases at once (the controllers hold up to 500).
  */
 const MAX_PENDING_EVENTS = 1_000;
 const MAX_429_RETRIES = 3;

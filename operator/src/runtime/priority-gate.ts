@@ -2,16 +2,16 @@
  * A bound on the requests the operator has in flight, with the waiting line ordered by priority.
  *
  * Without it every worker's request goes straight to the API server, whose queue is first come,
- * first served: in a burst the claim path's two writes wait behind hundreds of pool refills and
- * status updates. Holding the excess here instead lets claims overtake: the server sees at most
- * `limit` requests from us, and the next slot goes to the most urgent lane.
+ * first served: in a burst the few writes someone waits on wait behind hundreds of bulk writes.
+ * Holding the excess here instead lets urgent work overtake: the server sees at most `limit`
+ * requests from us, and the next slot goes to the most urgent lane.
  *
- * Lanes share slots by stride scheduling (weights 16:4:1), not strict priority, so background work
- * (pool refill, Events) still moves under a steady claim load: a pool starved of refills would
- * turn every later claim into a cold start.
+ * Lanes share slots by stride scheduling (weights 16:4:1 for urgent:normal:background), not strict
+ * priority, so background work still moves under a steady urgent load. Which requests go in which
+ * lane is the callers' choice.
  *
  * The order only helps once requests wait here; under a steady load below `limit`, every request
- * goes straight out, and the server works through our background writes beside the claims' ones.
+ * goes straight out, and the server works through our background writes beside the urgent ones.
  * So the background lane has a second, adaptive bound (BackgroundCap): it follows the write
  * latency the server answers with, shrinking the background share when the server slows and
  * growing it back when it recovers. At least one background request may always be in flight, so
@@ -21,10 +21,10 @@ import type { RequestPriority } from './types';
 
 export type { RequestPriority };
 
-const LANES: readonly RequestPriority[] = ['claim', 'normal', 'background'];
-const WEIGHTS: Readonly<Record<RequestPriority, number>> = { claim: 16, normal: 4, background: 1 };
+const LANES: readonly RequestPriority[] = ['urgent', 'normal', 'background'];
+const WEIGHTS: Readonly<Record<RequestPriority, number>> = { urgent: 16, normal: 4, background: 1 };
 
-/** The default bound: enough to keep a small API server busy, few enough that claims overtake. */
+/** The default bound: enough to keep a small API server busy, few enough that urgent work overtakes. */
 export const DEFAULT_MAX_IN_FLIGHT = 32;
 
 /**
@@ -78,9 +78,9 @@ export class PriorityGate {
   private backgroundInFlight = 0;
   /** The background lane's adaptive bound (see BackgroundCap); feed it with sample(). */
   public readonly backgroundCap: BackgroundCap;
-  private readonly waiting: Record<RequestPriority, Array<() => void>> = { claim: [], normal: [], background: [] };
+  private readonly waiting: Record<RequestPriority, Array<() => void>> = { urgent: [], normal: [], background: [] };
   /** Stride scheduling: each lane's virtual time advances by 1/weight per slot it is given. */
-  private readonly pass: Record<RequestPriority, number> = { claim: 0, normal: 0, background: 0 };
+  private readonly pass: Record<RequestPriority, number> = { urgent: 0, normal: 0, background: 0 };
 
   public constructor(public readonly limit: number = DEFAULT_MAX_IN_FLIGHT) {
     if (!Number.isInteger(limit) || limit < 1) throw new Error(`PriorityGate: limit must be a whole number of at least 1 (it is ${limit})`);

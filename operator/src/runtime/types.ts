@@ -53,10 +53,11 @@ export type PatchType = 'merge' | 'json' | 'strategic' | 'apply';
 
 /**
  * How urgent a request is, for the client's waiting line when its in-flight bound is reached
- * (priority-gate.ts): `claim` for the writes a waiting claim needs, `background` for pool refill and
- * Events, `normal` for the rest.
+ * (priority-gate.ts): `urgent` for the writes someone is waiting on, `background` for work nobody
+ * waits for (Events, catching up), `normal` for the rest. Which writes are which is the callers'
+ * business.
  */
-export type RequestPriority = 'claim' | 'normal' | 'background';
+export type RequestPriority = 'urgent' | 'normal' | 'background';
 
 export interface WriteOptions {
   /** Place in the client's waiting line. @default 'normal' */

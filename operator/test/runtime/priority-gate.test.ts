@@ -29,7 +29,7 @@ describe('PriorityGate', () => {
     expect(gate.active).toBe(0);
   });
 
-  test('a claim write overtakes waiting background work', async () => {
+  test('an urgent write overtakes waiting background work', async () => {
     const gate = new PriorityGate(1);
     const blocker = pending();
     const order: string[] = [];
@@ -37,39 +37,39 @@ describe('PriorityGate', () => {
     const runs = [
       gate.run('background', async () => { order.push('refill-1'); }),
       gate.run('background', async () => { order.push('refill-2'); }),
-      gate.run('claim', async () => { order.push('claim'); }),
+      gate.run('urgent', async () => { order.push('urgent'); }),
     ];
     blocker.finish();
     await Promise.all([first, ...runs]);
-    expect(order[0]).toBe('claim');
+    expect(order[0]).toBe('urgent');
   });
 
-  test('background still moves under a steady claim load (weights 16:4:1, no starvation)', async () => {
+  test('background still moves under a steady urgent load (weights 16:4:1, no starvation)', async () => {
     const gate = new PriorityGate(1);
     const blocker = pending();
     const order: RequestPriority[] = [];
     const first = gate.run('normal', () => blocker.done);
     const runs: Promise<void>[] = [];
-    for (let i = 0; i < 40; i++) runs.push(gate.run('claim', async () => { order.push('claim'); }));
+    for (let i = 0; i < 40; i++) runs.push(gate.run('urgent', async () => { order.push('urgent'); }));
     for (let i = 0; i < 3; i++) runs.push(gate.run('background', async () => { order.push('background'); }));
     blocker.finish();
     await Promise.all([first, ...runs]);
-    // One background slot per 16 claim slots while both wait.
+    // One background slot per 16 urgent slots while both wait.
     expect(order.indexOf('background')).toBeLessThanOrEqual(17);
     expect(order.slice(0, 34).filter((l) => l === 'background').length).toBe(2);
   });
 
   test('a failing request frees its slot', async () => {
     const gate = new PriorityGate(1);
-    await expect(gate.run('claim', async () => { throw new Error('boom'); })).rejects.toThrow('boom');
-    await expect(gate.run('claim', async () => 'ok')).resolves.toBe('ok');
+    await expect(gate.run('urgent', async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(gate.run('urgent', async () => 'ok')).resolves.toBe('ok');
     expect(gate.active).toBe(0);
   });
 
   test('whatever the mix, every request runs once and the bound holds', async () => {
     await fc.assert(fc.asyncProperty(
       fc.integer({ min: 1, max: 4 }),
-      fc.array(fc.constantFrom<RequestPriority>('claim', 'normal', 'background'), { maxLength: 40 }),
+      fc.array(fc.constantFrom<RequestPriority>('urgent', 'normal', 'background'), { maxLength: 40 }),
       async (limit, lanes) => {
         const gate = new PriorityGate(limit);
         let peak = 0;
@@ -133,14 +133,14 @@ describe('PriorityGate background cap', () => {
     expect(gate.backgroundCap.current).toBe(1);
   };
 
-  test('a slow server lets one background request out at a time, while claims still use every slot', async () => {
+  test('a slow server lets one background request out at a time, while urgent work still uses every slot', async () => {
     const gate = new PriorityGate(4);
     slow(gate);
     const background = [pending(), pending(), pending()];
     const started: string[] = [];
     const runs = background.map((r, i) => gate.run('background', async () => { started.push(`bg-${i}`); await r.done; }));
     const claims = [pending(), pending(), pending()];
-    runs.push(...claims.map((r, i) => gate.run('claim', async () => { started.push(`claim-${i}`); await r.done; })));
+    runs.push(...claims.map((r, i) => gate.run('urgent', async () => { started.push(`claim-${i}`); await r.done; })));
     await tick();
     expect(started).toEqual(['bg-0', 'claim-0', 'claim-1', 'claim-2']);
     expect(gate.backgroundActive).toBe(1);
@@ -154,7 +154,7 @@ describe('PriorityGate background cap', () => {
 
   test('background never stops: with the cap at its lowest, every background request still runs', async () => {
     await fc.assert(fc.asyncProperty(
-      fc.array(fc.constantFrom<RequestPriority>('claim', 'normal', 'background'), { minLength: 1, maxLength: 40 }),
+      fc.array(fc.constantFrom<RequestPriority>('urgent', 'normal', 'background'), { minLength: 1, maxLength: 40 }),
       async (lanes) => {
         const gate = new PriorityGate(3);
         slow(gate);

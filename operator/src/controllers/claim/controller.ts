@@ -28,7 +28,6 @@ import {
   type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,
 } from '../../model';
 import { templateGate } from '../../model/template-gate';
-import { claimsFirstDeferral, claimsFirstSends, type Deferral, type DeferredSends } from '../../runtime/claim-pressure';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';
 import { Expectations, OwnWrites } from '../../runtime/expectations';
@@ -36,6 +35,7 @@ import { FirstSeen } from '../../runtime/first-seen';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
+import { CLAIM_PRIORITY, type ClaimsFirst, type DeferredSends, HeldAnnotations } from '../claims-first';
 import { CLAIMS_BY_POOL_INDEX, POOLS_BY_TEMPLATE_INDEX, UID_INDEX, extensionInformers } from '../extension-informers';
 import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
@@ -76,12 +76,14 @@ const claimKeyOf = (sb: Sandbox): string | undefined => {
   return claim === undefined ? undefined : `${sb.metadata.namespace}/${claim}`;
 };
 
-export function createClaimController(ctx: ControllerContext): RunnableController {
+/** `claimsFirst`: this controller feeds it, and holds its annotations and Events while other claims wait. @default - no claims-first */
+export function createClaimController(ctx: ControllerContext, claimsFirst?: ClaimsFirst): RunnableController {
   const { sandboxes, templates, pools, claims, networkPolicies } = extensionInformers(ctx);
   const log = ctx.log.child({ controller: 'sandboxclaim' });
   registerClaimGauges(ctx.metrics.registry, claims, () => ctx.clock.now());
   const allowedLabelDomains = readAllowedLabelDomains();
   if (allowedLabelDomains) log.info({ allowedLabelDomains }, 'label domains allowed in additionalPodMetadata');
+  const wake = (key: string) => controller.queue.add(key);
   const reconciler = new ClaimReconciler({
     client: ctx.client,
     claims,
@@ -96,13 +98,13 @@ export function createClaimController(ctx: ControllerContext): RunnableControlle
     disableAnnotations: ctx.flags.boolean('disable-claim-observability-annotations'),
     now: () => ctx.clock.now(),
     log,
+    ...claimsFirst?.claimWrites(wake),
   });
   // First, so that a pass woken by an event already sees the expectations it settles.
   reconciler.follow(claims, sandboxes);
-  ctx.claimPressure?.follow(claims);
+  claimsFirst?.pressure.follow(claims);
   const waitingOf = (namespace: string | undefined, pool: string) => waitingClaimKeys(claims, namespace ?? '', pool);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') });
-  reconciler.deferLater(claimsFirstDeferral(ctx, (key) => controller.queue.add(key)), claimsFirstSends(ctx));
   return controller
     .watch(claims)
     .watch(sandboxes, claimKeyOf, { update: claimRelevantChange })
@@ -143,6 +145,10 @@ export interface ClaimReconcilerOptions {
   readonly disableAnnotations?: boolean;
   readonly now?: () => number;
   readonly log?: Logger;
+  /** Observability annotations held while other claims wait (claims-first). @default - never held */
+  readonly annotationsHeld?: HeldAnnotations;
+  /** Events held while other claims wait (claims-first). @default - sent at once */
+  readonly eventsHeld?: DeferredSends;
 }
 
 /** A Sandbox this process adopts (warm) or created (cold) for a claim. */
@@ -170,14 +176,8 @@ export class ClaimReconciler implements Reconciler {
   });
   /** By claim key. */
   private readonly written = new OwnWrites<SandboxClaim>();
-  /**
-   * Observability annotations computed at a claim's first Ready and held while other claims wait,
-   * by claim key: written later with the values of that moment (a later pass would compute
-   * claim-first-ready-at as `unknown`). Lost on a restart, which then writes `unknown`.
-   */
-  private readonly heldAnnotations = new Map<string, { readonly uid: string; readonly add: Record<string, string> }>();
-  private deferral?: Deferral;
-  private sends?: DeferredSends;
+  /** Observability annotations computed at a claim's first Ready and held while other claims wait (claims-first). */
+  private readonly heldAnnotations: HeldAnnotations;
   /** Every pool's warm candidates, ranked as the Sandbox cache changes: a pick does not walk the pool. */
   public readonly candidates: WarmCandidateIndex;
   private readonly now: () => number;
@@ -187,12 +187,7 @@ export class ClaimReconciler implements Reconciler {
     this.now = opts.now ?? Date.now;
     this.log = opts.log ?? SILENT_LOGGER;
     this.candidates = new WarmCandidateIndex().follow(opts.sandboxes);
-  }
-
-  /** Hold the observability annotations (`deferral`) and Events (`sends`) while claims wait. */
-  public deferLater(deferral: Deferral | undefined, sends: DeferredSends | undefined): void {
-    this.deferral = deferral;
-    this.sends = sends;
+    this.heldAnnotations = opts.annotationsHeld ?? new HeldAnnotations();
   }
 
   /** Settle the expectations and note first sightings from the informers' events. */
@@ -208,8 +203,7 @@ export class ClaimReconciler implements Reconciler {
     // No finalizer: a deleted claim's Sandbox goes by garbage collection.
     if (!cached || cached.metadata.deletionTimestamp) {
       this.written.forget(key);
-      this.heldAnnotations.delete(key);
-      this.deferral?.done(key);
+      this.heldAnnotations.forget(key);
       return undefined;
     }
     const state = this.observe(key, cached);
@@ -312,7 +306,7 @@ export class ClaimReconciler implements Reconciler {
     let adopted: Sandbox;
     try {
       adopted = await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
-        'merge', adoption.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+        'merge', adoption.patch, { fieldManager: CLAIM_FIELD_MANAGER, priority: CLAIM_PRIORITY });
     } catch (error) {
       if (error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500) {
         this.claimed.forget(uid);
@@ -354,7 +348,7 @@ export class ClaimReconciler implements Reconciler {
   private async create(claim: SandboxClaim, creation: Creation): Promise<Acquired> {
     try {
       const created = await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, claim.metadata.namespace, creation.sandbox,
-        { fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+        { fieldManager: CLAIM_FIELD_MANAGER, priority: CLAIM_PRIORITY });
       // Until the cache shows it, later passes wait instead of creating it again.
       this.claimed.expect(created.metadata.uid ?? '', {
         claimUid: claim.metadata.uid ?? '',
@@ -396,7 +390,7 @@ export class ClaimReconciler implements Reconciler {
     const { namespace, name } = splitKey(key);
     try {
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, namespace, name, 'merge', decision.patch,
-        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: 'claim' });
+        { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: CLAIM_PRIORITY });
       this.written.wrote(key, cached, result, this.now());
       return decision.status;
     } catch (error) {
@@ -408,7 +402,7 @@ export class ClaimReconciler implements Reconciler {
 
   /**
    * Once the status is persisted: the first-Ready latencies and the observability annotations.
-   * While other claims wait the annotations are held (heldAnnotations); the result is when to look
+   * While other claims wait the annotations are held (claims-first HeldAnnotations); the result is when to look
    * again for them.
    */
   private async annotate(key: string, cached: SandboxClaim, seen: SandboxClaim, sandbox: Sandbox | undefined, status: SandboxClaimStatus)
@@ -420,31 +414,23 @@ export class ClaimReconciler implements Reconciler {
     const firstObservedAtMs = this.sightings.saw(claim, now);
     const next = afterStatus({ claim, status, firstObservedAtMs, now, disabled: this.opts.disableAnnotations });
     if (next.firstReady) this.opts.metrics?.firstReady(claim, sandbox, now, firstObservedAtMs);
-    const held = this.heldAnnotations.get(key);
     const computed = (next.patch?.metadata as { annotations?: Record<string, string> } | undefined)?.annotations;
     // What was held wins: it was computed at the first Ready.
-    const add = { ...computed, ...(held?.uid === uid ? held.add : {}) };
-    for (const [k, v] of Object.entries(add)) if (claim.metadata.annotations?.[k] === v) delete add[k];
-    if (Object.keys(add).length === 0) {
-      this.heldAnnotations.delete(key);
-      return undefined;
-    }
-    const deferred = this.deferral?.defer(key);
-    if (deferred?.defer) {
-      this.heldAnnotations.set(key, { uid, add });
-      return deferred.retryAfterMs;
-    }
+    const step = this.heldAnnotations.next(key, uid, computed, claim.metadata.annotations);
+    if (step.kind === 'none') return undefined;
+    if (step.kind === 'held') return step.retryAfterMs;
+    const { add } = step;
     try {
       // No resourceVersion: it only adds annotations nobody else writes. Off the Ready path, so it
       // waits behind other claims' writes.
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge',
         { metadata: { annotations: add } }, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
-      this.heldAnnotations.delete(key);
+      this.heldAnnotations.settled(key);
       this.written.wrote(key, cached, result, this.now());
       this.annotated.expect(uid, { ...ours, ...add }, this.now());
     } catch (error) {
       if (!(error instanceof ApiError && error.notFound)) throw error;
-      this.heldAnnotations.delete(key);
+      this.heldAnnotations.settled(key);
     }
     return undefined;
   }
@@ -452,7 +438,7 @@ export class ClaimReconciler implements Reconciler {
   private emit(claim: SandboxClaim, event: ClaimEvent): void {
     if (this.opts.disableEvents) return;
     const send = () => this.opts.client.event(claim, event.type, event.reason, event.action, event.note);
-    if (this.sends) this.sends.run(send);
+    if (this.opts.eventsHeld) this.opts.eventsHeld.run(send);
     else send();
   }
 

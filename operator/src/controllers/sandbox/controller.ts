@@ -11,11 +11,11 @@ import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, controllerRefOf, controllerUidIndex, type PersistentVolumeClaim, type Pod, RESOURCES,
   SANDBOX_SPEC_SHARING, type Sandbox, type Service, slimPod,
 } from '../../model';
-import { claimsFirstDeferral } from '../../runtime/claim-pressure';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
 import { podNamespace } from '../../runtime/kubeconfig';
 import type { KubeObject } from '../../runtime/types';
+import type { ClaimsFirst } from '../claims-first';
 import { routerLocation } from '../template-policy';
 
 /** Index of Sandboxes by `<namespace>/<NameHash(name)>`: maps an unowned labeled child back to its Sandbox. */
@@ -47,7 +47,8 @@ export function idleSuspensionsCounter(registry: Registry): Counter<'namespace'>
   return new Counter({ name: IDLE_SUSPENSIONS, help: 'Sandboxes suspended by the operator under their idlePolicy', labelNames: ['namespace'], registers: [registry] });
 }
 
-export function createSandboxController(ctx: ControllerContext): RunnableController {
+/** `claimsFirst`: bookkeeping writes give way to waiting claims. @default - nothing waits for claims */
+export function createSandboxController(ctx: ControllerContext, claimsFirst?: ClaimsFirst): RunnableController {
   const childIndexes = { [CONTROLLER_UID_INDEX]: controllerUidIndex };
   const sandboxes = ctx.informers.forResource<Sandbox>(RESOURCES.sandboxes, {
     transform: SANDBOX_SPEC_SHARING.transform,
@@ -76,9 +77,9 @@ export function createSandboxController(ctx: ControllerContext): RunnableControl
     warmMemberProgressWindowMs: ctx.flags.number('sandbox-warm-member-progress-window'),
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandbox' }),
-    deferral: claimsFirstDeferral(ctx, wake),
+    deferral: claimsFirst?.deferral(wake),
     idleSuspended: (sb: Sandbox) => idleSuspensions.inc({ namespace: sb.metadata.namespace ?? '' }),
-    ...(ctx.claimPressure ? { membersWanted: (pool: string) => ctx.claimPressure!.membersWanted(pool) } : {}),
+    ...(claimsFirst ? { membersWanted: (pool: string) => claimsFirst.pressure.membersWanted(pool) } : {}),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-concurrent-workers') });
 

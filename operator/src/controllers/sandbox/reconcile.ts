@@ -14,7 +14,6 @@ import { SandboxAnnotations } from '../../../../src/api/labels';
 import {
   applyMergePatch, CONTROLLER_UID_INDEX, controllerRefOf, isReady, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service,
 } from '../../model';
-import type { Deferral } from '../../runtime/claim-pressure';
 import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';
 import { SILENT_LOGGER } from '../../runtime/log';
@@ -22,6 +21,7 @@ import type { Logger } from '../../runtime/log';
 import {
   ApiError, splitKey, type Informer, type KubeClient, type KubeObject, type Reconciler, type ReconcileResult, type RequestPriority, type Store,
 } from '../../runtime/types';
+import { CLAIM_PRIORITY, type Deferral } from '../claims-first';
 
 
 export interface SandboxReconcilerOptions {
@@ -404,7 +404,7 @@ export function priorityOf(sandbox: Sandbox, membersWanted?: (pool: string) => b
     const wanted = !isReady(sandbox) && (membersWanted?.(`${sandbox.metadata.namespace}/${owner.name}`) ?? false);
     return wanted ? 'normal' : 'background';
   }
-  return owner?.kind === KINDS.claim.kind && !isReady(sandbox) ? 'claim' : 'normal';
+  return owner?.kind === KINDS.claim.kind && !isReady(sandbox) ? CLAIM_PRIORITY : 'normal';
 }
 
 function childKey(kind: ChildKind, namespace: string | undefined, name: string): string {

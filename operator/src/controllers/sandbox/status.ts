@@ -160,7 +160,7 @@ const STATUS_FIELDS = ['conditions', 'service', 'serviceFQDN', 'selector', 'podI
  * Whether `next` differs from `current` in bookkeeping only: every condition keeps its status,
  * reason and message (an adoption's spec change moves only their observedGeneration), and the
  * Pod IPs, Service and node stay. Nothing a client waits on changes, so the write may wait while
- * claims do (runtime/claim-pressure.ts).
+ * claims do (controllers/claims-first).
  */
 export function isBookkeepingOnly(current: SandboxStatus | undefined, next: SandboxStatus): boolean {
   for (const field of ['service', 'serviceFQDN', 'podIPs', 'nodeName'] as const) if (!sameJson(current?.[field], next[field])) return false;

@@ -14,6 +14,7 @@ import { Controller } from '../../runtime/controller';
 import type { OperatorFlags } from '../../runtime/flags';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { keyOf, type Store } from '../../runtime/types';
+import type { ClaimsFirst } from '../claims-first';
 import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from '../extension-informers';
 import { poolCreationsCounter, registerPoolGauges } from '../pool-metrics';
 import { poolKeysOfPolicy, routerLocation } from '../template-policy';
@@ -66,7 +67,8 @@ export function poolRelevantChange(oldSb: Sandbox, newSb: Sandbox): boolean {
   return view(oldSb) !== view(newSb);
 }
 
-export function createWarmPoolController(ctx: ControllerContext): RunnableController {
+/** `claimsFirst`: refill gives way to waiting claims. @default - refill never waits for claims */
+export function createWarmPoolController(ctx: ControllerContext, claimsFirst?: ClaimsFirst): RunnableController {
   const { sandboxes, templates, pools, claims, networkPolicies } = extensionInformers(ctx);
   const reconciler = new WarmPoolReconciler({
     client: ctx.client,
@@ -80,7 +82,7 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
     now: () => ctx.clock.now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
     creations: poolCreationsCounter(ctx.metrics.registry),
-    ...(ctx.claimPressure ? { claimPressure: ctx.claimPressure } : {}),
+    ...(claimsFirst ? { claimPressure: claimsFirst.pressure } : {}),
   });
   registerPoolGauges(ctx.metrics.registry, pools);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-warm-pool-concurrent-workers') });
@@ -97,7 +99,7 @@ export function createWarmPoolController(ctx: ControllerContext): RunnableContro
   controller.watch(claims, (c) => poolKeyOfClaim(c, pools), { update: () => false, delete: () => false });
   reconciler.follow(sandboxes);
   // Pools whose refill gave way to claims go on as soon as no claim waits.
-  ctx.claimPressure?.onCalm(() => {
+  claimsFirst?.pressure.onCalm(() => {
     for (const key of reconciler.takeHeldForClaims()) controller.queue.add(key);
   });
   return controller;

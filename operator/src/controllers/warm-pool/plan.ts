@@ -7,7 +7,7 @@
  * the given waves (each recorded first), then the status patch if changed.
  */
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
-import { claimsFirstHold } from './claims-first';
+import { claimsFirstHold } from '../claims-first';
 import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
@@ -27,7 +27,7 @@ export interface PoolState {
   readonly bucket?: TokenBucket;
   /** Whether the last pass held unschedulable members (events fire on transitions only). */
   readonly notProgressing: boolean;
-  /** When the current stretch of waiting claims began holding refill back (claims-first.ts). */
+  /** When the current stretch of waiting claims began holding refill back (controllers/claims-first/refill.ts). */
   readonly claimsFirstSinceMs?: number;
   /** When this process last wrote the pool's status (replica counts coalesce after it). */
   readonly statusWrittenAtMs?: number;

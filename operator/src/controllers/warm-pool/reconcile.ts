@@ -4,7 +4,6 @@
  * writes the cache has not shown (member-writes.ts) and the pacing state. Writes in order:
  * adoptions and label fixes, deletes, creates (slow-start waves), then the status if it changed.
  */
-import { lowWaterMark } from './claims-first';
 import { NameHash } from '../../../../src/api/name-hash';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX } from '../extension-informers';
@@ -17,9 +16,9 @@ import { networkPolicyNameFor } from '../../../../src/api/network-policy-default
 import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { templateGate } from '../../model/template-gate';
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
-import type { ClaimPressure } from '../../runtime/claim-pressure';
 import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
+import { lowWaterMark, type ClaimPressure } from '../claims-first';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
 
@@ -54,7 +53,7 @@ export interface PoolReconcilerOptions {
   readonly creations?: { inc(labels: { namespace: string; warmpool: string }): void };
   /** How long a member write the cache has not shown is remembered; tests shorten it. @default MEMBER_WRITE_TTL_MS */
   readonly memberWriteTtlMs?: number;
-  /** Claims waiting, per pool: refill gives way to them (claims-first.ts). @default - refill never waits for claims */
+  /** Claims waiting, per pool: refill gives way to them (controllers/claims-first). @default - refill never waits for claims */
   readonly claimPressure?: Pick<ClaimPressure, 'waitingFor' | 'busyOn' | 'poolShort' | 'membersWanted'>;
 }
 

@@ -6,11 +6,11 @@
 import { Registry } from 'prom-client';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { ClaimReconciler, CLAIM_FIELD_MANAGER } from '../../../src/controllers/claim/controller';
+import { ClaimReconciler, CLAIM_FIELD_MANAGER, type ClaimReconcilerOptions } from '../../../src/controllers/claim/controller';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
+import { ClaimPressure, Deferral, DeferredSends, HeldAnnotations, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
 import { extensionInformers } from '../../../src/controllers/extension-informers';
 import { type NetworkPolicy, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';
-import { ClaimPressure, Deferral, DeferredSends, PRESSURE_LINGER_MS } from '../../../src/runtime/claim-pressure';
 import type { ControllerContext } from '../../../src/runtime/context';
 import type { Informer, InformerHandlers, KubeObject } from '../../../src/runtime/types';
 import { FakeClient, FakeStore, apiError } from '../../fake-kube';
@@ -33,7 +33,9 @@ function caches() {
   };
 }
 
-function setup(objects: KubeObject[], options: { disableAnnotations?: boolean; disableEvents?: boolean } = {}) {
+type SetupOptions = Pick<ClaimReconcilerOptions, 'disableAnnotations' | 'disableEvents' | 'annotationsHeld' | 'eventsHeld'>;
+
+function setup(objects: KubeObject[], options: SetupOptions = {}) {
   const clock = { now: NOW };
   const client = new FakeClient(() => clock.now).seed(resourceOf, ...objects);
   const stores = caches();
@@ -70,10 +72,10 @@ describe('ClaimReconciler', () => {
     const [adoption, status, annotations] = writeCalls(client);
     const owner = { kind: 'SandboxClaim', uid: 'claim-uid', controller: true };
     expect(adoption.body.metadata).toMatchObject({ resourceVersion: '100', ownerReferences: [owner] });
-    expect(adoption.options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    expect(adoption.options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'urgent' });
     expect(status.body.metadata).toEqual({ resourceVersion: '500' });
     expect(status.body.status.sandbox).toEqual({ name: 'py-pool-a', podIPs: ['10.0.0.1'], serviceFQDN: null });
-    expect(status.options).toMatchObject({ subresource: 'status', priority: 'claim' });
+    expect(status.options).toMatchObject({ subresource: 'status', priority: 'urgent' });
     expect(annotations.body).toEqual({
       metadata: {
         annotations: {
@@ -100,11 +102,13 @@ describe('ClaimReconciler', () => {
   });
 
   test('while other claims wait, a warm claim is two writes: its annotations (first-Ready time kept) and Event follow when they are served', async () => {
-    const { client, clock, sync, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')]);
     const fake = new FakeClock(NOW);
     const pressure = new ClaimPressure(fake);
     const woken: string[] = [];
-    reconciler.deferLater(new Deferral(pressure, (key) => woken.push(key), 3_000), new DeferredSends(pressure, fake, 3_000));
+    const { client, clock, sync, reconciler } = setup([claim(), pool(), TEMPLATE, warm('py-pool-a')], {
+      annotationsHeld: new HeldAnnotations(new Deferral(pressure, (key) => woken.push(key), 3_000)),
+      eventsHeld: new DeferredSends(pressure, fake, 3_000),
+    });
     pressure.waitingOn('team-a/other', 'team-a/py-pool');
     await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 3_000 });
     expect(client.writes).toEqual(['patch sandboxes py-pool-a', 'patch sandboxclaims my-claim/status']);
@@ -191,7 +195,7 @@ describe('ClaimReconciler', () => {
     const { client, reconciler } = setup([claim(), pool(), TEMPLATE]);
     await reconciler.reconcile(KEY);
     expect(client.writes).toEqual(['create sandboxes my-claim', 'patch sandboxclaims my-claim/status']);
-    expect(client.calls[0].options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'claim' });
+    expect(client.calls[0].options).toMatchObject({ fieldManager: CLAIM_FIELD_MANAGER, priority: 'urgent' });
     expect(events(client)).toEqual(['SandboxProvisioned Created Sandbox "my-claim"']);
     expect(readyCondition(live(client, 'sandboxclaims', 'my-claim'))).toMatchObject({ status: 'False', reason: 'SandboxNotReady' });
   });

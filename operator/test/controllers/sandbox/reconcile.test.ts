@@ -1,8 +1,8 @@
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { KEY, created, setup, statusBody } from './harness';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { ClaimPressure, Deferral, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
 import { SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
-import { ClaimPressure, Deferral, PRESSURE_LINGER_MS } from '../../../src/runtime/claim-pressure';
 import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 import { apiError } from '../../fake-kube';
 import { FakeClock } from '../../runtime/fake-clock';
@@ -422,7 +422,7 @@ describe('SandboxReconciler', () => {
       ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind, name: 'o', uid: 'o-uid', controller: true }],
       ...(ready ? { conditions: [{ type: 'Ready', status: 'True', reason: 'DependenciesReady', message: '', lastTransitionTime: '2026-09-01T12:00:00Z' }] } : {}),
     } as never);
-    expect(priorityOf(owned('SandboxClaim', false))).toBe('claim');
+    expect(priorityOf(owned('SandboxClaim', false))).toBe('urgent');
     expect(priorityOf(owned('SandboxClaim', true))).toBe('normal');
     expect(priorityOf(owned('SandboxWarmPool', false))).toBe('background');
     expect(priorityOf(sandbox())).toBe('normal');

@@ -5,9 +5,9 @@
 import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { RESOURCE_OF, policyOf, poolStores } from './harness';
 import { SandboxAnnotations } from '../../../../src/api/labels';
+import { ClaimPressure } from '../../../src/controllers/claims-first';
 import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { isControlledBy, type Sandbox, type SandboxWarmPool } from '../../../src/model';
-import { ClaimPressure } from '../../../src/runtime/claim-pressure';
 import type { KubeObject, ResourceType } from '../../../src/runtime/types';
 import { FakeClient, apiError } from '../../fake-kube';
 import { FakeClock } from '../../runtime/fake-clock';

@@ -1,5 +1,5 @@
 /**
- * Refill gives way to claims (`--claims-first-max-defer`).
+ * Refill gives way to claims (`--claims-first-max-defer`; part of claims-first, ./index.ts).
  *
  * In a burst the pool's creates and its waiting claims' adoption writes meet at the same API
  * server, and every create served first delays a claim. While claims wait on the pool and it still
@@ -7,7 +7,8 @@
  * creates wait. They start when the claims are served, when the pool falls to the low-water mark,
  * or `maxDeferMs` after the hold began, whichever comes first: one continuous stretch of waiting
  * claims holds refill back for at most `maxDeferMs` in all, so a claim load that never ends cannot
- * starve the pool (operator/test/controllers/warm-pool/claims-first.test.ts).
+ * starve the pool (operator/test/controllers/claims-first/refill.test.ts). The pool's plan
+ * (controllers/warm-pool/plan.ts) asks this each pass.
  */
 
 /** Below this many Ready members, refill never waits: a quarter of the pool, at least one member. */

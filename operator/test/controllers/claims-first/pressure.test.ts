@@ -1,7 +1,7 @@
 /** ClaimPressure and Deferral on a manual clock: who waits, for how long, and when deferred work comes back. */
-import { FakeClock } from './fake-clock';
-import { ClaimPressure, Deferral, DeferredSends, PRESSURE_LINGER_MS } from '../../src/runtime/claim-pressure';
-import { FakeStore } from '../fake-kube';
+import { ClaimPressure, Deferral, DeferredSends, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
+import { FakeStore } from '../../fake-kube';
+import { FakeClock } from '../../runtime/fake-clock';
 
 const claim = (name: string, extra: { bound?: boolean; deleting?: boolean; pool?: string } = {}) => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',

@@ -1,13 +1,13 @@
 /**
- * Claims waiting for a Sandbox, and the work that steps aside for them.
+ * Claims waiting for a Sandbox (part of claims-first, ./index.ts).
  *
  * On a small cluster the API server is the bound: in a burst, every request the operator sends
  * that does not serve a claim (a claimed Pod's relabel, a Sandbox status rewrite after adoption,
  * observability annotations, Events, pool refill) delays the two writes a waiting claim needs.
- * `ClaimPressure` knows which claims wait, per pool; `Deferral` lets a controller put deferrable
- * work off while they do, and brings it back when they stop, or after `maxDeferMs` at the latest,
- * so deferred work is late but never lost or starved under a claim load that never ends
- * (`--claims-first-max-defer`).
+ * `ClaimPressure` knows which claims wait, per pool; `Deferral` (./deferral.ts) lets a controller
+ * put deferrable work off while they do, and brings it back when they stop, or after `maxDeferMs`
+ * at the latest, so deferred work is late but never lost or starved under a claim load that never
+ * ends (`--claims-first-max-defer`).
  *
  * A claim counts as pressure for `windowMs` after this process first saw it waiting: one that waits
  * longer (no member, a missing template) is not a burst to make room for, and must not hold the
@@ -18,9 +18,8 @@
  * Ready and the next claim's create, and work let go in that gap reaches the API server just as
  * the next claim's writes do.
  */
-import { MONOTONIC_CLOCK, type Clock, type TimerHandle } from './clock';
-import type { ControllerContext } from './context';
-import type { Informer, KubeObject } from './types';
+import { MONOTONIC_CLOCK, type Clock, type TimerHandle } from '../../runtime/clock';
+import type { Informer, KubeObject } from '../../runtime/types';
 
 /** How long a waiting claim counts as pressure. */
 export const PRESSURE_WINDOW_MS = 10_000;
@@ -198,104 +197,4 @@ export class ClaimPressure {
     this.lingerTimer = undefined;
     for (const fn of [...this.calmListeners]) fn();
   }
-}
-
-/**
- * Deferrable work of one controller, by key: `defer(key)` says whether the key's deferrable writes
- * wait now (claims are waiting, and the key has not waited `maxDeferMs` yet). A deferred key is
- * handed to `wake` when the operator turns calm; the caller also requeues it after the returned
- * delay, the bound on how late it runs.
- */
-export class Deferral {
-  private readonly since = new Map<string, number>();
-
-  public constructor(
-    private readonly pressure: ClaimPressure,
-    wake: (key: string) => void,
-    /** The longest a key's deferrable work waits (`--claims-first-max-defer`): under a never-ending load it runs this late. */
-    private readonly maxDeferMs: number,
-  ) {
-    pressure.onCalm(() => {
-      const keys = [...this.since.keys()];
-      this.since.clear();
-      for (const key of keys) wake(key);
-    });
-  }
-
-  /** Keys waiting now. */
-  public get size(): number {
-    return this.since.size;
-  }
-
-  /** Whether `key`'s deferrable work waits now; if so, look again after `retryAfterMs` at the latest. */
-  public defer(key: string): { readonly defer: false } | { readonly defer: true; readonly retryAfterMs: number } {
-    const now = this.pressure.now();
-    if (!this.pressure.busy) {
-      this.since.delete(key);
-      return { defer: false };
-    }
-    const since = this.since.get(key) ?? now;
-    if (now - since >= this.maxDeferMs) {
-      this.since.delete(key);
-      return { defer: false };
-    }
-    this.since.set(key, since);
-    return { defer: true, retryAfterMs: Math.max(1, since + this.maxDeferMs - now) };
-  }
-
-  /** `key` did its deferrable work, or has none left. */
-  public done(key: string): void {
-    this.since.delete(key);
-  }
-}
-
-/** Most fire-and-forget sends a DeferredSends holds; past it they go at once (late work, not lost work). */
-export const MAX_HELD_SENDS = 500;
-
-/**
- * Fire-and-forget sends (Events) held while claims wait: sent in order when the operator turns
- * calm, or `maxDeferMs` after the oldest was held, whichever comes first.
- */
-export class DeferredSends {
-  private held: Array<() => void> = [];
-  private timer?: TimerHandle;
-
-  public constructor(private readonly pressure: ClaimPressure, private readonly clock: Clock, private readonly maxDeferMs: number) {
-    pressure.onCalm(() => this.flush());
-  }
-
-  /** Sends held now. */
-  public get size(): number {
-    return this.held.length;
-  }
-
-  /** Run `send` now, or later if claims wait. */
-  public run(send: () => void): void {
-    if (!this.pressure.busy || this.held.length >= MAX_HELD_SENDS) {
-      send();
-      return;
-    }
-    this.held.push(send);
-    this.timer ??= this.clock.setTimeout(() => this.flush(), this.maxDeferMs);
-  }
-
-  public flush(): void {
-    if (this.timer !== undefined) this.clock.clearTimeout(this.timer);
-    this.timer = undefined;
-    const sends = this.held;
-    this.held = [];
-    for (const send of sends) send();
-  }
-}
-
-/** A controller's Deferral under `--claims-first-max-defer`, or undefined when nothing is to wait (0s, or no claim controller). */
-export function claimsFirstDeferral(ctx: Pick<ControllerContext, 'claimPressure' | 'flags'>, wake: (key: string) => void): Deferral | undefined {
-  const maxDeferMs = ctx.flags.duration('claims-first-max-defer');
-  return ctx.claimPressure && maxDeferMs > 0 ? new Deferral(ctx.claimPressure, wake, maxDeferMs) : undefined;
-}
-
-/** Held Events under `--claims-first-max-defer`, or undefined when nothing is to wait. */
-export function claimsFirstSends(ctx: Pick<ControllerContext, 'claimPressure' | 'flags' | 'clock' | 'intervalClock'>): DeferredSends | undefined {
-  const maxDeferMs = ctx.flags.duration('claims-first-max-defer');
-  return ctx.claimPressure && maxDeferMs > 0 ? new DeferredSends(ctx.claimPressure, ctx.intervalClock ?? ctx.clock, maxDeferMs) : undefined;
 }

@@ -1,9 +1,9 @@
 /** Refill giving way to waiting claims: the hold decision, and planPool's use of it ("refill never starves"). */
 import * as fc from 'fast-check';
-import { FLAGS, NOW, TEMPLATE, member, notReady, pool } from './fixtures';
-import { claimsFirstHold, lowWaterMark } from '../../../src/controllers/warm-pool/claims-first';
+import { claimsFirstHold, lowWaterMark } from '../../../src/controllers/claims-first';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
+import { FLAGS, NOW, TEMPLATE, member, notReady, pool } from '../warm-pool/fixtures';
 
 const MAX = FLAGS.claimsFirstMaxDeferMs;
 
