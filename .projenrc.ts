@@ -151,6 +151,9 @@ for (const dir of devDirs) {
   project.eslint?.allowDevDeps(`${dir}/**`);
 }
 project.npmignore?.exclude('/examples/', '/build-tools/', '/tools/', '/hack/', '/operator/', '/sdk/', '/mcp/', '/test-results/', '/.ci/');
+// jsii-pacmak appends its outdir (package.json's jsii.outdir, our artifactsDirectory) to .npmignore unless
+// that exact line is there: written here, packaging leaves the committed file as it is.
+project.npmignore?.exclude(project.artifactsDirectory);
 // The npm tarball (which every jsii package embeds, the wheel included) holds only the library: an
 // allowlist, so a new folder (bench/ results, docs/) stays out without an ignore entry.
 // npm adds package.json, README.md and LICENSE itself. test/package/packed-files.test.ts checks it.
