@@ -7,9 +7,9 @@ import { ChildProcess, execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { freePort } from '../tools/control-plane/processes';
+import { OPERATOR_BUNDLE } from '../tools/shared/operator-process';
 
 export const ROOT = path.resolve(__dirname, '..');
-export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbox-operator.mjs');
 export type ControllerName = 'ours' | 'upstream' | 'floor';
 
 /** Settings both controllers get, spelled the same way (the flags are wire-identical). */
@@ -64,19 +64,6 @@ export function upstreamOnlyFlags(bin: string): string[] {
 export function upstreamBinary(): string {
   const out = execFileSync(path.join(ROOT, 'hack', 'build-upstream-controller.sh'), { stdio: ['ignore', 'pipe', 'inherit'] }).toString().trim().split('\n');
   return out[out.length - 1];
-}
-
-/** Builds the operator bundle with the project's task when it is missing or older than its sources. */
-export function ensureOperatorBundle(): void {
-  const newest = (dir: string): number => Math.max(0, ...fs.readdirSync(dir, { withFileTypes: true }).map((e) => {
-    const full = path.join(dir, e.name);
-    return e.isDirectory() ? newest(full) : fs.statSync(full).mtimeMs;
-  }));
-  const src = Math.max(newest(path.join(ROOT, 'operator', 'src')), newest(path.join(ROOT, 'src', 'api')));
-  if (!fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < src) {
-    process.stderr.write('[bench] building the operator bundle (npx projen operator:build)\n');
-    execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'inherit' });
-  }
 }
 
 export interface StartOptions {

@@ -202,20 +202,6 @@ export function round(x: number, digits = 1): number {
   return Math.round(x * f) / f;
 }
 
-/** `apiserver_request_total` summed by `VERB resource[/subresource]` (WATCH and LIST included). */
-export async function apiserverRequests(client: BenchClient): Promise<Map<string, number>> {
-  const res = await client.request<string>('GET', '/metrics', undefined, { timeoutMs: 30_000 });
-  const out = new Map<string, number>();
-  for (const line of String(res.body).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    if (!labels.resource) continue;
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return out;
-}
-
 const WRITE = /^(POST|PUT|PATCH|DELETE|APPLY|CREATE|UPDATE|DELETECOLLECTION)\b/;
 /** Resources whose writes come from the controller under test (pods/binding and pods/status are the scheduler's and kwok's). */
 const CONTROLLER_RESOURCES = /^(sandboxes|sandboxes\/status|sandboxclaims|sandboxclaims\/status|sandboxwarmpools|sandboxwarmpools\/status|sandboxtemplates|sandboxtemplates\/status|pods|services|persistentvolumeclaims|networkpolicies|events)$/;

@@ -25,8 +25,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { BenchClient } from './client';
-import { ControllerName, DEFAULT_SETTINGS, ensureOperatorBundle, ROOT, RunningController, sharedFlags, startController, upstreamBinary, upstreamOnlyFlags } from './controllers';
-import { writeCrds } from './crds';
+import { ControllerName, DEFAULT_SETTINGS, ROOT, RunningController, sharedFlags, startController, upstreamBinary, upstreamOnlyFlags } from './controllers';
 import { agentBench } from './data-plane/agent';
 import { mcpBench } from './data-plane/mcp';
 import { main as routerBench } from './data-plane/router';
@@ -46,6 +45,8 @@ import { sustained } from './scenarios/sustained';
 import { connectionFromKubeconfig } from '../tools/control-plane/api';
 import { ControlPlane, startControlPlane } from '../tools/control-plane/control-plane';
 import { Kube, waitFor } from '../tools/control-plane/kube';
+import { writeCrds } from '../tools/shared/crds';
+import { ensureOperatorBundle } from '../tools/shared/operator-process';
 
 export interface Options {
   scenarios: string[];
@@ -299,7 +300,7 @@ export async function main(argv: string[]): Promise<number> {
   // Controller logs and CPU profiles: kept for inspection, never committed.
   const runDir = path.join(ROOT, 'test-results', 'bench', id);
   fs.mkdirSync(runDir, { recursive: true });
-  ensureOperatorBundle();
+  await ensureOperatorBundle(log);
   const upstreamBin = o.controllers.includes('upstream') ? upstreamBinary() : undefined;
   const crds = writeCrds();
   const jobs = plan(o);

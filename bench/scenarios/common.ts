@@ -3,7 +3,8 @@ import { BenchClient } from '../client';
 import type { CapacityResult } from './capacity';
 import type { ScaleResult } from './scale';
 import type { SoakResult } from './soak';
-import { apiserverRequests, ClaimResult, diffRequests, now, ProcMonitor, procSample, RequestDiff, round, SandboxTracker } from '../measure';
+import { apiserverRequests } from '../../tools/shared/metrics';
+import { ClaimResult, diffRequests, now, ProcMonitor, procSample, RequestDiff, round, SandboxTracker } from '../measure';
 
 export const EXT = '/apis/extensions.agents.x-k8s.io/v1beta1';
 export const CORE = '/apis/agents.x-k8s.io/v1beta1';

@@ -6,21 +6,13 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { ContainerProcess } from '../../tools/control-plane/pod-process';
+import { pidAlive } from '../../tools/control-plane/processes';
 
 let dir: string;
 beforeEach(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pod-process-'));
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-/** Running (a zombie waiting for its reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 async function until(what: string, ok: () => boolean): Promise<void> {
   for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 25));
@@ -46,11 +38,11 @@ test('a background member of the group that ignores SIGTERM and outlives the com
   await until('the background pid', () => fs.existsSync(pidFile));
   const srv = Number(fs.readFileSync(pidFile, 'utf8'));
   await until('the command to exit', () => container.terminated !== undefined);
-  expect(alive(srv)).toBe(true);
+  expect(pidAlive(srv)).toBe(true);
   try {
     await container.stop(300);
-    await until(`pid ${srv} to be gone`, () => !alive(srv));
+    await until(`pid ${srv} to be gone`, () => !pidAlive(srv));
   } finally {
-    if (alive(srv)) process.kill(srv, 'SIGKILL');
+    if (pidAlive(srv)) process.kill(srv, 'SIGKILL');
   }
 });

@@ -12,11 +12,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   FaultRecord, OPERATOR_ARGS, ROOT, Violations, Workload, envNumber, holds, kubeconfigFor, quietWindow, retry,
-  seededRandom, sleep, startFaultCluster, writeSummary,
+  seededRandom, startFaultCluster, writeSummary,
 } from './harness';
 import { FreezableProxy } from './tcp-proxy';
 import { ControlPlane } from '../../tools/control-plane/control-plane';
-import { OperatorProcess, ensureOperatorBundle } from '../integration/operator/operator-process';
+import { sleep } from '../../tools/control-plane/processes';
+import { OperatorProcess, ensureOperatorBundle } from '../../tools/shared/operator-process';
 
 const SCALE = envNumber('FAULTS_SCALE', 1);
 const SEED = envNumber('FAULTS_SEED', Date.now() % 1_000_000);

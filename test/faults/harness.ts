@@ -9,10 +9,12 @@ import * as yaml from 'yaml';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { ControlPlane, startControlPlane } from '../../tools/control-plane/control-plane';
 import { waitFor } from '../../tools/control-plane/kube';
+import { sleep } from '../../tools/control-plane/processes';
+import { writeCrds } from '../../tools/shared/crds';
+import { Metrics } from '../../tools/shared/metrics';
+import { OperatorProcess } from '../../tools/shared/operator-process';
 import { claimManifest, claimReady, controllerOf, poolManifest, templateManifest } from '../integration/operator/extensions-api';
-import { Metrics, OperatorProcess } from '../integration/operator/operator-process';
 import { isReady } from '../integration/operator/sandbox-api';
-import { writeSandboxCrds } from '../integration/setup/global-setup';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
 const EXT = '/apis/extensions.agents.x-k8s.io/v1beta1';
@@ -39,13 +41,9 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((r) => setTimeout(r, ms));
-}
-
 /** The suite's own control plane: faults kill its processes, so it is shared with no other suite. */
 export async function startFaultCluster(): Promise<ControlPlane> {
-  return startControlPlane({ nodes: 3, podRunner: false, manifests: [writeSandboxCrds()] });
+  return startControlPlane({ nodes: 3, podRunner: false, manifests: [writeCrds()] });
 }
 
 /** A kubeconfig like `kubeconfig` but pointing at `server` (the freezable proxy). */

@@ -10,12 +10,13 @@ import { ChildProcess, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { ensureOperatorBundle } from './operator/operator-process';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { DEFAULT_POD_CIDR, podRunnerDir } from '../../tools/control-plane/control-plane';
 import { ENV, Kube, waitFor } from '../../tools/control-plane/kube';
 import { cidrContains, parseCidr, splitPodCidr } from '../../tools/control-plane/pod-cidr';
 import { podRunnerCommand, RUN_LABEL } from '../../tools/control-plane/pod-runner';
+import { pidAlive } from '../../tools/control-plane/processes';
+import { ensureOperatorBundle } from '../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
@@ -61,15 +62,6 @@ function pidOf(pod: any, container = 'main'): number {
   const pid = Number(/^local:\/\/(\d+)$/.exec(id)?.[1]);
   if (!pid) throw new Error(`container ${container} of ${pod.metadata.name} has no local pid (containerID "${id}")`);
   return pid;
-}
-
-/** Running (a zombie waiting for its reaper counts as gone). */
-function alive(pid: number): boolean {
-  try {
-    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 function get(ip: string, port: number, p: string): Promise<{ status: number; body: string }> {
@@ -161,7 +153,7 @@ test('deleting a Pod stops its runtime gracefully, removes its workspace, then t
     timeoutMs: 30_000,
     onReady: () => api.call('DELETE', `/api/v1/namespaces/${ns}/pods/deleted`),
   });
-  expect(alive(pid)).toBe(false);
+  expect(pidAlive(pid)).toBe(false);
   expect(fs.existsSync(workspace)).toBe(false);
   const log = fs.readdirSync(path.join(podRunnerDir(process.env[ENV.workDir]!), 'logs')).find((f) => f.startsWith(`${ns}_deleted_`))!;
   // The runtime's own drain ran: it got SIGTERM, not SIGKILL.
@@ -237,14 +229,14 @@ test('deleting a Pod stops every member of its process group, also one that igno
   // Ready means the command started; the shell writes the file a moment later (later still on a busy machine).
   const srv = await waitFor(async () => (fs.existsSync(pidFile) ? Number(fs.readFileSync(pidFile, 'utf8')) : undefined), 10_000, `the background pid in ${pidFile}`);
   try {
-    expect(alive(srv)).toBe(true);
+    expect(pidAlive(srv)).toBe(true);
     await api.watch(`/api/v1/namespaces/${ns}/pods?fieldSelector=metadata.name=background`, (ev) => (ev.type === 'DELETED' ? true : undefined), {
       timeoutMs: 30_000,
       onReady: () => api.call('DELETE', `/api/v1/namespaces/${ns}/pods/background`),
     });
-    expect(alive(srv)).toBe(false);
+    expect(pidAlive(srv)).toBe(false);
   } finally {
-    if (alive(srv)) process.kill(srv, 'SIGKILL');
+    if (pidAlive(srv)) process.kill(srv, 'SIGKILL');
     fs.rmSync(pidFile, { force: true });
   }
 });
@@ -280,7 +272,7 @@ async function withOwnRunner(name: string, body: (runner: OwnRunner, runtimePid:
     const pod = await createReady(podObject(name, value, { command: RUNTIME }));
     expect(cidrContains(parseCidr(cidr), pod.status.podIP)).toBe(true);
     const pid = pidOf(pod);
-    expect(alive(pid)).toBe(true);
+    expect(pidAlive(pid)).toBe(true);
     await body({ child, exited }, pid);
   } finally {
     child.kill('SIGKILL');
@@ -291,12 +283,12 @@ test('a SIGKILLed runner leaves no runtime behind', () => withOwnRunner('killed'
   runner.child.kill('SIGKILL');
   await runner.exited;
   // The runtime sees its stdin close and drains itself.
-  await waitFor(() => !alive(pid), 30_000, `runtime pid ${pid} to exit after its runner was SIGKILLed`);
+  await waitFor(() => !pidAlive(pid), 30_000, `runtime pid ${pid} to exit after its runner was SIGKILLed`);
 }));
 
 test('a runner whose owner is gone (stdin closed) stops its Pods\' processes and exits', () => withOwnRunner('owned', async (runner, pid) => {
   runner.child.stdin!.end();
   await runner.exited;
   expect(runner.child.exitCode).toBe(0);
-  expect(alive(pid)).toBe(false);
+  expect(pidAlive(pid)).toBe(false);
 }));

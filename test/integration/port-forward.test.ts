@@ -6,11 +6,11 @@
 import { ChildProcess, spawn } from 'child_process';
 import * as http from 'http';
 import * as path from 'path';
-import { ensureOperatorBundle } from './operator/operator-process';
 import { ApiClient, connectionFromKubeconfig } from '../../tools/control-plane/api';
 import { ENV, Kube, waitFor } from '../../tools/control-plane/kube';
 import { RUN_LABEL } from '../../tools/control-plane/pod-runner';
 import { sleep } from '../../tools/control-plane/processes';
+import { ensureOperatorBundle } from '../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

@@ -251,6 +251,16 @@ function sendSignal(pid: number, sig: NodeJS.Signals): boolean {
   }
 }
 
+/** True while `pid` runs (a zombie waiting for its reaper counts as gone). */
+export function pidAlive(pid: number): boolean {
+  try {
+    // The state letter follows the command name in parentheses, which may itself hold ") ".
+    return fs.readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '')[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
 /** True while `rec.pid` is alive and still runs `rec.bin` (guards against pid reuse). */
 export function isRunning(rec: ProcessRecord): boolean {
   try {

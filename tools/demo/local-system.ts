@@ -9,11 +9,11 @@
 import { execFileSync } from 'child_process';
 import * as path from 'path';
 import { pythonPoolObjects } from './real-pool';
-import { writeCrds } from '../../bench/crds';
-import { OperatorProcess } from '../../test/integration/operator/operator-process';
 import { startControlPlane } from '../control-plane/control-plane';
 import { Kube } from '../control-plane/kube';
 import { RUN_LABEL } from '../control-plane/pod-runner';
+import { writeCrds } from '../shared/crds';
+import { OperatorProcess } from '../shared/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export const NAMESPACE = 'default';

@@ -1,16 +1,18 @@
 /**
  * Runs the real operator bundle (operator/dist/agent-sandbox-operator.mjs) as a child process
- * against the integration control plane, as the controller or the router: start, wait until its
+ * against a local control plane, as the controller or the router: start, wait until its
  * controllers run (or its caches synced), stop gracefully
- * or SIGKILL it, and keep its JSON log for assertions and failure reports.
+ * or SIGKILL it, and keep its JSON log for assertions and failure reports. Used by the integration
+ * and fault tests, the benchmarks and `npm run demo`.
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
-import { waitFor } from '../../../tools/control-plane/kube';
+import { Metrics } from './metrics';
+import { waitFor } from '../control-plane/kube';
 
-const ROOT = path.resolve(__dirname, '..', '..', '..');
+const ROOT = path.resolve(__dirname, '..', '..');
 export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbox-operator.mjs');
 const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api')];
 
@@ -31,9 +33,10 @@ function newestMtime(dir: string): number {
 
 /**
  * Builds the bundle with the project's own task when it is missing or older than its sources,
- * under a lock directory so two jest workers never write it at once.
+ * under a lock directory so two jest workers (or a test run and a benchmark) never write it at once.
+ * `log` hears of a build before it starts; a failed build throws with the task's output.
  */
-export async function ensureOperatorBundle(): Promise<void> {
+export async function ensureOperatorBundle(log?: (message: string) => void): Promise<void> {
   const lock = `${OPERATOR_BUNDLE}.lock`;
   fs.mkdirSync(path.dirname(OPERATOR_BUNDLE), { recursive: true });
   await waitFor(() => {
@@ -49,7 +52,10 @@ export async function ensureOperatorBundle(): Promise<void> {
   }, 180_000, 'the operator bundle build lock');
   try {
     const stale = !fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < Math.max(...SOURCES.map(newestMtime));
-    if (stale) execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });
+    if (stale) {
+      log?.('building the operator bundle (npx projen operator:build)');
+      execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });
+    }
   } finally {
     fs.rmdirSync(lock);
   }
@@ -226,38 +232,5 @@ export class OperatorProcess {
   /** The last `n` log lines, for failure messages. */
   public tail(n = 40): string {
     return this.lines.slice(-n).map((l) => JSON.stringify(l)).join('\n');
-  }
-}
-
-/** One scrape of Prometheus text: samples by metric name and labels. */
-export class Metrics {
-  private readonly samples: Array<{ name: string; labels: Record<string, string>; value: number }> = [];
-
-  public constructor(public readonly text: string) {
-    for (const line of text.split('\n')) {
-      const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-      if (!m) continue;
-      const labels = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]));
-      this.samples.push({ name: m[1], labels, value: Number(m[3]) });
-    }
-  }
-
-  /** Sum of the samples of `name` whose labels include `labels`; 0 when there are none. */
-  public sum(name: string, labels: Record<string, string> = {}): number {
-    return this.matching(name, labels).reduce((total, s) => total + s.value, 0);
-  }
-
-  public has(name: string, labels: Record<string, string> = {}): boolean {
-    return this.matching(name, labels).length > 0;
-  }
-
-  /** Nothing queued or in flight for `controller` (see OperatorProcess.waitIdle). */
-  public idle(controller: string): boolean {
-    return this.sum('workqueue_adds_total', { controller }) === this.sum('controller_runtime_reconcile_total', { controller })
-      && this.sum('workqueue_depth', { controller }) === 0 && this.sum('controller_runtime_active_workers', { controller }) === 0;
-  }
-
-  private matching(name: string, labels: Record<string, string>) {
-    return this.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   }
 }

@@ -14,14 +14,13 @@
  * write_file + read_file pair (1 KiB of text), timed as a pair.
  * Input: JSON in argv[2]; output: one JSON object on stdout.
  */
-import { ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { SandboxClient } from '../../../sdk/src/index.js';
 import { sandboxTools } from '../../../sdk/src/tools/index.js';
+import { startMcpHttpServer } from '../../../tools/shared/mcp-server.js';
 
 interface DriverInput {
   kubeconfig: string;
@@ -116,25 +115,16 @@ function mcpWay(client: Client, close: () => Promise<void>): Way & { claim(): Pr
 /** The server in HTTP mode as a child process, the client connected to the endpoint it logs. */
 function mcpHttpWay(): () => Promise<Way> {
   return async () => {
-    const child: ChildProcess = spawn(process.execPath, serverArgs('http'), { stdio: ['ignore', 'ignore', 'pipe'] });
-    const lines: string[] = [];
-    const url = await new Promise<string>((resolve, reject) => {
-      createInterface({ input: child.stderr! }).on('line', (line) => {
-        lines.push(line);
-        const match = /MCP endpoint (http:\/\/\S+)/.exec(line);
-        if (match) resolve(match[1]);
-      });
-      child.once('exit', (code) => reject(new Error(`the MCP server (http) exited (${code}) before listening:\n${lines.join('\n')}`)));
-    });
+    const server = startMcpHttpServer(serverArgs('http'));
+    const url = await server.url;
     const transport = new StreamableHTTPClientTransport(new URL(url));
     const client = new Client({ name: 'bench-http', version: '1.0.0' });
     await client.connect(transport);
     const way = mcpWay(client, async () => {
       await transport.terminateSession();
       await client.close();
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
+      server.child.kill('SIGTERM');
+      await server.exited;
     });
     await way.claim();
     return way;

@@ -11,9 +11,9 @@ import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, assertLoopback, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
 import { RUN_LABEL } from '../../../tools/control-plane/pod-runner';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 import { BundleRbac } from '../operator/bundle-rbac';
 import { ExtensionsApi, claimManifest, claimReady, poolManifest, templateManifest } from '../operator/extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from '../operator/operator-process';
 import { HASH_LABEL } from '../operator/sandbox-api';
 
 export const RUNTIME_PORT = 8888;

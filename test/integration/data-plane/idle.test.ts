@@ -19,9 +19,9 @@ import { WebSocketClient } from './ws-client';
 import { SandboxAnnotations } from '../../../src/api/labels';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { sleep } from '../../../tools/control-plane/processes';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 import { serviceAccountToken } from '../operator/bundle-rbac';
 import { claimManifest, claimReady } from '../operator/extensions-api';
-import { OperatorProcess } from '../operator/operator-process';
 
 const PERIOD_S = 2;
 /** How long "stays Running" is watched: several periods, with the suspension of a control as proof the clock ran. */

@@ -16,7 +16,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { DataPlane } from './data-plane';
 import { waitFor } from '../../../tools/control-plane/kube';
-import { OperatorProcess } from '../operator/operator-process';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const SCRIPT = path.join(__dirname, 'python_sdk_compat.py');

@@ -15,8 +15,8 @@ import { DataPlane, ECHO_PORT, send } from './data-plane';
 import { RouterRbac } from './router-rbac';
 import { ObjectRef, SANDBOX_ROUTER_AUDIENCE, SandboxAccess } from '../../../src';
 import { assertLoopback, connectionFromKubeconfig } from '../../../tools/control-plane/api';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 import { serviceAccountToken, whoAmI } from '../operator/bundle-rbac';
-import { OperatorProcess } from '../operator/operator-process';
 
 let dp: DataPlane;
 let rbac: RouterRbac;

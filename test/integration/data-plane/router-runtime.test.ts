@@ -12,7 +12,7 @@ import { WebSocketClient } from './ws-client';
 import { PROCESS_SERVICE_DEFINITION, type ExecuteRequest, type ExecuteResponse, type StartRequest, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { sleep } from '../../../tools/control-plane/processes';
-import { OperatorProcess } from '../operator/operator-process';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 
 const PROXY_TIMEOUT_SECONDS = 2;
 const GRPC_PORT = 9090;

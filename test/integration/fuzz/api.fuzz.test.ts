@@ -14,8 +14,8 @@ import * as path from 'path';
 import * as fc from 'fast-check';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 import { BundleRbac } from '../operator/bundle-rbac';
-import { OperatorProcess, ensureOperatorBundle } from '../operator/operator-process';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 60);
 const SEED = Number(process.env.FUZZ_SEED ?? 20261201);

@@ -9,17 +9,17 @@
  * back; the claim deleted (checked in the Kubernetes API) when the client closes stdin, DELETEs its
  * HTTP session, or the server gets SIGTERM; the idle release; bad flags refused before starting.
  */
-import { ChildProcess, execFileSync, spawn } from 'child_process';
+import { execFileSync } from 'child_process';
 import * as path from 'path';
-import { createInterface } from 'readline';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult, Progress } from '@modelcontextprotocol/sdk/types.js';
 import { waitFor } from '../../../tools/control-plane/kube';
+import { startMcpHttpServer } from '../../../tools/shared/mcp-server';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 import { DataPlane } from '../data-plane/data-plane';
 import { serviceAccountKubeconfig, serviceAccountWithRole } from '../operator/bundle-rbac';
-import { OperatorProcess } from '../operator/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const CLI = path.join(ROOT, 'mcp', 'dist', 'cli.js');
@@ -122,7 +122,7 @@ test('stdio: tools listed; a Python program written, run with its output as prog
 });
 
 test('streamable HTTP: the same; two clients get two sandboxes; each session\'s DELETE deletes its claim; SIGTERM releases the rest', async () => {
-  const server = startHttpServer(serverArgs('http', ['--listen', '127.0.0.1:0']));
+  const server = startMcpHttpServer([CLI, ...serverArgs('http', ['--listen', '127.0.0.1:0'])]);
   try {
     const url = await server.url;
     const connect = async () => {
@@ -195,20 +195,3 @@ test('bad flags are refused before anything starts, naming the flag (exit code 2
   expect(run(['http', '--pool', 'pool', '--listen', '0.0.0.0:8765'])).toEqual({ code: 2, stderr: expect.stringMatching(/^agent-sandbox-mcp: --listen: 0\.0\.0\.0 is not a loopback address/) });
   expect(run(['stdio', '--pool', 'pool', '--kubeconfig', '/nonexistent/kubeconfig'])).toEqual({ code: 2, stderr: expect.stringMatching(/^agent-sandbox-mcp: --kubeconfig: cannot load \/nonexistent\/kubeconfig/) });
 });
-
-/** The server in HTTP mode as a child process; `url` resolves with the endpoint it logs. */
-type Exit = { code: number | null; signal: NodeJS.Signals | null };
-function startHttpServer(args: string[]): { child: ChildProcess; url: Promise<string>; exited: Promise<Exit> } {
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const exited = new Promise<Exit>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const lines: string[] = [];
-  const url = new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stderr! }).on('line', (line) => {
-      lines.push(line);
-      const match = /MCP endpoint (http:\/\/\S+)/.exec(line);
-      if (match) resolve(match[1]);
-    });
-    void exited.then(({ code }) => reject(new Error(`the server exited (${code}) before listening:\n${lines.join('\n')}`)));
-  });
-  return { child, url, exited };
-}

@@ -11,10 +11,10 @@
  * file at a time, see jest.config.js).
  */
 import { BundleRbac, PolicyRule } from './bundle-rbac';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { HASH_LABEL, SandboxApi, condition, deleteSandboxes, isReady, sandboxManifest } from './sandbox-api';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

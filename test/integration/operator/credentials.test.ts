@@ -15,10 +15,10 @@ import * as os from 'os';
 import * as path from 'path';
 import { stringify as toYaml } from 'yaml';
 import { BundleRbac, serviceAccountToken } from './bundle-rbac';
-import { OPERATOR_BUNDLE, OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { SandboxApi, deleteSandboxes, sandboxManifest } from './sandbox-api';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube } from '../../../tools/control-plane/kube';
+import { OPERATOR_BUNDLE, OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const admin = connectionFromKubeconfig(kube.kubeconfig);

@@ -119,23 +119,6 @@ export class ExtensionsApi {
   }
 }
 
-/**
- * `apiserver_request_total` from the API server's /metrics, summed by `verb resource[/subresource]
- * code` (the group is left out: no two resources the operator writes share a name).
- */
-export async function apiserverRequests(api: ApiClient): Promise<Map<string, number>> {
-  const res = await api.request<string>('GET', '/metrics', undefined, { timeoutMs: 30_000 });
-  if (res.status !== 200) throw new Error(`GET /metrics -> HTTP ${res.status}`);
-  const out = new Map<string, number>();
-  for (const line of String(res.body).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const labels = Object.fromEntries([...line.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''} ${labels.code}`;
-    out.set(key, (out.get(key) ?? 0) + Number(line.slice(line.lastIndexOf(' ') + 1)));
-  }
-  return out;
-}
-
 /** Write requests between two apiserverRequests snapshots, by `verb resource code`; reads are left out. */
 export class WriteCounts {
   private readonly delta = new Map<string, number>();

@@ -5,9 +5,9 @@
  */
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { ApiClient } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 export interface ExtensionsOperator {
   readonly ns: string;

@@ -8,14 +8,15 @@
  */
 import { BundleRbac } from './bundle-rbac';
 import {
-  ExtensionsApi, WriteCounts, apiserverRequests, claimManifest, claimReady, controllerOf, createClaimsAndWaitReady, percentiles, poolManifest,
+  ExtensionsApi, WriteCounts, claimManifest, claimReady, controllerOf, createClaimsAndWaitReady, percentiles, poolManifest,
   templateManifest,
 } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { condition, sandboxBarrier } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { apiserverRequests } from '../../../tools/shared/metrics';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));
@@ -267,7 +268,7 @@ describe('load', () => {
     // Count from a quiet operator: every Sandbox change seen (the barrier) and every key reconciled.
     await sandboxBarrier(api, ns);
     await op.waitIdle(CONTROLLERS);
-    const before = await apiserverRequests(api);
+    const before = await apiserverRequests(api, { byCode: true });
     const operatorBefore = await op.metrics();
     const names = Array.from({ length: CLAIMS }, (_, i) => `steady-${i}`);
     const latency = await createClaimsAndWaitReady(ext, names.map((n) => claimManifest(n, 'steady')), 4, 120_000);
@@ -279,7 +280,7 @@ describe('load', () => {
     await waitFor(async () => (await adoptions(names)).length === CLAIMS, 60_000, 'a SandboxAdopted Event for every claim');
     await sandboxBarrier(api, ns);
     await op.waitIdle(CONTROLLERS);
-    const after = await apiserverRequests(api);
+    const after = await apiserverRequests(api, { byCode: true });
     const operatorAfter = await op.metrics();
 
     const split = await checkClaimsBound(names);

@@ -16,9 +16,9 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { BundleRbac } from './bundle-rbac';
-import { OPERATOR_BUNDLE, ensureOperatorBundle } from './operator-process';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OPERATOR_BUNDLE, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const LEASE = 'a3317529.agent-sandbox.x-k8s.io';
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;

@@ -10,10 +10,10 @@
 import { Chart, Testing } from 'cdk8s';
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, templateManifest } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { AgentSandboxSystem } from '../../../src/install';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

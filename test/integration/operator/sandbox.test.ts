@@ -6,13 +6,13 @@
  * (`extensions: false`, upstream's sandbox.yaml), so every write it needs must be granted there.
  */
 import { BundleRbac } from './bundle-rbac';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import {
   HASH_LABEL, SandboxApi, condition, deleteSandboxes, isReady, sandboxManifest, summarizeLatencies,
 } from './sandbox-api';
 import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

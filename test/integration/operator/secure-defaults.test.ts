@@ -7,10 +7,10 @@
 import { withoutAdmissionPolicies } from './admission-policies';
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, poolManifest, templateManifest } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { deleteSandboxes, sandboxManifest } from './sandbox-api';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

@@ -9,11 +9,11 @@
 import { withoutAdmissionPolicies } from './admission-policies';
 import { BundleRbac } from './bundle-rbac';
 import { ExtensionsApi, claimManifest, controllerOf, poolManifest, templateManifest } from './extensions-api';
-import { OperatorProcess, ensureOperatorBundle } from './operator-process';
 import { SandboxApi, condition, sandboxManifest } from './sandbox-api';
 import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const kube = Kube.fromEnv();
 const api = new ApiClient(connectionFromKubeconfig(kube.kubeconfig));

@@ -11,8 +11,8 @@ import { execFileSync, spawn } from 'child_process';
 import * as path from 'path';
 import { createInterface } from 'readline';
 import { waitFor } from '../../../tools/control-plane/kube';
+import { OperatorProcess } from '../../../tools/shared/operator-process';
 import { DataPlane } from '../data-plane/data-plane';
-import { OperatorProcess } from '../operator/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const PROGRAM = path.join(__dirname, 'fixtures', 'e2b-program.mjs');

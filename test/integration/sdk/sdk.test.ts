@@ -20,10 +20,10 @@ import * as path from 'path';
 import { createInterface } from 'readline';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { RUN_LABEL } from '../../../tools/control-plane/pod-runner';
+import { OPERATOR_BUNDLE, OperatorProcess } from '../../../tools/shared/operator-process';
 import { DataPlane, runtimeTemplate } from '../data-plane/data-plane';
 import { serviceAccountKubeconfig, serviceAccountToken } from '../operator/bundle-rbac';
 import { claimManifest, claimReady, poolManifest } from '../operator/extensions-api';
-import { OPERATOR_BUNDLE, OperatorProcess } from '../operator/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..', '..');
 const AGENT = path.join(__dirname, 'fixtures', 'agent.mjs');

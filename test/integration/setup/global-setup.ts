@@ -9,15 +9,12 @@
  * owners works at once instead of after the collector's 30 s discovery resync.
  */
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
-import { Testing } from 'cdk8s';
-import * as yaml from 'yaml';
-import { SandboxCrds } from '../../../src/crds';
 import { startControlPlane } from '../../../tools/control-plane/control-plane';
 import { ENV } from '../../../tools/control-plane/kube';
 import { isRunning } from '../../../tools/control-plane/processes';
 import { readState, stateFile } from '../../../tools/control-plane/state';
+import { writeCrds } from '../../../tools/shared/crds';
 
 export default async function globalSetup(): Promise<void> {
   if (process.env.CONTROL_PLANE_REUSE === '1') {
@@ -35,19 +32,10 @@ export default async function globalSetup(): Promise<void> {
   ];
   // Our CRDs go in before kube-controller-manager starts, so garbage collection of Sandboxes and
   // claims works at once instead of after the collector's 30 s rediscovery.
-  manifests.unshift(writeSandboxCrds());
+  manifests.unshift(writeCrds());
   const cp = await startControlPlane({ nodes: 3, manifests });
   (globalThis as any).__CONTROL_PLANE__ = cp;
   exportEnv(cp.kubeconfig, cp.binDir, cp.workDir);
-}
-
-/** The synthesized CRDs as a YAML file in the temp dir. */
-export function writeSandboxCrds(): string {
-  const chart = Testing.chart();
-  new SandboxCrds(chart, 'crds');
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'sandbox-crds-')), 'crds.yaml');
-  fs.writeFileSync(file, Testing.synth(chart).map((o) => yaml.stringify(o)).join('---\n'));
-  return file;
 }
 
 function exportEnv(kubeconfig: string, binDir: string, workDir: string): void {
