@@ -1,9 +1,10 @@
 import { ApiObject, ApiObjectMetadata, Chart, Lazy } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { KINDS } from './api/groups';
 import { REFERENCED_KINDS } from './api/object-kinds';
-import { ErrorList, checkDns1123Subdomain } from './api/validation';
-import { ObjectRef } from './object-ref';
+import { staticMethodName } from './api/spelling';
+import { ErrorList, checkDns1123Subdomain, propError } from './api/validation';
+import { ObjectRef, _checkRef, _refOf } from './object-ref';
 
 /**
  * The subresource whose `create` permission lets a caller use a sandbox through the router
@@ -20,10 +21,11 @@ export interface SandboxAccessProps {
   /** Name (and namespace) of the Role and RoleBinding. @default a name derived from the construct path, in the chart's namespace */
   readonly metadata?: ApiObjectMetadata;
   /**
-   * The ServiceAccounts granted access, in the Role's namespace: by name (`ObjectRef.fromName`) or
-   * a construct that defines one (a cdk8s-plus `ServiceAccount`).
+   * The ServiceAccounts granted access, in the Role's namespace: constructs that define them (a
+   * cdk8s-plus `ServiceAccount`, a `KubeServiceAccount`) or `ObjectRef`s (by name with
+   * `ObjectRef.fromName`).
    */
-  readonly serviceAccounts: ObjectRef[];
+  readonly serviceAccounts: Array<ObjectRef | IConstruct>;
   /**
    * Claim sandboxes: create, get, list, watch and delete SandboxClaims, and use the sandbox of any
    * claim in the namespace (`create` on `sandboxclaims/connect`). Reading claims alone never lets
@@ -97,14 +99,14 @@ export class SandboxAccess extends Construct {
           apiVersion: 'rbac.authorization.k8s.io/v1',
           kind: 'Role',
           metadata: { ...metadata, name },
-          rules: Lazy.any({ produce: () => [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: [account.name], verbs: ['create'] }] }),
+          rules: Lazy.any({ produce: () => [{ apiGroups: [''], resources: ['serviceaccounts/token'], resourceNames: [accountName(account, i)], verbs: ['create'] }] }),
         });
         new ApiObject(this, `TokenRoleBinding${i}`, {
           apiVersion: 'rbac.authorization.k8s.io/v1',
           kind: 'RoleBinding',
           metadata: { ...metadata, name },
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
-          subjects: Lazy.any({ produce: () => [{ kind: 'ServiceAccount', name: account.name, ...(namespace !== undefined ? { namespace } : {}) }] }),
+          subjects: Lazy.any({ produce: () => [{ kind: 'ServiceAccount', name: accountName(account, i), ...(namespace !== undefined ? { namespace } : {}) }] }),
         });
         this.tokenRoles.push(role);
       });
@@ -113,7 +115,7 @@ export class SandboxAccess extends Construct {
   }
 
   private accountNames(): string[] {
-    return (this.props.serviceAccounts ?? []).map((ref) => ref.name);
+    return (this.props.serviceAccounts ?? []).map(accountName);
   }
 
   private rules(): object[] {
@@ -140,15 +142,22 @@ export class SandboxAccess extends Construct {
     const errors = new ErrorList();
     const { serviceAccounts, claims = true, sandboxes = [], lifecycle = false } = this.props;
     if (!Array.isArray(serviceAccounts) || serviceAccounts.length === 0) {
-      errors.check('serviceAccounts', 'must name at least one ServiceAccount (ObjectRef.fromName("agent"), or a cdk8s-plus ServiceAccount)');
+      errors.prop('serviceAccounts', `must name at least one ServiceAccount: a construct that defines one (such as a cdk8s-plus ServiceAccount), or ${staticMethodName('ObjectRef', 'fromName')}("agent")`);
     }
-    (Array.isArray(serviceAccounts) ? serviceAccounts : []).forEach((ref, i) => ref._check(errors, `serviceAccounts[${i}]`, REFERENCED_KINDS.serviceAccount, namespace));
-    if (!Array.isArray(sandboxes)) errors.check('sandboxes', 'must be a list of Sandbox names');
-    else sandboxes.forEach((name, i) => errors.check(`sandboxes[${i}]`, checkDns1123Subdomain(name)));
+    (Array.isArray(serviceAccounts) ? serviceAccounts : []).forEach((ref, i) => _checkRef(errors, `serviceAccounts[${i}]`, ref, REFERENCED_KINDS.serviceAccount, namespace));
+    if (!Array.isArray(sandboxes)) errors.prop('sandboxes', 'must be a list of Sandbox names');
+    else sandboxes.forEach((name, i) => errors.prop(`sandboxes[${i}]`, checkDns1123Subdomain(name)));
     if (!claims && sandboxes.length === 0 && !lifecycle) {
-      errors.check('claims', 'is false and no sandboxes or lifecycle are granted, so the role would let nobody use a sandbox; keep claims, or name sandboxes');
+      errors.prop('claims', 'is false and no sandboxes or lifecycle are granted, so the role would let nobody use a sandbox; keep claims, or name sandboxes');
     }
-    if (namespace === undefined) errors.check('metadata.namespace', 'is needed (a Role is namespaced): set it, or give the chart a namespace');
+    if (namespace === undefined) errors.prop('metadata.namespace', 'is needed (a Role is namespaced): set it, or give the chart a namespace');
     return errors.all;
   }
+}
+
+/** The name of the `index`th ServiceAccount (the validation reports a value that is no reference). */
+function accountName(account: ObjectRef | IConstruct, index: number): string {
+  const ref = _refOf(account);
+  if (ref === undefined) throw propError(`serviceAccounts[${index}]`, 'must be a ServiceAccount construct or an ObjectRef');
+  return ref.name;
 }

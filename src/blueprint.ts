@@ -1,11 +1,12 @@
 import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
-import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
+import { REFERENCED_KINDS } from './api/object-kinds';
+import { propName } from './api/spelling';
 import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Subdomain, checkStringMap } from './api/validation';
 import { SandboxContainerProps, _checkId, _containerToKube, _listOf, _validateContainer, dropUndefined } from './container';
 import { _checkDuration } from './custom-resource';
-import { ObjectRef } from './object-ref';
+import { ObjectRef, _checkRef, _resolveRef } from './object-ref';
 import { IRuntimeClass, _runtimeClassRefOf } from './runtime-class';
 import {
   SchedulingAffinity, TopologySpreadConstraint, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkSpread,
@@ -62,13 +63,18 @@ export interface SandboxBlueprintProps {
   /** Service account of the Pod, by name (or give `serviceAccount`). @default - the namespace's `default` */
   readonly serviceAccountName?: string;
   /**
-   * Service account of the Pod: a cdk8s-plus `ServiceAccount`, a `KubeServiceAccount`, or a name
-   * (`ObjectRef.fromName`). Give this or `serviceAccountName`, not both.
+   * Service account of the Pod: a construct that defines one (a cdk8s-plus `ServiceAccount`, a
+   * `KubeServiceAccount`), or an `ObjectRef` (by name with `ObjectRef.fromName`). Give this or
+   * `serviceAccountName`, not both.
    * @default - `serviceAccountName`
    */
-  readonly serviceAccount?: ObjectRef;
-  /** Secrets with registry credentials for pulling the images (`imagePullSecrets`). @default - none */
-  readonly imagePullSecrets?: ObjectRef[];
+  readonly serviceAccount?: ObjectRef | IConstruct;
+  /**
+   * Secrets with registry credentials for pulling the images (`imagePullSecrets`): constructs that
+   * define them (a cdk8s-plus `Secret`, a `KubeSecret`) or `ObjectRef`s.
+   * @default - none
+   */
+  readonly imagePullSecrets?: Array<ObjectRef | IConstruct>;
   /** Node labels the Pod must land on. @default - none */
   readonly nodeSelector?: { [key: string]: string };
   /** Tolerations. @default - none */
@@ -78,11 +84,12 @@ export interface SandboxBlueprintProps {
   /** Spread the Pods over zones or nodes. @default - none */
   readonly topologySpreadConstraints?: TopologySpreadConstraint[];
   /**
-   * PriorityClass of the Pod (`priorityClassName`): a `KubePriorityClass` or a name. Warm pools of
-   * a low class are preempted before claimed Sandboxes of a higher one.
+   * PriorityClass of the Pod (`priorityClassName`): a construct that defines one (a
+   * `KubePriorityClass`), or an `ObjectRef` (by name with `ObjectRef.fromName`). Warm pools of a
+   * low class are preempted before claimed Sandboxes of a higher one.
    * @default - the cluster's default priority
    */
-  readonly priorityClass?: ObjectRef;
+  readonly priorityClass?: ObjectRef | IConstruct;
   /** Grace period for the Pod to stop on suspend or shutdown. @default - Kubernetes' 30 seconds */
   readonly terminationGracePeriod?: Duration;
   /** Security settings. @default - no token, non-root, seccomp RuntimeDefault, ALL capabilities dropped */
@@ -161,16 +168,16 @@ export abstract class SandboxBlueprint extends Construct {
     const ns = this.podNamespace;
     for (const list of ['containers', 'initContainers', 'volumes', 'volumeClaimTemplates', 'imagePullSecrets'] as const) _listOf<unknown>(errors, list, p[list]);
     if (this.containers.length === 0) {
-      errors.check('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
+      errors.prop('containers', 'at least one container is required; give containers when constructing, or add one with the add-container method before synth');
     }
     this.containers.forEach((c, i) => _validateContainer(errors, `containers[${i}]`, c, ns));
     this.initContainers.forEach((c, i) => _validateContainer(errors, `initContainers[${i}]`, c, ns));
     if (p.serviceAccount && p.serviceAccountName !== undefined) {
-      errors.check('serviceAccount', 'and serviceAccountName are both set; give one');
+      errors.prop('serviceAccount', `and ${propName('serviceAccountName')} are both set; give one`);
     }
-    checkRef(errors, 'serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns);
-    (Array.isArray(p.imagePullSecrets) ? p.imagePullSecrets : []).forEach((r, i) => checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns));
-    checkRef(errors, 'priorityClass', p.priorityClass, REFERENCED_KINDS.priorityClass, undefined);
+    _checkRef(errors, 'serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns);
+    (Array.isArray(p.imagePullSecrets) ? p.imagePullSecrets : []).forEach((r, i) => _checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns));
+    _checkRef(errors, 'priorityClass', p.priorityClass, REFERENCED_KINDS.priorityClass, undefined);
     const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
     runtimeClassRef?._check(errors, 'runtimeClass', REFERENCED_KINDS.runtimeClass, undefined);
     _checkNodeSelector(errors, 'nodeSelector', p.nodeSelector);
@@ -184,24 +191,24 @@ export abstract class SandboxBlueprint extends Construct {
     checkUnique(errors, 'volumeClaimTemplates[].name', claimNames);
     this.volumes.forEach((v, i) => {
       if (v instanceof SandboxVolume) v._validate(errors, `volumes[${i}]`, ns);
-      else errors.check(`volumes[${i}]`, 'must be a SandboxVolume; make one with SandboxVolume.emptyDir, configMap, secret or persistentVolumeClaim');
+      else errors.prop(`volumes[${i}]`, 'must be a SandboxVolume; make one with SandboxVolume.emptyDir, configMap, secret or persistentVolumeClaim');
     });
     const volumeNames = [...this.volumes.map((v) => v?.name), ...claimNames];
     checkUnique(errors, 'volumes[].name (including volume claim templates)', volumeNames);
     const mounts = [...this.containers, ...this.initContainers].flatMap((c) => (Array.isArray(c?.volumeMounts) ? c.volumeMounts : []));
     for (const mount of mounts) {
       if (!volumeNames.includes(mount.volume)) {
-        errors.check('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add a volume or a volume claim template of that name`);
+        errors.prop('volumeMounts', `volume "${mount.volume}" is mounted but not defined; add a volume or a volume claim template of that name`);
       }
     }
 
-    for (const map of ['podLabels', 'podAnnotations', 'nodeSelector'] as const) errors.check(map, checkStringMap(p[map]));
-    if (p.serviceAccountName !== undefined) errors.check('serviceAccountName', checkDns1123Subdomain(p.serviceAccountName));
+    for (const map of ['podLabels', 'podAnnotations', 'nodeSelector'] as const) errors.prop(map, checkStringMap(p[map]));
+    if (p.serviceAccountName !== undefined) errors.prop('serviceAccountName', checkDns1123Subdomain(p.serviceAccountName));
     _checkDuration(errors, 'terminationGracePeriod', p.terminationGracePeriod, true);
     _checkId(errors, 'security.fsGroup', p.security?.fsGroup);
     for (const flag of ['automountServiceAccountToken', 'runAsNonRoot', 'seccompRuntimeDefault', 'hardenContainers'] as const) {
       const value = p.security?.[flag];
-      if (value !== undefined && typeof value !== 'boolean') errors.check(`security.${flag}`, `must be true or false, got ${JSON.stringify(value)}`);
+      if (value !== undefined && typeof value !== 'boolean') errors.prop(`security.${flag}`, `must be true or false, got ${JSON.stringify(value)}`);
     }
 
     for (const [field, map, reserved] of [
@@ -209,13 +216,13 @@ export abstract class SandboxBlueprint extends Construct {
       ['podAnnotations', this.blueprint.podAnnotations, isReservedAnnotationKey],
     ] as const) {
       for (const [key, value] of Object.entries(map ?? {})) {
-        errors.check(`${field}["${key}"]`, checkQualifiedName(key));
+        errors.prop(`${field}["${key}"]`, checkQualifiedName(key));
         if (reserved(key)) {
-          errors.check(`${field}["${key}"]`, 'the agents.x-k8s.io/ and extensions.agents.x-k8s.io/ prefixes are reserved for the system and would be dropped; use your own domain');
+          errors.prop(`${field}["${key}"]`, 'the agents.x-k8s.io/ and extensions.agents.x-k8s.io/ prefixes are reserved for the system and would be dropped; use your own domain');
         }
-        if (field === 'podLabels') errors.check(`${field}["${key}"]`, checkLabelValue(value));
+        if (field === 'podLabels') errors.prop(`${field}["${key}"]`, checkLabelValue(value));
         if (field === 'podLabels' && key === ROUTER_APP_LABEL.key && value === ROUTER_APP_LABEL.value) {
-          errors.check(`${field}["${key}"]`, `${key}=${value} is the sandbox router's label, which sandbox NetworkPolicies admit as the router, `
+          errors.prop(`${field}["${key}"]`, `${key}=${value} is the sandbox router's label, which sandbox NetworkPolicies admit as the router, `
             + 'so the operator refuses to build a Pod carrying it; use another value');
         }
       }
@@ -238,10 +245,10 @@ export abstract class SandboxBlueprint extends Construct {
       automountServiceAccountToken: sec.automountServiceAccountToken ?? false,
       runtimeClassName: runtimeClassRef
         ? runtimeClassRef._resolve('runtimeClass', REFERENCED_KINDS.runtimeClass, undefined) : p.runtimeClass?.runtimeClassName,
-      serviceAccountName: p.serviceAccount?._resolve('serviceAccount', REFERENCED_KINDS.serviceAccount, ns) ?? p.serviceAccountName,
+      serviceAccountName: _resolveRef('serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns) ?? p.serviceAccountName,
       imagePullSecrets: p.imagePullSecrets?.length
-        ? p.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, ns) })) : undefined,
-      priorityClassName: p.priorityClass?._resolve('priorityClass', REFERENCED_KINDS.priorityClass, undefined),
+        ? p.imagePullSecrets.map((r, i) => ({ name: _resolveRef(`imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns) })) : undefined,
+      priorityClassName: _resolveRef('priorityClass', p.priorityClass, REFERENCED_KINDS.priorityClass, undefined),
       nodeSelector: p.nodeSelector,
       tolerations: _tolerationsToKube(p.tolerations),
       affinity: _affinityToKube(p.affinity),
@@ -265,16 +272,6 @@ export abstract class SandboxBlueprint extends Construct {
   }
 }
 
-/** Check a reference prop; a value that is not an ObjectRef (callers in other languages can pass anything) is reported. */
-function checkRef(errors: ErrorList, field: string, ref: ObjectRef | undefined, expected: ReferencedKind, namespace: string | undefined): void {
-  if (ref === undefined) return;
-  if (!(ref instanceof ObjectRef)) {
-    errors.check(field, 'must be an ObjectRef; make one from a name (ObjectRef fromName) or from a construct (ObjectRef fromConstruct)');
-    return;
-  }
-  ref._check(errors, field, expected, namespace);
-}
-
 function containerName(c: SandboxContainerProps, index: number): string {
   return c?.name ?? (index === 0 ? 'sandbox' : `container-${index}`);
 }
@@ -282,7 +279,7 @@ function containerName(c: SandboxContainerProps, index: number): string {
 function checkUnique(errors: ErrorList, field: string, names: string[]): void {
   const seen = new Set<string>();
   for (const name of names) {
-    if (seen.has(name)) errors.check(field, `"${name}" is used twice; names must be unique`);
+    if (seen.has(name)) errors.prop(field, `"${name}" is used twice; names must be unique`);
     seen.add(name);
   }
 }

@@ -82,39 +82,39 @@ export class SandboxClaim extends Construct {
     const errors = new ErrorList();
     const { env = [], volumeClaimTemplates: vcts = [], lifecycle, warmPool } = this.props;
     const template = warmPool.template;
-    errors.check('metadata.name', checkDns1123Subdomain(this.name));
-    errors.check('warmPool', checkDns1123Subdomain(warmPool?.name)?.replace(/^/, 'the pool name '));
+    errors.prop('metadata.name', checkDns1123Subdomain(this.name));
+    errors.prop('warmPool', checkDns1123Subdomain(warmPool?.name)?.replace(/^/, 'the pool name '));
     for (const list of ['env', 'volumeClaimTemplates'] as const) {
-      if (!Array.isArray(this.props[list] ?? [])) errors.check(list, 'must be a list; give a list (or leave it out)');
+      if (!Array.isArray(this.props[list] ?? [])) errors.prop(list, 'must be a list; give a list (or leave it out)');
     }
 
-    if (lifecycle?.shutdownTime !== undefined) errors.check('lifecycle.shutdownTime', checkRfc3339(lifecycle.shutdownTime));
+    if (lifecycle?.shutdownTime !== undefined) errors.prop('lifecycle.shutdownTime', checkRfc3339(lifecycle.shutdownTime));
     _checkDuration(errors, 'lifecycle.ttlAfterFinished', lifecycle?.ttlAfterFinished, true);
     _checkIdlePolicy(errors, 'idlePolicy', this.props.idlePolicy);
 
     const policy = template?.envVarsInjectionPolicy;
     if (env.length > 0 && policy === EnvVarsInjectionPolicy.DISALLOWED) {
-      errors.check('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed (or Overrides), or give the claim no env`);
+      errors.prop('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed (or Overrides), or give the claim no env`);
     }
     (Array.isArray(env) ? env : []).forEach((v, i) => {
-      if (typeof v?.name !== 'string' || !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.check(`env[${i}].name`, `"${v.name}" is not a valid variable name`);
+      if (typeof v?.name !== 'string' || !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.prop(`env[${i}].name`, `"${v.name}" is not a valid variable name`);
       const names = template?.knownContainerNames;
       if (v.containerName && names && !names.includes(v.containerName)) {
-        errors.check(`env[${i}].containerName`, `template "${template!.name}" has no container "${v.containerName}"; use one of ${names.join(', ')}`);
+        errors.prop(`env[${i}].containerName`, `template "${template!.name}" has no container "${v.containerName}"; use one of ${names.join(', ')}`);
       }
     });
 
     if (vcts.length > 0 && template?.volumeClaimTemplatesPolicy === VolumeClaimTemplatesPolicy.DISALLOWED) {
-      errors.check('volumeClaimTemplates', `template "${template.name}" has volumeClaimTemplatesPolicy Disallowed; set it to ALLOWED or OVERRIDES on the template, or drop volumeClaimTemplates`);
+      errors.prop('volumeClaimTemplates', `template "${template.name}" has volumeClaimTemplatesPolicy Disallowed; set it to ALLOWED or OVERRIDES on the template, or drop volumeClaimTemplates`);
     }
     (Array.isArray(vcts) ? vcts : []).forEach((t, i) => _validateVolumeClaimTemplate(errors, `volumeClaimTemplates[${i}]`, t));
 
-    for (const map of ['podLabels', 'podAnnotations'] as const) errors.check(map, checkStringMap(this.props[map]));
+    for (const map of ['podLabels', 'podAnnotations'] as const) errors.prop(map, checkStringMap(this.props[map]));
     for (const [key, value] of Object.entries(this.props.podLabels ?? {})) {
-      errors.check(`podLabels["${key}"]`, checkClaimPodLabel(key, value, this.props.allowedPodLabelDomains));
+      errors.prop(`podLabels["${key}"]`, checkClaimPodLabel(key, value, this.props.allowedPodLabelDomains));
     }
     for (const key of Object.keys(this.props.podAnnotations ?? {})) {
-      errors.check(`podAnnotations["${key}"]`, checkClaimPodAnnotation(key));
+      errors.prop(`podAnnotations["${key}"]`, checkClaimPodAnnotation(key));
     }
     _checkSpecSchema(errors, KINDS.claim, () => this._toKube());
     return errors.all;

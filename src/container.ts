@@ -1,4 +1,4 @@
-import { ErrorList, checkDns1123Label, checkQuantity, checkStringMap } from './api/validation';
+import { ErrorList, checkContainerResources, checkDns1123Label, checkStringMap } from './api/validation';
 import type { EnvFrom, EnvValue } from './env';
 import type { Probe } from './probe';
 
@@ -113,50 +113,46 @@ export interface _ContainerSecurityDefaults {
 /** @internal Validate one container; `field` names it, e.g. `containers[0]`; `namespace` is the Pod's, when known. */
 export function _validateContainer(errors: ErrorList, field: string, c: SandboxContainerProps, namespace?: string): void {
   if (c === null || typeof c !== 'object' || Array.isArray(c)) {
-    errors.check(field, 'must be a container (an object with at least an image)');
+    errors.prop(field, 'must be a container (an object with at least an image)');
     return;
   }
   if (typeof c.image !== 'string' || !c.image || c.image.trim() !== c.image) {
-    errors.check(`${field}.image`, 'must be a non-empty image reference without surrounding spaces, e.g. "python:3.12-slim"');
+    errors.prop(`${field}.image`, 'must be a non-empty image reference without surrounding spaces, e.g. "python:3.12-slim"');
   }
-  if (c.name !== undefined) errors.check(`${field}.name`, checkDns1123Label(c.name));
-  errors.check(`${field}.env`, checkStringMap(c.env));
+  if (c.name !== undefined) errors.prop(`${field}.name`, checkDns1123Label(c.name));
+  errors.prop(`${field}.env`, checkStringMap(c.env));
   checkEnum(errors, `${field}.imagePullPolicy`, c.imagePullPolicy, Object.values(ImagePullPolicy));
   _listOf(errors, `${field}.ports`, c.ports).forEach((p, i) => {
     if (!Number.isInteger(p?.number) || p.number < 1 || p.number > 65535) {
-      errors.check(`${field}.ports[${i}].number`, `${describe(p?.number)} is not a port; use an integer from 1 to 65535`);
+      errors.prop(`${field}.ports[${i}].number`, `${describe(p?.number)} is not a port; use an integer from 1 to 65535`);
     }
     if (p?.name !== undefined && (typeof p.name !== 'string' || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(p.name) || p.name.length > 15)) {
-      errors.check(`${field}.ports[${i}].name`, `${describe(p.name)} must be at most 15 lowercase letters, digits or '-'`);
+      errors.prop(`${field}.ports[${i}].name`, `${describe(p.name)} must be at most 15 lowercase letters, digits or '-'`);
     }
     checkEnum(errors, `${field}.ports[${i}].protocol`, p?.protocol, Object.values(Protocol));
   });
-  for (const kind of ['requests', 'limits'] as const) {
-    for (const [resource, quantity] of Object.entries(c.resources?.[kind] ?? {})) {
-      errors.check(`${field}.resources.${kind}.${resource}`, checkQuantity(quantity));
-    }
-  }
+  checkContainerResources(errors, `${field}.resources`, c.resources);
   _listOf(errors, `${field}.volumeMounts`, c.volumeMounts).forEach((m, i) => {
-    if (typeof m?.path !== 'string' || !m.path.startsWith('/')) errors.check(`${field}.volumeMounts[${i}].path`, `${describe(m?.path)} must be an absolute path, such as "/work"`);
+    if (typeof m?.path !== 'string' || !m.path.startsWith('/')) errors.prop(`${field}.volumeMounts[${i}].path`, `${describe(m?.path)} must be an absolute path, such as "/work"`);
   });
   // Callers in other languages can pass any value: only the library's own classes are validated, the rest reported.
   const envValues = c.envValues !== null && typeof c.envValues === 'object' && !Array.isArray(c.envValues) ? c.envValues : {};
-  if (envValues !== c.envValues && c.envValues !== undefined) errors.check(`${field}.envValues`, 'must be a map from variable name to EnvValue');
+  if (envValues !== c.envValues && c.envValues !== undefined) errors.prop(`${field}.envValues`, 'must be a map from variable name to EnvValue');
   for (const [name, value] of Object.entries(envValues)) {
-    if (c.env?.[name] !== undefined) errors.check(`${field}.envValues.${name}`, 'is also set in env; give each variable once, in env or in envValues');
-    if (isValidatable(value)) value._validate(errors, `${field}.envValues.${name}`, namespace);
-    else errors.check(`${field}.envValues.${name}`, 'must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field');
+    if (c.env?.[name] !== undefined) errors.prop(`${field}.envValues["${name}"]`, 'is also set in env; give each variable once, in env or in envValues');
+    if (isValidatable(value)) value._validate(errors, `${field}.envValues["${name}"]`, namespace);
+    else errors.prop(`${field}.envValues["${name}"]`, 'must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field');
   }
   _listOf(errors, `${field}.envFrom`, c.envFrom).forEach((e, i) => {
     if (isValidatable(e)) e._validate(errors, `${field}.envFrom[${i}]`, namespace);
-    else errors.check(`${field}.envFrom[${i}]`, 'must be an EnvFrom, made from a Secret or a ConfigMap');
+    else errors.prop(`${field}.envFrom[${i}]`, 'must be an EnvFrom, made from a Secret or a ConfigMap');
   });
   const portNames = (Array.isArray(c.ports) ? c.ports : []).flatMap((p) => (p?.name ? [p.name] : []));
   for (const kind of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
     const probe = c[kind];
     if (probe === undefined) continue;
     if (isValidatable(probe)) probe._validate(errors, `${field}.${kind}`, portNames, kind !== 'readinessProbe');
-    else errors.check(`${field}.${kind}`, 'must be a Probe, made as an HTTP GET, TCP, exec or gRPC probe');
+    else errors.prop(`${field}.${kind}`, 'must be a Probe, made as an HTTP GET, TCP, exec or gRPC probe');
   }
   for (const id of ['runAsUser', 'runAsGroup'] as const) _checkId(errors, `${field}.security.${id}`, c.security?.[id]);
 }
@@ -164,19 +160,19 @@ export function _validateContainer(errors: ErrorList, field: string, c: SandboxC
 /** @internal Check a UID or GID: Kubernetes accepts 0 to 2147483647. */
 export function _checkId(errors: ErrorList, field: string, value: unknown): void {
   if (value !== undefined && !(typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 2147483647)) {
-    errors.check(field, `${describe(value)} is not a user or group ID; use a whole number from 0 to 2147483647`);
+    errors.prop(field, `${describe(value)} is not a user or group ID; use a whole number from 0 to 2147483647`);
   }
 }
 
 /** @internal `value` as a list, reporting it when it is neither a list nor undefined (jsii callers can pass anything). */
 export function _listOf<T>(errors: ErrorList, field: string, value: readonly T[] | undefined): readonly T[] {
   if (value === undefined || Array.isArray(value)) return value ?? [];
-  errors.check(field, `must be a list, got ${describe(value)}; give a list (or leave it out)`);
+  errors.prop(field, `must be a list, got ${describe(value)}; give a list (or leave it out)`);
   return [];
 }
 
 function checkEnum(errors: ErrorList, field: string, value: unknown, allowed: readonly string[]): void {
-  if (value !== undefined && !allowed.includes(value as string)) errors.check(field, `${describe(value)} is not allowed; use one of ${allowed.join(', ')}`);
+  if (value !== undefined && !allowed.includes(value as string)) errors.prop(field, `${describe(value)} is not allowed; use one of ${allowed.join(', ')}`);
 }
 
 /** Whether `value` is one of the library's own validating objects (EnvValue, EnvFrom, Probe). */
@@ -194,7 +190,7 @@ export function _containerToKube(c: SandboxContainerProps, name: string, default
   field = 'container', namespace?: string): { [key: string]: unknown } {
   const env: object[] = Object.entries(c.env ?? {}).map(([envName, value]) => ({ name: envName, value }));
   for (const [envName, value] of Object.entries(c.envValues ?? {})) {
-    env.push({ name: envName, valueFrom: value._toKube(`${field}.envValues.${envName}`, namespace) });
+    env.push({ name: envName, valueFrom: value._toKube(`${field}.envValues["${envName}"]`, namespace) });
   }
   const security = c.security ?? {};
   const add = security.addCapabilities;

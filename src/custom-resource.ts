@@ -32,7 +32,7 @@ export function _checkSpecSchema(errors: ErrorList, names: KindNames, render: ()
   if (errors.all.length > 0) return;
   for (const line of schemaValueErrors(SPEC_SCHEMAS[names.kind].properties.spec, render(), 'spec')) {
     const colon = line.indexOf(': ');
-    errors.check(line.slice(0, colon), line.slice(colon + 2));
+    errors.field(line.slice(0, colon), line.slice(colon + 2));
   }
 }
 
@@ -43,10 +43,10 @@ export function _checkSpecSchema(errors: ErrorList, names: KindNames, render: ()
 export function _checkDuration(errors: ErrorList, field: string, value: unknown, wholeSeconds: boolean, maxSeconds = 2147483647): void {
   if (value === undefined) return;
   if (!(value instanceof Duration)) {
-    errors.check(field, `must be a Duration, got ${describeValue(value)}; use a Duration such as Duration.seconds(30)`);
+    errors.prop(field, `must be a Duration, got ${describeValue(value)}; use a Duration such as Duration.seconds(30)`);
     return;
   }
   if (wholeSeconds && (value.toMilliseconds() % 1000 !== 0 || value.toMilliseconds() / 1000 > maxSeconds)) {
-    errors.check(field, `must be a whole number of seconds of at most ${maxSeconds}, such as Duration.seconds(30) (it is ${value.toMilliseconds()} ms)`);
+    errors.prop(field, `must be a whole number of seconds of at most ${maxSeconds}, such as Duration.seconds(30) (it is ${value.toMilliseconds()} ms)`);
   }
 }

@@ -1,7 +1,8 @@
+import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS } from './api/object-kinds';
 import { ErrorList } from './api/validation';
 import { dropUndefined } from './container';
-import { ObjectRef } from './object-ref';
+import { ObjectRef, _checkRef, _resolveRef } from './object-ref';
 
 /** Options of a value taken from a key of a Secret or ConfigMap. */
 export interface EnvKeyOptions {
@@ -14,13 +15,13 @@ export interface EnvKeyOptions {
  * field of the Pod (`valueFrom`). Literal values go in `env`.
  */
 export class EnvValue {
-  /** A key of a Secret (`secretKeyRef`). */
-  public static fromSecretKey(secret: ObjectRef, key: string, options: EnvKeyOptions = {}): EnvValue {
+  /** A key of a Secret (`secretKeyRef`): a construct that defines the Secret (a cdk8s-plus `Secret`, a `KubeSecret`) or an `ObjectRef`. */
+  public static fromSecretKey(secret: ObjectRef | IConstruct, key: string, options: EnvKeyOptions = {}): EnvValue {
     return new EnvValue('secretKeyRef', secret, key, options.optional);
   }
 
-  /** A key of a ConfigMap (`configMapKeyRef`). */
-  public static fromConfigMapKey(configMap: ObjectRef, key: string, options: EnvKeyOptions = {}): EnvValue {
+  /** A key of a ConfigMap (`configMapKeyRef`): a construct that defines the ConfigMap (a cdk8s-plus `ConfigMap`, a `KubeConfigMap`) or an `ObjectRef`. */
+  public static fromConfigMapKey(configMap: ObjectRef | IConstruct, key: string, options: EnvKeyOptions = {}): EnvValue {
     return new EnvValue('configMapKeyRef', configMap, key, options.optional);
   }
 
@@ -31,7 +32,7 @@ export class EnvValue {
 
   private constructor(
     private readonly source: 'secretKeyRef' | 'configMapKeyRef' | 'fieldRef',
-    private readonly ref: ObjectRef | undefined,
+    private readonly ref: ObjectRef | IConstruct | undefined,
     private readonly keyOrPath: string,
     private readonly optional: boolean | undefined,
   ) {}
@@ -40,19 +41,19 @@ export class EnvValue {
   public _validate(errors: ErrorList, field: string, namespace: string | undefined): void {
     if (this.source === 'fieldRef') {
       if (!FIELD_PATH.test(this.keyOrPath)) {
-        errors.check(field, `"${this.keyOrPath}" is not a Pod field the downward API offers; use metadata.name, metadata.namespace, metadata.uid, metadata.labels['<key>'], metadata.annotations['<key>'], spec.nodeName, spec.serviceAccountName, status.hostIP or status.podIP`);
+        errors.prop(field, `"${this.keyOrPath}" is not a Pod field the downward API offers; use metadata.name, metadata.namespace, metadata.uid, metadata.labels['<key>'], metadata.annotations['<key>'], spec.nodeName, spec.serviceAccountName, status.hostIP or status.podIP`);
       }
       return;
     }
-    this.ref!._check(errors, field, this.source === 'secretKeyRef' ? REFERENCED_KINDS.secret : REFERENCED_KINDS.configMap, namespace);
-    if (!CONFIG_KEY.test(this.keyOrPath)) errors.check(`${field}.key`, `"${this.keyOrPath}" must be letters, digits, '-', '_' or '.'`);
+    _checkRef(errors, field, this.ref, this.source === 'secretKeyRef' ? REFERENCED_KINDS.secret : REFERENCED_KINDS.configMap, namespace);
+    if (!CONFIG_KEY.test(this.keyOrPath)) errors.prop(`${field}.key`, `"${this.keyOrPath}" must be letters, digits, '-', '_' or '.'`);
   }
 
   /** @internal The `valueFrom` JSON. */
   public _toKube(field: string, namespace: string | undefined): { [key: string]: unknown } {
     if (this.source === 'fieldRef') return { fieldRef: { fieldPath: this.keyOrPath } };
     const kind = this.source === 'secretKeyRef' ? REFERENCED_KINDS.secret : REFERENCED_KINDS.configMap;
-    return { [this.source]: dropUndefined({ name: this.ref!._resolve(field, kind, namespace), key: this.keyOrPath, optional: this.optional }) };
+    return { [this.source]: dropUndefined({ name: _resolveRef(field, this.ref, kind, namespace), key: this.keyOrPath, optional: this.optional }) };
   }
 }
 
@@ -66,17 +67,17 @@ export interface EnvFromOptions {
 
 /** Every key of a Secret or ConfigMap as environment variables (`envFrom`). */
 export class EnvFrom {
-  /** All keys of a Secret. */
-  public static secret(secret: ObjectRef, options: EnvFromOptions = {}): EnvFrom {
+  /** All keys of a Secret: a construct that defines it (a cdk8s-plus `Secret`, a `KubeSecret`) or an `ObjectRef`. */
+  public static secret(secret: ObjectRef | IConstruct, options: EnvFromOptions = {}): EnvFrom {
     return new EnvFrom('secretRef', secret, options);
   }
 
-  /** All keys of a ConfigMap. */
-  public static configMap(configMap: ObjectRef, options: EnvFromOptions = {}): EnvFrom {
+  /** All keys of a ConfigMap: a construct that defines it (a cdk8s-plus `ConfigMap`, a `KubeConfigMap`) or an `ObjectRef`. */
+  public static configMap(configMap: ObjectRef | IConstruct, options: EnvFromOptions = {}): EnvFrom {
     return new EnvFrom('configMapRef', configMap, options);
   }
 
-  private constructor(private readonly source: 'secretRef' | 'configMapRef', private readonly ref: ObjectRef, private readonly options: EnvFromOptions) {}
+  private constructor(private readonly source: 'secretRef' | 'configMapRef', private readonly ref: ObjectRef | IConstruct, private readonly options: EnvFromOptions) {}
 
   private get kind() {
     return this.source === 'secretRef' ? REFERENCED_KINDS.secret : REFERENCED_KINDS.configMap;
@@ -84,9 +85,9 @@ export class EnvFrom {
 
   /** @internal */
   public _validate(errors: ErrorList, field: string, namespace: string | undefined): void {
-    this.ref._check(errors, field, this.kind, namespace);
+    _checkRef(errors, field, this.ref, this.kind, namespace);
     if (this.options.prefix !== undefined && !ENV_NAME.test(this.options.prefix)) {
-      errors.check(`${field}.prefix`, `"${this.options.prefix}" must be letters, digits, '_', '-' or '.', not starting with a digit`);
+      errors.prop(`${field}.prefix`, `"${this.options.prefix}" must be letters, digits, '_', '-' or '.', not starting with a digit`);
     }
   }
 
@@ -94,13 +95,18 @@ export class EnvFrom {
   public _toKube(field: string, namespace: string | undefined): { [key: string]: unknown } {
     return dropUndefined({
       prefix: this.options.prefix,
-      [this.source]: dropUndefined({ name: this.ref._resolve(field, this.kind, namespace), optional: this.options.optional }),
+      [this.source]: dropUndefined({ name: _resolveRef(field, this.ref, this.kind, namespace), optional: this.options.optional }),
     });
   }
 }
 
 // Environment variable names: Kubernetes accepts any printable name without '='; we keep to the portable set.
 const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
+
+/** @internal What is wrong with `name` as an environment variable name; undefined when nothing is. */
+export function _checkEnvName(name: string): string | undefined {
+  return ENV_NAME.test(name) ? undefined : `"${name}" is not an environment variable name; use letters, digits, '_', '-' or '.', not starting with a digit, such as "HTTPS_PROXY"`;
+}
 const CONFIG_KEY = /^[-._a-zA-Z0-9]+$/;
 const FIELD_PATH = /^(metadata\.(name|namespace|uid)|metadata\.(labels|annotations)\['[^']+'\]|spec\.(nodeName|serviceAccountName)|status\.(hostIP|hostIPs|podIP|podIPs))$/;
 

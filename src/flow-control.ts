@@ -4,6 +4,7 @@ import { PART_OF_LABEL } from './api/crd-manifests';
 import { CORE_GROUP, EXTENSIONS_GROUP, KINDS } from './api/groups';
 import { DEFAULT_SYSTEM_NAMESPACE } from './api/labels';
 import { REFERENCED_KINDS } from './api/object-kinds';
+import { propName } from './api/spelling';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from './api/validation';
 import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 
@@ -106,23 +107,23 @@ export class SandboxFlowControl extends Construct {
     const precedence = { critical: props.criticalPrecedence ?? 900, events: props.eventsPrecedence ?? 950, bulk: props.bulkPrecedence ?? 1000 };
     const eventsLevel = props.eventsPriorityLevel ?? 'workload-low';
 
-    errors.check('serviceAccountName', checkDns1123Subdomain(saName));
-    errors.check('serviceAccountNamespace', checkDns1123Label(saNamespace));
-    errors.check('eventsPriorityLevel', checkDns1123Subdomain(eventsLevel));
+    errors.prop('serviceAccountName', checkDns1123Subdomain(saName));
+    errors.prop('serviceAccountNamespace', checkDns1123Label(saNamespace));
+    errors.prop('eventsPriorityLevel', checkDns1123Subdomain(eventsLevel));
     for (const [level, settings] of [['critical', critical], ['bulk', bulk]] as const) {
-      errors.check(`${level}Shares`, checkPositiveInteger(settings.shares,
+      errors.prop(`${level}Shares`, checkPositiveInteger(settings.shares,
         'a level without nominal seats runs only on borrowed capacity; use at least 1'));
-      errors.check(`${level}LendablePercent`, checkPercent(settings.lendable));
+      errors.prop(`${level}LendablePercent`, checkPercent(settings.lendable));
       checkQueuing(errors, `${level}Queuing`, settings.queuing);
     }
     for (const [name, value] of Object.entries(precedence)) {
-      errors.check(`${name}Precedence`, value >= 1 && value < SERVICE_ACCOUNTS_PRECEDENCE && Number.isInteger(value)
+      errors.prop(`${name}Precedence`, value >= 1 && value < SERVICE_ACCOUNTS_PRECEDENCE && Number.isInteger(value)
         ? undefined
         : `${value} must be a whole number from 1 to ${SERVICE_ACCOUNTS_PRECEDENCE - 1}; at ${SERVICE_ACCOUNTS_PRECEDENCE} or above the built-in "service-accounts" FlowSchema matches the controller first`);
     }
     for (const name of ['critical', 'events'] as const) {
       if (precedence[name] >= precedence.bulk) {
-        errors.check(`${name}Precedence`, `${precedence[name]} must be lower than bulkPrecedence (${precedence.bulk}): the bulk FlowSchema matches every request of the controller, so it must come last`);
+        errors.prop(`${name}Precedence`, `${precedence[name]} must be lower than bulkPrecedence (${precedence.bulk}): the bulk FlowSchema matches every request of the controller, so it must come last`);
       }
     }
     errors.throwIfAny(`SandboxFlowControl ${this.node.path}`);
@@ -203,30 +204,30 @@ function checkPercent(value: number): string | undefined {
 }
 
 function checkQueuing(errors: ErrorList, field: string, q: Required<PriorityLevelQueuing>): void {
-  errors.check(`${field}.queues`, checkPositiveInteger(q.queues, 'use at least 1 queue'));
-  errors.check(`${field}.handSize`, checkPositiveInteger(q.handSize, 'use a hand of at least 1 queue'));
-  errors.check(`${field}.queueLengthLimit`, checkPositiveInteger(q.queueLengthLimit, 'use a limit of at least 1 request'));
+  errors.prop(`${field}.queues`, checkPositiveInteger(q.queues, 'use at least 1 queue'));
+  errors.prop(`${field}.handSize`, checkPositiveInteger(q.handSize, 'use a hand of at least 1 queue'));
+  errors.prop(`${field}.queueLengthLimit`, checkPositiveInteger(q.queueLengthLimit, 'use a limit of at least 1 request'));
   if (q.handSize > q.queues) {
-    errors.check(`${field}.handSize`, `${q.handSize} must not exceed queues (${q.queues}); lower handSize or raise queues`);
+    errors.prop(`${field}.handSize`, `${q.handSize} must not exceed queues (${q.queues}); lower handSize or raise queues`);
   } else if (q.queues > 1 && Math.ceil(Math.log2(q.queues) * q.handSize) > MAX_HASH_BITS) {
-    errors.check(`${field}.handSize`, `${q.handSize} with ${q.queues} queues needs more than ${MAX_HASH_BITS} bits of hash, which the API server rejects; lower handSize or queues`);
+    errors.prop(`${field}.handSize`, `${q.handSize} with ${q.queues} queues needs more than ${MAX_HASH_BITS} bits of hash, which the API server rejects; lower handSize or queues`);
   }
 }
 
 /** Name and namespace of the `serviceAccount` construct; problems go to `errors`. */
 function serviceAccountOf(errors: ErrorList, props: SandboxFlowControlProps): { name: string; namespace?: string } | undefined {
   if (props.serviceAccountName !== undefined || props.serviceAccountNamespace !== undefined) {
-    errors.check('serviceAccount', 'is given with serviceAccountName or serviceAccountNamespace; give the construct or the names');
+    errors.prop('serviceAccount', `is given with ${propName('serviceAccountName')} or ${propName('serviceAccountNamespace')}; give the construct or the names`);
   }
   const ref = ObjectRef.fromConstruct(props.serviceAccount!);
   const problem = ref._problem(REFERENCED_KINDS.serviceAccount, undefined);
   if (problem !== undefined) {
-    errors.check('serviceAccount', problem);
+    errors.prop('serviceAccount', problem);
     return undefined;
   }
   const obj = ApiObject.of(props.serviceAccount!);
   if (obj.metadata.namespace === undefined) {
-    errors.check('serviceAccount', `ServiceAccount "${obj.name}" has no namespace; give it one (or its Chart), since the FlowSchemas match a namespace and a name`);
+    errors.prop('serviceAccount', `ServiceAccount "${obj.name}" has no namespace; give it one (or its Chart), since the FlowSchemas match a namespace and a name`);
   }
   return { name: obj.name, namespace: obj.metadata.namespace };
 }

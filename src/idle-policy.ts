@@ -1,5 +1,6 @@
 import { Duration } from 'cdk8s';
 import { describeValue } from './api/schema-values';
+import { propName } from './api/spelling';
 import { ErrorList } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkDuration } from './custom-resource';
@@ -40,9 +41,9 @@ export function _checkPositiveSeconds(errors: ErrorList, field: string, value: u
   const ms = value.toMilliseconds();
   if (ms < 1000 || ms % 1000 !== 0) {
     const nearest = Math.max(1, Math.round(ms / 1000));
-    errors.check(field, `must be whole seconds of at least 1s (it is ${ms}ms); use Duration.seconds(${nearest}) or more`);
+    errors.prop(field, `must be whole seconds of at least 1s (it is ${ms}ms); use Duration.seconds(${nearest}) or more`);
   } else if (ms / 1000 > MAX_SECONDS) {
-    errors.check(field, `must be whole seconds of at most ${MAX_SECONDS}s, the largest the field holds (it is ${ms / 1000}s); use a shorter Duration`);
+    errors.prop(field, `must be whole seconds of at most ${MAX_SECONDS}s, the largest the field holds (it is ${ms / 1000}s); use a shorter Duration`);
   }
 }
 
@@ -50,15 +51,15 @@ export function _checkPositiveSeconds(errors: ErrorList, field: string, value: u
 export function _checkIdlePolicy(errors: ErrorList, field: string, policy: IdlePolicy | undefined): void {
   if (policy === undefined) return;
   if (policy === null || typeof policy !== 'object') {
-    errors.check(field, `must be an IdlePolicy, got ${describeValue(policy)}; give { suspendAfter: Duration.minutes(10) } or leave it out`);
+    errors.prop(field, `must be an IdlePolicy, got ${describeValue(policy)}; give an IdlePolicy with ${propName('suspendAfter')} set, such as Duration.minutes(10), or leave it out`);
     return;
   }
   if (policy.suspendAfter === undefined) {
-    errors.check(`${field}.suspendAfter`, 'is required; give how long the Sandbox may sit unused, such as Duration.minutes(10)');
+    errors.prop(`${field}.suspendAfter`, 'is required; give how long the Sandbox may sit unused, such as Duration.minutes(10)');
   }
   _checkPositiveSeconds(errors, `${field}.suspendAfter`, policy.suspendAfter);
   if (policy.resumeOnRequest !== undefined && typeof policy.resumeOnRequest !== 'boolean') {
-    errors.check(`${field}.resumeOnRequest`, `must be true or false, got ${describeValue(policy.resumeOnRequest)}`);
+    errors.prop(`${field}.resumeOnRequest`, `must be true or false, got ${describeValue(policy.resumeOnRequest)}`);
   }
 }
 

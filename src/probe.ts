@@ -75,34 +75,34 @@ export class Probe {
     const o = this.options;
     if (this.handler !== 'exec') {
       if ((o.port === undefined) === (o.portName === undefined) || (!this.namedPortAllowed && o.portName !== undefined)) {
-        errors.check(`${field}.port`, this.namedPortAllowed ? 'give exactly one of port (a number) or portName (a name from the container\'s ports)' : 'must be a port number');
+        errors.prop(`${field}.port`, this.namedPortAllowed ? 'give exactly one of port (a number) or portName (a name from the container\'s ports)' : 'must be a port number');
       }
       if (o.port !== undefined && (!Number.isInteger(o.port) || o.port < 1 || o.port > 65535)) {
-        errors.check(`${field}.port`, `${o.port} is not a port; use an integer from 1 to 65535`);
+        errors.prop(`${field}.port`, `${o.port} is not a port; use an integer from 1 to 65535`);
       }
       if (o.portName !== undefined && !portNames.includes(o.portName)) {
-        errors.check(`${field}.portName`, `"${o.portName}" is not the name of one of the container's ports (${portNames.length ? portNames.map((n) => `"${n}"`).join(', ') : 'it names none'}); add the port or use its number`);
+        errors.prop(`${field}.portName`, `"${o.portName}" is not the name of one of the container's ports (${portNames.length ? portNames.map((n) => `"${n}"`).join(', ') : 'it names none'}); add the port or use its number`);
       }
     }
     if (this.handler === 'httpGet') {
       const path = this.fields.path as string;
-      if (!path.startsWith('/')) errors.check(`${field}.path`, `"${path}" must start with "/", e.g. "/healthz"`);
+      if (!path.startsWith('/')) errors.prop(`${field}.path`, `"${path}" must start with "/", e.g. "/healthz"`);
       const scheme = this.fields.scheme as string | undefined;
-      if (scheme !== undefined && scheme !== 'HTTP' && scheme !== 'HTTPS') errors.check(`${field}.scheme`, `"${scheme}" must be "HTTP" or "HTTPS"`);
+      if (scheme !== undefined && scheme !== 'HTTP' && scheme !== 'HTTPS') errors.prop(`${field}.scheme`, `"${scheme}" must be "HTTP" or "HTTPS"`);
     }
     if (this.handler === 'exec' && (this.fields.command as string[]).length === 0) {
-      errors.check(`${field}.command`, 'must not be empty; give the program and its arguments, e.g. ["cat", "/tmp/ready"]');
+      errors.prop(`${field}.command`, 'must not be empty; give the program and its arguments, e.g. ["cat", "/tmp/ready"]');
     }
     for (const [name, d, min] of [['initialDelay', o.initialDelay, 0], ['period', o.period, 1], ['timeout', o.timeout, 1]] as const) {
       if (d === undefined) continue;
       const seconds = d.toSeconds({ integral: false });
-      if (!Number.isInteger(seconds) || seconds < min) errors.check(`${field}.${name}`, `${seconds}s must be a whole number of seconds of at least ${min}`);
+      if (!Number.isInteger(seconds) || seconds < min) errors.prop(`${field}.${name}`, `${seconds}s must be a whole number of seconds of at least ${min}`);
     }
     for (const [name, n] of [['failureThreshold', o.failureThreshold], ['successThreshold', o.successThreshold]] as const) {
-      if (n !== undefined && (!Number.isInteger(n) || n < 1)) errors.check(`${field}.${name}`, `${n} must be a whole number of at least 1`);
+      if (n !== undefined && (!Number.isInteger(n) || n < 1)) errors.prop(`${field}.${name}`, `${n} must be a whole number of at least 1`);
     }
     if (liveOrStartup && o.successThreshold !== undefined && o.successThreshold !== 1) {
-      errors.check(`${field}.successThreshold`, `must be 1 for liveness and startup probes (it is ${o.successThreshold}); leave it unset`);
+      errors.prop(`${field}.successThreshold`, `must be 1 for liveness and startup probes (it is ${o.successThreshold}); leave it unset`);
     }
   }
 

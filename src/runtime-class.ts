@@ -90,12 +90,12 @@ export class SandboxRuntimeClass extends Construct implements IRuntimeClass {
     this.handler = props.handler;
     this.runtimeClassName = props.name ?? props.handler;
     const errors = new ErrorList();
-    errors.check('name', checkDns1123Subdomain(this.runtimeClassName));
+    errors.prop('name', checkDns1123Subdomain(this.runtimeClassName));
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(props.handler) || props.handler.length > 63) {
-      errors.check('handler', `"${props.handler}" must be a DNS-1123 label, the handler name in the nodes' CRI config`);
+      errors.prop('handler', `"${props.handler}" must be a DNS-1123 label, the handler name in the nodes' CRI config`);
     }
     for (const [resource, quantity] of Object.entries(props.overhead ?? {})) {
-      errors.check(`overhead.${resource}`, checkQuantity(quantity));
+      errors.prop(`overhead["${resource}"]`, checkQuantity(quantity));
     }
     errors.throwIfAny(`SandboxRuntimeClass ${this.node.path}`);
 

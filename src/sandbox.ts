@@ -2,6 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { OperatingMode, SandboxShutdownPolicy } from './api/enums';
 import { KINDS } from './api/groups';
+import { propName } from './api/spelling';
 import { ErrorList, checkDns1035Label, checkDns1123Subdomain, checkRfc3339 } from './api/validation';
 import { SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
@@ -52,14 +53,14 @@ export class Sandbox extends SandboxBlueprint {
 
   private validate(): string[] {
     const errors = new ErrorList();
-    errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    errors.prop('metadata.name', checkDns1123Subdomain(this.name));
     this._validateBlueprint(errors);
-    if (this.props.shutdownTime !== undefined) errors.check('shutdownTime', checkRfc3339(this.props.shutdownTime));
+    if (this.props.shutdownTime !== undefined) errors.prop('shutdownTime', checkRfc3339(this.props.shutdownTime));
     _checkIdlePolicy(errors, 'idlePolicy', this.props.idlePolicy);
     if (this.service === true && checkDns1123Subdomain(this.name) === undefined) {
       const problem = checkDns1035Label(this.name);
       if (problem) {
-        errors.check('metadata.name', `${problem}; the headless Service takes the Sandbox name, so shorten the name or set service: false`);
+        errors.prop('metadata.name', `${problem}; the headless Service takes the Sandbox name, so shorten the name or set ${propName('service')} to false`);
       }
     }
     _checkSpecSchema(errors, KINDS.sandbox, () => this._toKube());

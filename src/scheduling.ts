@@ -1,3 +1,4 @@
+import { propName } from './api/spelling';
 import { ErrorList, checkLabelValue, checkQualifiedName } from './api/validation';
 import { dropUndefined } from './container';
 
@@ -93,23 +94,23 @@ type TolerationLike = { key: string; value?: string; effect?: string; toleration
 export function _checkTolerations(errors: ErrorList, field: string, tolerations: ReadonlyArray<TolerationLike> | undefined): void {
   // Callers in other languages can pass anything: a non-list or a non-object entry is reported, not crashed on.
   if (tolerations !== undefined && !Array.isArray(tolerations)) {
-    errors.check(field, 'must be a list of tolerations, each with at least a key');
+    errors.prop(field, 'must be a list of tolerations, each with at least a key');
     return;
   }
   (tolerations ?? []).forEach((t, i) => {
     if (t === null || typeof t !== 'object') {
-      errors.check(`${field}[${i}]`, 'must be a toleration (an object with at least a key)');
+      errors.prop(`${field}[${i}]`, 'must be a toleration (an object with at least a key)');
       return;
     }
-    errors.check(`${field}[${i}].key`, checkQualifiedName(t.key));
-    if (t.value !== undefined) errors.check(`${field}[${i}].value`, checkLabelValue(t.value));
+    errors.prop(`${field}[${i}].key`, checkQualifiedName(t.key));
+    if (t.value !== undefined) errors.prop(`${field}[${i}].value`, checkLabelValue(t.value));
     if (t.effect !== undefined && !EFFECTS.includes(t.effect)) {
-      errors.check(`${field}[${i}].effect`, `${JSON.stringify(t.effect)} must be one of ${EFFECTS.join(', ')}, or unset for all effects`);
+      errors.prop(`${field}[${i}].effect`, `${JSON.stringify(t.effect)} must be one of ${EFFECTS.join(', ')}, or unset for all effects`);
     }
     if (t.tolerationSeconds !== undefined) {
-      if (t.effect !== 'NoExecute') errors.check(`${field}[${i}].tolerationSeconds`, 'only applies to the NoExecute effect; set effect: "NoExecute" or drop it');
+      if (t.effect !== 'NoExecute') errors.prop(`${field}[${i}].tolerationSeconds`, `only applies to the NoExecute effect; set ${propName('effect')} to "NoExecute" or drop it`);
       if (!Number.isInteger(t.tolerationSeconds) || t.tolerationSeconds < 0) {
-        errors.check(`${field}[${i}].tolerationSeconds`, `${t.tolerationSeconds} must be a whole number of seconds, at least 0`);
+        errors.prop(`${field}[${i}].tolerationSeconds`, `${t.tolerationSeconds} must be a whole number of seconds, at least 0`);
       }
     }
   });
@@ -126,41 +127,41 @@ export function _tolerationsToKube(tolerations: ReadonlyArray<TolerationLike> | 
 export function _checkNodeSelector(errors: ErrorList, field: string, selector: { [key: string]: string } | undefined): void {
   if (selector === null || typeof selector !== 'object' || Array.isArray(selector)) return; // reported as a map by the caller's checkStringMap
   for (const [key, value] of Object.entries(selector)) {
-    errors.check(`${field}["${key}"]`, checkQualifiedName(key) ?? checkLabelValue(value));
+    errors.prop(`${field}["${key}"]`, checkQualifiedName(key) ?? checkLabelValue(value));
   }
 }
 
 function checkWeight(errors: ErrorList, field: string, weight: number): void {
-  if (!Number.isInteger(weight) || weight < 1 || weight > 100) errors.check(field, `${weight} must be a whole number from 1 to 100`);
+  if (!Number.isInteger(weight) || weight < 1 || weight > 100) errors.prop(field, `${weight} must be a whole number from 1 to 100`);
 }
 
 function checkTerm(errors: ErrorList, field: string, term: NodeSelectorTerm): void {
-  if (term.matchExpressions.length === 0) errors.check(`${field}.matchExpressions`, 'must not be empty: an empty term matches no node');
+  if (term.matchExpressions.length === 0) errors.prop(`${field}.matchExpressions`, 'must not be empty: an empty term matches no node');
   term.matchExpressions.forEach((r, i) => {
     const f = `${field}.matchExpressions[${i}]`;
-    errors.check(`${f}.key`, checkQualifiedName(r.key));
+    errors.prop(`${f}.key`, checkQualifiedName(r.key));
     const values = r.values ?? [];
     switch (r.operator) {
       case NodeSelectorOperator.IN:
       case NodeSelectorOperator.NOT_IN:
-        if (values.length === 0) errors.check(`${f}.values`, `${r.operator} needs at least one value`);
+        if (values.length === 0) errors.prop(`${f}.values`, `${r.operator} needs at least one value`);
         break;
       case NodeSelectorOperator.EXISTS:
       case NodeSelectorOperator.DOES_NOT_EXIST:
-        if (values.length > 0) errors.check(`${f}.values`, `${r.operator} takes no values; drop them`);
+        if (values.length > 0) errors.prop(`${f}.values`, `${r.operator} takes no values; drop them`);
         break;
       default:
-        if (values.length !== 1 || !/^-?\d+$/.test(values[0])) errors.check(`${f}.values`, `${r.operator} needs exactly one integer value, such as ["4"]`);
+        if (values.length !== 1 || !/^-?\d+$/.test(values[0])) errors.prop(`${f}.values`, `${r.operator} needs exactly one integer value, such as ["4"]`);
     }
   });
 }
 
 function checkPodTerm(errors: ErrorList, field: string, term: PodAffinityTerm): void {
-  errors.check(`${field}.topologyKey`, checkQualifiedName(term.topologyKey));
-  if (Object.keys(term.matchLabels).length === 0) errors.check(`${field}.matchLabels`, 'must not be empty: the term would match every Pod');
+  errors.prop(`${field}.topologyKey`, checkQualifiedName(term.topologyKey));
+  if (Object.keys(term.matchLabels).length === 0) errors.prop(`${field}.matchLabels`, 'must not be empty: the term would match every Pod');
   for (const [k, v] of Object.entries(term.matchLabels)) {
-    errors.check(`${field}.matchLabels["${k}"]`, checkQualifiedName(k));
-    errors.check(`${field}.matchLabels["${k}"]`, checkLabelValue(v));
+    errors.prop(`${field}.matchLabels["${k}"]`, checkQualifiedName(k));
+    errors.prop(`${field}.matchLabels["${k}"]`, checkLabelValue(v));
   }
   if (term.weight !== undefined) checkWeight(errors, `${field}.weight`, term.weight);
 }
@@ -216,14 +217,14 @@ export function _checkSpread(errors: ErrorList, field: string, constraints: Topo
   podLabels: { [key: string]: string } | undefined): void {
   (constraints ?? []).forEach((c, i) => {
     const f = `${field}[${i}]`;
-    errors.check(`${f}.topologyKey`, checkQualifiedName(c.topologyKey));
-    if (c.maxSkew !== undefined && (!Number.isInteger(c.maxSkew) || c.maxSkew < 1)) errors.check(`${f}.maxSkew`, `${c.maxSkew} must be a whole number of at least 1`);
+    errors.prop(`${f}.topologyKey`, checkQualifiedName(c.topologyKey));
+    if (c.maxSkew !== undefined && (!Number.isInteger(c.maxSkew) || c.maxSkew < 1)) errors.prop(`${f}.maxSkew`, `${c.maxSkew} must be a whole number of at least 1`);
     if (c.minDomains !== undefined) {
-      if (!Number.isInteger(c.minDomains) || c.minDomains < 1) errors.check(`${f}.minDomains`, `${c.minDomains} must be a whole number of at least 1`);
-      if (c.whenUnsatisfiable === WhenUnsatisfiable.SCHEDULE_ANYWAY) errors.check(`${f}.minDomains`, 'only applies with DoNotSchedule; drop it or change whenUnsatisfiable');
+      if (!Number.isInteger(c.minDomains) || c.minDomains < 1) errors.prop(`${f}.minDomains`, `${c.minDomains} must be a whole number of at least 1`);
+      if (c.whenUnsatisfiable === WhenUnsatisfiable.SCHEDULE_ANYWAY) errors.prop(`${f}.minDomains`, `only applies with DoNotSchedule; drop it or change ${propName('whenUnsatisfiable')}`);
     }
     const labels = c.matchLabels ?? podLabels ?? {};
-    if (Object.keys(labels).length === 0) errors.check(`${f}.matchLabels`, 'is required when the Pod has no podLabels: give the labels of the Pods to spread, or set podLabels');
+    if (Object.keys(labels).length === 0) errors.prop(`${f}.matchLabels`, `is required when the Pod has no ${propName('podLabels')}: give the labels of the Pods to spread, or set ${propName('podLabels')}`);
   });
 }
 

@@ -1,7 +1,8 @@
+import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity } from './api/validation';
 import { dropUndefined } from './container';
-import { ObjectRef } from './object-ref';
+import { ObjectRef, _checkRef, _resolveRef } from './object-ref';
 
 /** Options of an emptyDir volume. */
 export interface EmptyDirOptions {
@@ -34,18 +35,21 @@ export class SandboxVolume {
     return SandboxVolume.fromPersistentVolumeClaim(name, ObjectRef.fromName(claimName), readOnly);
   }
 
-  /** The keys of a ConfigMap as files: a cdk8s-plus `ConfigMap`, a `KubeConfigMap`, or a name. */
-  public static fromConfigMap(name: string, configMap: ObjectRef): SandboxVolume {
+  /** The keys of a ConfigMap as files: a construct that defines one (a cdk8s-plus `ConfigMap`, a `KubeConfigMap`) or an `ObjectRef`. */
+  public static fromConfigMap(name: string, configMap: ObjectRef | IConstruct): SandboxVolume {
     return new SandboxVolume(name, REFERENCED_KINDS.configMap, configMap, (n) => ({ configMap: { name: n } }));
   }
 
-  /** The keys of a Secret as files: a cdk8s-plus `Secret`, a `KubeSecret`, or a name. */
-  public static fromSecret(name: string, secret: ObjectRef): SandboxVolume {
+  /** The keys of a Secret as files: a construct that defines one (a cdk8s-plus `Secret`, a `KubeSecret`) or an `ObjectRef`. */
+  public static fromSecret(name: string, secret: ObjectRef | IConstruct): SandboxVolume {
     return new SandboxVolume(name, REFERENCED_KINDS.secret, secret, (n) => ({ secret: { secretName: n } }));
   }
 
-  /** A PersistentVolumeClaim: a cdk8s-plus `PersistentVolumeClaim`, a `KubePersistentVolumeClaim`, or a name. */
-  public static fromPersistentVolumeClaim(name: string, claim: ObjectRef, readOnly?: boolean): SandboxVolume {
+  /**
+   * A PersistentVolumeClaim: a construct that defines one (a cdk8s-plus `PersistentVolumeClaim`, a
+   * `KubePersistentVolumeClaim`) or an `ObjectRef`.
+   */
+  public static fromPersistentVolumeClaim(name: string, claim: ObjectRef | IConstruct, readOnly?: boolean): SandboxVolume {
     return new SandboxVolume(name, REFERENCED_KINDS.persistentVolumeClaim, claim,
       (n) => ({ persistentVolumeClaim: dropUndefined({ claimName: n, readOnly }) }));
   }
@@ -56,7 +60,7 @@ export class SandboxVolume {
   private constructor(
     name: string,
     private readonly kind?: ReferencedKind,
-    private readonly ref?: ObjectRef,
+    private readonly ref?: ObjectRef | IConstruct,
     private readonly source?: (refName: string) => { [key: string]: unknown },
     private readonly fixedSource?: { [key: string]: unknown },
   ) {
@@ -68,21 +72,21 @@ export class SandboxVolume {
    * `field` names it, e.g. `volumes[0]`; `namespace` is the Pod's, when known.
    */
   public _validate(errors: ErrorList, field: string, namespace?: string): void {
-    errors.check(`${field}.name`, checkDns1123Label(this.name));
+    errors.prop(`${field}.name`, checkDns1123Label(this.name));
     if (this.ref) {
-      this.ref._check(errors, field, this.kind!, namespace);
+      _checkRef(errors, field, this.ref, this.kind!, namespace);
       return;
     }
     const s = (this.fixedSource ?? {}) as { emptyDir?: { sizeLimit?: string; medium?: string } };
-    if (s.emptyDir?.sizeLimit !== undefined) errors.check(`${field}.sizeLimit`, checkQuantity(s.emptyDir.sizeLimit));
+    if (s.emptyDir?.sizeLimit !== undefined) errors.prop(`${field}.sizeLimit`, checkQuantity(s.emptyDir.sizeLimit));
     if (s.emptyDir?.medium !== undefined && !['', 'Memory', 'HugePages'].includes(s.emptyDir.medium) && !/^HugePages-/.test(String(s.emptyDir.medium))) {
-      errors.check(`${field}.medium`, `${JSON.stringify(s.emptyDir.medium)} is not a storage medium; use "Memory" for tmpfs, or leave it out for node disk`);
+      errors.prop(`${field}.medium`, `${JSON.stringify(s.emptyDir.medium)} is not a storage medium; use "Memory" for tmpfs, or leave it out for node disk`);
     }
   }
 
   /** @internal */
   public _toKube(field = 'volume', namespace?: string): { [key: string]: unknown } {
-    const source = this.ref ? this.source!(this.ref._resolve(field, this.kind!, namespace)) : this.fixedSource!;
+    const source = this.ref ? this.source!(_resolveRef(field, this.ref, this.kind!, namespace)!) : this.fixedSource!;
     return { name: this.name, ...source };
   }
 }
@@ -109,19 +113,19 @@ const ACCESS_MODES = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWri
 
 /** @internal Problems with a volume claim template; `field` names it, e.g. `volumeClaimTemplates[0]`. */
 export function _validateVolumeClaimTemplate(errors: ErrorList, field: string, t: VolumeClaimTemplate): void {
-  errors.check(`${field}.name`, checkDns1123Label(t?.name));
-  errors.check(`${field}.storage`, checkQuantity(t?.storage));
-  if (t?.storageClassName !== undefined) errors.check(`${field}.storageClassName`, checkDns1123Subdomain(t.storageClassName));
+  errors.prop(`${field}.name`, checkDns1123Label(t?.name));
+  errors.prop(`${field}.storage`, checkQuantity(t?.storage));
+  if (t?.storageClassName !== undefined) errors.prop(`${field}.storageClassName`, checkDns1123Subdomain(t.storageClassName));
   if (t?.accessModes !== undefined) {
     if (!Array.isArray(t.accessModes)) {
-      errors.check(`${field}.accessModes`, `must be a list of ${ACCESS_MODES.join(', ')}`);
+      errors.prop(`${field}.accessModes`, `must be a list of ${ACCESS_MODES.join(', ')}`);
     } else {
       t.accessModes.filter((m) => !ACCESS_MODES.includes(m)).forEach((m) =>
-        errors.check(`${field}.accessModes`, `${JSON.stringify(m)} is not an access mode; use ${ACCESS_MODES.join(', ')}`));
+        errors.prop(`${field}.accessModes`, `${JSON.stringify(m)} is not an access mode; use ${ACCESS_MODES.join(', ')}`));
     }
   }
   if (t?.volumeMode !== undefined && !['Filesystem', 'Block'].includes(t.volumeMode)) {
-    errors.check(`${field}.volumeMode`, `${JSON.stringify(t.volumeMode)} is not a volume mode; use Filesystem or Block`);
+    errors.prop(`${field}.volumeMode`, `${JSON.stringify(t.volumeMode)} is not a volume mode; use Filesystem or Block`);
   }
 }
 

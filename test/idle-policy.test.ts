@@ -58,7 +58,7 @@ describe.each(HOLDERS)('%s idlePolicy', (_kind, synth) => {
     expect(() => synth({ suspendAfter: 600 } as any)).toThrow('idlePolicy.suspendAfter: must be a Duration, got number 600; use a Duration such as Duration.seconds(30)');
     expect(() => synth({ suspendAfter: Duration.minutes(1), resumeOnRequest: 'yes' } as any))
       .toThrow('idlePolicy.resumeOnRequest: must be true or false, got "yes"');
-    expect(() => synth('10m' as any)).toThrow('idlePolicy: must be an IdlePolicy, got "10m"; give { suspendAfter: Duration.minutes(10) } or leave it out');
+    expect(() => synth('10m' as any)).toThrow('idlePolicy: must be an IdlePolicy, got "10m"; give an IdlePolicy with suspendAfter set, such as Duration.minutes(10), or leave it out');
   });
 });
 

@@ -159,10 +159,10 @@ describe('container env, envFrom and probes', () => {
       }],
     });
     const run = () => Testing.synth(chart);
-    expect(run).toThrow(/containers\[0\]\.envValues\.A: is also set in env/);
-    expect(run).toThrow(/containers\[0\]\.envValues\.B: "spec.containers" is not a Pod field/);
-    expect(run).toThrow(/containers\[0\]\.envValues\.C: .* is a PersistentVolumeClaim \(v1\) but a Secret is expected/);
-    expect(run).toThrow(/containers\[0\]\.envValues\.D\.key: "bad key"/);
+    expect(run).toThrow(/containers\[0\]\.envValues\["A"\]: is also set in env/);
+    expect(run).toThrow(/containers\[0\]\.envValues\["B"\]: "spec.containers" is not a Pod field/);
+    expect(run).toThrow(/containers\[0\]\.envValues\["C"\]: .* is a PersistentVolumeClaim \(v1\) but a Secret is expected/);
+    expect(run).toThrow(/containers\[0\]\.envValues\["D"\]\.key: "bad key"/);
     expect(run).toThrow(/containers\[0\]\.envFrom\[0\]\.prefix: "1X"/);
     expect(run).toThrow(/containers\[0\]\.livenessProbe\.path: "healthz" must start with "\/"/);
     expect(run).toThrow(/containers\[0\]\.livenessProbe\.portName: "api" is not the name of one of the container's ports \("http"\)/);

@@ -178,9 +178,9 @@ describe('SandboxPeer and SandboxNetworkPort', () => {
     [() => SandboxPeer.ipBlock('::/0', ['10.0.0.0/8']), /except\[0\]: "10\.0\.0\.0\/8" must be a strict sub-range of cidr "::\/0"/],
     [() => SandboxPeer.router({ namespace: 'Router_NS' }), /SandboxPeer\.router\(\): invalid arguments:\n {2}- namespace: "Router_NS" must consist of lowercase/],
     [() => SandboxPeer.router({ podLabels: { 'bad key!': 'x' } }), /podLabels: key "bad key!"/],
-    [() => SandboxPeer.router({ podLabels: { app: 'has space' } }), /podLabels\.app: value "has space"/],
+    [() => SandboxPeer.router({ podLabels: { app: 'has space' } }), /podLabels\["app"\]: value "has space"/],
     [() => SandboxPeer.namespace('-bad'), /SandboxPeer\.namespace\(\): invalid arguments:\n {2}- name: "-bad"/],
-    [() => SandboxPeer.namespaceLabels({ team: '!' }), /SandboxPeer\.namespaceLabels\(\): .*\n.*labels\.team: value "!"/],
+    [() => SandboxPeer.namespaceLabels({ team: '!' }), /SandboxPeer\.namespaceLabels\(\): .*\n.*labels\["team"\]: value "!"/],
     [() => SandboxPeer.pods({ app: 'db' }, 'Data'), /SandboxPeer\.pods\(\): .*\n.*namespace: "Data"/],
     [() => SandboxNetworkPort.tcp(0), /SandboxNetworkPort\.tcp\(\): invalid arguments:\n {2}- port: 0 is not a port; use an integer from 1 to 65535/],
     [() => SandboxNetworkPort.udp(65536), /SandboxNetworkPort\.udp\(\): .*\n.*port: 65536 is not a port/],
@@ -188,7 +188,7 @@ describe('SandboxPeer and SandboxNetworkPort', () => {
     [() => SandboxNetworkPort.tcpRange(443, 80), /SandboxNetworkPort\.tcpRange\(\): .*\n.*endPort: 80 is below startPort 443; give the lower port first, e\.g\. 8000 then 8080/],
     [() => SandboxNetworkPort.tcpRange(0, 80), /startPort: 0 is not a port/],
     [() => DnsAccess.clusterDns({ namespace: 'Kube_System' }), /DnsAccess\.clusterDns\(\): .*\n.*namespace: "Kube_System"/],
-    [() => DnsAccess.clusterDns({ podLabels: { 'k8s-app': '-' } }), /podLabels\.k8s-app: value "-"/],
+    [() => DnsAccess.clusterDns({ podLabels: { 'k8s-app': '-' } }), /podLabels\["k8s-app"\]: value "-"/],
   ])('rejects bad arguments eagerly (%#)', (make, message) => {
     expect(make).toThrow(message);
   });
@@ -257,7 +257,7 @@ describe('_renderTemplateNetwork', () => {
     [{ ingress: customIngress }, /network\.dns: .*only when spec\.networkPolicy is absent \(no custom ingress or egress\); choose cluster DNS or no DNS access, or remove the network's ingress/],
     [{ egress: [], dns: DnsAccess.publicResolvers() }, /network\.dns: .*remove the network's ingress and egress rules/],
     [{ routerNamespace: 'Edge', dns: DnsAccess.clusterDns() }, /network\.routerNamespace: "Edge" must consist of lowercase/],
-    [{ routerPodLabels: { app: 'a b' }, dns: DnsAccess.clusterDns() }, /network\.routerPodLabels\.app: value "a b" must be/],
+    [{ routerPodLabels: { app: 'a b' }, dns: DnsAccess.clusterDns() }, /network\.routerPodLabels\["app"\]: value "a b" must be/],
     [{ ingress: [{ peers: [] }], dns: DnsAccess.none() }, /network\.ingress\[0\]\.peers: an empty list allows every peer in Kubernetes; omit peers/],
     [{ egress: [{ ports: [] }], dns: DnsAccess.none() }, /network\.egress\[0\]\.ports: an empty list allows every port in Kubernetes/],
   ])('rejects combinations the operator cannot honour (%#)', (options, message) => {
@@ -363,7 +363,7 @@ describe('AllowRouterIngress', () => {
 
   test.each([
     [{ routerNamespace: 'Edge' }, /AllowRouterIngress test\/r: invalid props:\n {2}- routerNamespace: "Edge"/],
-    [{ routerNamespace: 'edge', routerPodLabels: { app: '-x' } }, /routerPodLabels\.app: value "-x"/],
+    [{ routerNamespace: 'edge', routerPodLabels: { app: '-x' } }, /routerPodLabels\["app"\]: value "-x"/],
     [{ routerNamespace: 'edge', templateName: 'bad_name' }, /templateName: "bad_name"/],
     [{ routerNamespace: 'edge', ports: [] }, /invalid props:\n {2}- ports: an empty list allows every port/],
   ])('rejects bad props (%#)', (props, message) => {

@@ -36,6 +36,6 @@ describe('SandboxRuntimeClass', () => {
   test('bad handler and overhead are rejected with the field', () => {
     const chart = Testing.chart();
     expect(() => new SandboxRuntimeClass(chart, 'bad', { handler: 'Run SC', overhead: { memory: 'much' } }))
-      .toThrow(/SandboxRuntimeClass test\/bad: invalid props:[^]*- handler: "Run SC" must be a DNS-1123 label[^]*overhead.memory: "much" is not a Kubernetes quantity/);
+      .toThrow(/SandboxRuntimeClass test\/bad: invalid props:[^]*- handler: "Run SC" must be a DNS-1123 label[^]*overhead\["memory"\]: "much" is not a Kubernetes quantity/);
   });
 });

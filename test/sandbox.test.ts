@@ -66,7 +66,7 @@ describe('Sandbox', () => {
     });
     test('name too long for its Service', () => {
       const long = 'a'.repeat(64);
-      expect(synthWith({ containers: [python], service: true }, long)).toThrow(/metadata.name: .*at most 63 characters.*the headless Service takes the Sandbox name, so shorten the name or set service: false/);
+      expect(synthWith({ containers: [python], service: true }, long)).toThrow(/metadata.name: .*at most 63 characters.*the headless Service takes the Sandbox name, so shorten the name or set service to false/);
       expect(synthWith({ containers: [python] }, long)).not.toThrow();
     });
     test('name that starts with a digit cannot be a Service', () => {
@@ -79,7 +79,7 @@ describe('Sandbox', () => {
       expect(run).toThrow(/containers\[0\]\.image: must be a non-empty image reference/);
       expect(run).toThrow(/containers\[0\]\.name: "Bad_Name"/);
       expect(run).toThrow(/containers\[0\]\.ports\[0\]\.number: 70000 is not a port/);
-      expect(run).toThrow(/containers\[0\]\.resources\.limits\.cpu: "lots" is not a Kubernetes quantity/);
+      expect(run).toThrow(/containers\[0\]\.resources\.limits\["cpu"\]: "lots" is not a Kubernetes quantity/);
       expect(run).toThrow(/containers\[0\]\.volumeMounts\[0\]\.path: "rel" must be an absolute path/);
       expect(run).toThrow(/volumeMounts: volume "nope" is mounted but not defined/);
     });

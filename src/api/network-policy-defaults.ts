@@ -177,13 +177,13 @@ export function defaultSandboxNetworkPolicySpec(
 export function checkIpBlock(errors: ErrorList, cidr: string, except: readonly string[]): void {
   const notCidr = (value: string) => `"${value}" is not a CIDR block; use a form like "10.0.0.0/8" or "fc00::/7"`;
   const outer = parseCidr(cidr);
-  if (!outer) errors.check('cidr', notCidr(cidr));
+  if (!outer) errors.prop('cidr', notCidr(cidr));
   except.forEach((value, i) => {
     const inner = parseCidr(value);
     if (!inner) {
-      errors.check(`except[${i}]`, notCidr(value));
+      errors.prop(`except[${i}]`, notCidr(value));
     } else if (outer && !strictlyWithin(inner, outer)) {
-      errors.check(`except[${i}]`, `"${value}" must be a strict sub-range of cidr "${cidr}", e.g. "10.1.0.0/16" within "10.0.0.0/8"`);
+      errors.prop(`except[${i}]`, `"${value}" must be a strict sub-range of cidr "${cidr}", e.g. "10.1.0.0/16" within "10.0.0.0/8"`);
     }
   });
 }

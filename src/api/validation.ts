@@ -4,6 +4,8 @@
  * what would be right, so callers can prefix it with the construct path and field name.
  */
 
+import { propName } from './spelling';
+
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const DNS1035_LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
@@ -99,11 +101,172 @@ export function checkRfc3339(value: string): string | undefined {
   return undefined;
 }
 
-/** Kubernetes resource quantity, such as `500m`, `2`, `1Gi`. */
+// <sign>? <digits>[.<digits>] and at most one suffix: binary SI (Ki ... Ei), decimal SI (n u m k M G T P E)
+// or a decimal exponent (e3, E-2; the exponent is a whole number), as resource.ParseQuantity reads it.
+const QUANTITY = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:([KMGTPE])i|([numkMGTPE])|[eE]([+-]?\d{1,10}))?$/;
+const DECIMAL_SI: { readonly [suffix: string]: number } = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+const BINARY_SI: { readonly [prefix: string]: number } = { K: 10, M: 20, G: 30, T: 40, P: 50, E: 60 };
+const TEN = BigInt(10);
+const NANOS_PER_UNIT = TEN ** BigInt(9);
+// The API server caps a quantity at 2^63-1 and rounds a non-zero one up to a whole number of nano-units.
+const MAX_NANOS = (BigInt(2) ** BigInt(63) - BigInt(1)) * NANOS_PER_UNIT;
+
+/**
+ * A quantity as the API server holds it, in nano-units (`1` is 10^9, `1Ki` is 1024 * 10^9, `1n` is 1):
+ * exact, rounded up to a whole nano-unit and capped at 2^63-1 units as `resource.ParseQuantity` does,
+ * so comparisons agree with the API server's. `undefined` when `value` is not a quantity.
+ */
+export function parseQuantity(value: string): bigint | undefined {
+  const match = typeof value === 'string' ? QUANTITY.exec(value) : null;
+  if (!match) return undefined;
+  const [, sign, number, binary, decimal, exponent] = match;
+  const [whole, fraction = ''] = number.split('.');
+  const digits = BigInt(`0${whole}${fraction}`);
+  if (digits === BigInt(0)) return BigInt(0);
+  // value = digits * 10^power10 * 2^power2 units; in nano-units the power of ten gains 9.
+  const power10 = (decimal ? DECIMAL_SI[decimal] : Number(exponent ?? 0)) - fraction.length + 9;
+  const power2 = binary ? BINARY_SI[binary] : 0;
+  const significant = digits.toString().length;
+  let nanos: bigint;
+  if (significant + power10 + power2 * Math.log10(2) > 30) {
+    nanos = MAX_NANOS; // far above the cap (2^63 units are 28 digits of nano-units): skip the huge power
+  } else if (power10 >= 0) {
+    nanos = digits * TEN ** BigInt(power10) * BigInt(2) ** BigInt(power2);
+  } else if (-power10 > significant + power2) {
+    nanos = BigInt(1); // below one nano-unit, rounded up
+  } else {
+    const numerator = digits * BigInt(2) ** BigInt(power2);
+    const divisor = TEN ** BigInt(-power10);
+    nanos = (numerator + divisor - BigInt(1)) / divisor;
+  }
+  if (nanos > MAX_NANOS) nanos = MAX_NANOS;
+  return sign === '-' ? -nanos : nanos;
+}
+
+/**
+ * A Kubernetes quantity, such as `500m`, `2`, `1Gi`, `1.5e3`: its form only, where a sign is allowed,
+ * as in the API's Quantity type. Amounts of a resource cannot be negative: check those with
+ * {@link checkNonNegativeQuantity} or {@link checkPositiveQuantity}.
+ */
 export function checkQuantity(value: string): string | undefined {
   if (typeof value !== 'string') return checkString(value);
-  const quantity = /^[+-]?(\d+(\.\d*)?|\.\d+)(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?(\d+(\.\d*)?|\.\d+)))?$/;
-  return quantity.test(value) ? undefined : `"${value}" is not a Kubernetes quantity; use a form like "500m", "2" or "1Gi"`;
+  return parseQuantity(value) === undefined ? `"${value}" is not a Kubernetes quantity; use a form like "500m", "2" or "1Gi"` : undefined;
+}
+
+/** A quantity of 0 or more: what the API server accepts for resource requests and limits, overhead and sizes. */
+export function checkNonNegativeQuantity(value: string): string | undefined {
+  const form = checkQuantity(value);
+  if (form !== undefined) return form;
+  return parseQuantity(value)! < BigInt(0) ? `"${value}" is negative; a resource amount must be 0 or more, such as "${value.slice(1)}"` : undefined;
+}
+
+/** A quantity above 0: what the API server accepts for a metric target or a volume claim's storage. */
+export function checkPositiveQuantity(value: string): string | undefined {
+  const form = checkQuantity(value);
+  if (form !== undefined) return form;
+  return parseQuantity(value)! <= BigInt(0) ? `"${value}" must be more than 0, such as "1", "500m" or "1Gi"` : undefined;
+}
+
+/** `a` compared with `b` (both quantities): negative when less, 0 when equal, positive when more. */
+export function compareQuantities(a: string, b: string): number {
+  const [x, y] = [parseQuantity(a), parseQuantity(b)];
+  if (x === undefined || y === undefined) throw new Error(`compareQuantities: "${x === undefined ? a : b}" is not a quantity`);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+const STANDARD_CONTAINER_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+const HUGEPAGES = 'hugepages-';
+
+/**
+ * A resource name a container may request or limit, as the API server's validateContainerResourceName
+ * decides: `cpu`, `memory`, `ephemeral-storage`, `hugepages-<page size>`, a name in a `kubernetes.io`
+ * domain, or an extended resource: a domain-prefixed name such as `nvidia.com/gpu` (not `requests.`-prefixed,
+ * which is the quota spelling). Anything else without a `/`, such as `gpu` or `requests.cpu`, is refused.
+ */
+export function checkContainerResourceName(name: string): string | undefined {
+  if (typeof name !== 'string') return checkString(name);
+  const examples = 'use cpu, memory, ephemeral-storage, hugepages-<size> such as hugepages-2Mi, or a domain-prefixed extended resource such as nvidia.com/gpu';
+  if (checkQualifiedName(name) !== undefined) return `"${name}" is not a resource name; ${examples}`;
+  if (!name.includes('/')) {
+    if (STANDARD_CONTAINER_RESOURCES.includes(name)) return undefined;
+    if (name.startsWith(HUGEPAGES)) {
+      const size = parseQuantity(name.slice(HUGEPAGES.length));
+      return size !== undefined && size > BigInt(0) ? undefined : `"${name}" needs a page size after "hugepages-", such as hugepages-2Mi or hugepages-1Gi`;
+    }
+    return `"${name}" is not a container resource: an extended resource must be fully qualified with a domain, such as "example.com/${name}"; otherwise ${examples}`;
+  }
+  if (name.includes('kubernetes.io/')) return undefined; // a native resource
+  if (name.startsWith('requests.') || checkQualifiedName(`requests.${name}`) !== undefined) {
+    return `"${name}" does not follow the extended resource name standard; use a domain and a name such as "nvidia.com/gpu" (no "requests." prefix)`;
+  }
+  return undefined;
+}
+
+/** Whether a container resource is an extended one (domain-prefixed, outside kubernetes.io): counted in whole units, never overcommitted. */
+function isExtendedResource(name: string): boolean {
+  return name.includes('/') && !name.includes('kubernetes.io/');
+}
+
+/**
+ * A container's `resources` as the API server validates them (ValidateContainerResourceRequirements):
+ * names (see {@link checkContainerResourceName}), amounts of 0 or more, whole numbers for extended
+ * resources, requests at most the limits, requests equal to the limits and a limit given for extended
+ * resources and huge pages, huge pages in whole pages and only together with cpu or memory.
+ * `field` names the resources prop, such as `containers[0].resources`.
+ */
+export function checkContainerResources(errors: ErrorList, field: string, resources: { readonly requests?: { readonly [name: string]: string }; readonly limits?: { readonly [name: string]: string } } | undefined): void {
+  if (resources === undefined) return;
+  if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
+    errors.prop(field, 'must be an object with requests and/or limits, such as { requests: { cpu: "500m" } }');
+    return;
+  }
+  const valid: { requests: Map<string, bigint>; limits: Map<string, bigint> } = { requests: new Map(), limits: new Map() };
+  for (const kind of ['requests', 'limits'] as const) {
+    const list = resources[kind];
+    if (list === undefined) continue;
+    const form = checkStringMap(list);
+    if (form !== undefined) {
+      errors.prop(`${field}.${kind}`, form);
+      continue;
+    }
+    for (const [name, quantity] of Object.entries(list)) {
+      const where = `${field}.${kind}["${name}"]`;
+      const nameError = checkContainerResourceName(name);
+      const amountError = checkNonNegativeQuantity(quantity);
+      errors.prop(where, nameError);
+      errors.prop(where, amountError);
+      if (nameError !== undefined || amountError !== undefined) continue;
+      const nanos = parseQuantity(quantity)!;
+      if (isExtendedResource(name) && nanos % NANOS_PER_UNIT !== BigInt(0)) {
+        errors.prop(where, `"${quantity}" must be a whole number: an extended resource is counted in whole units`);
+        continue;
+      }
+      if (name.startsWith(HUGEPAGES)) {
+        const page = parseQuantity(name.slice(HUGEPAGES.length))!;
+        if (nanos % page !== BigInt(0)) {
+          errors.prop(where, `"${quantity}" is not a whole number of ${name.slice(HUGEPAGES.length)} pages; use a multiple of the page size`);
+          continue;
+        }
+      }
+      valid[kind].set(name, nanos);
+    }
+  }
+  for (const [name, request] of valid.requests) {
+    const limit = valid.limits.get(name);
+    const overcommit = !isExtendedResource(name) && !name.startsWith(HUGEPAGES);
+    const requested = resources.requests![name];
+    if (limit === undefined) {
+      if (!overcommit) errors.prop(`${field}.limits["${name}"]`, `is required when ${name} is requested: give a limit equal to the request ("${requested}")`);
+    } else if (!overcommit && request !== limit) {
+      errors.prop(`${field}.requests["${name}"]`, `"${requested}" must equal the ${name} limit ("${resources.limits![name]}"): ${name} cannot be overcommitted; give both the same amount`);
+    } else if (request > limit) {
+      errors.prop(`${field}.requests["${name}"]`, `"${requested}" is more than the ${name} limit ("${resources.limits![name]}"); lower the request or raise the limit`);
+    }
+  }
+  const names = [...valid.requests.keys(), ...valid.limits.keys()];
+  if (names.some((n) => n.startsWith(HUGEPAGES)) && !names.some((n) => n === 'cpu' || n === 'memory')) {
+    errors.prop(field, 'huge pages need a cpu or memory request or limit as well; add one, such as limits: { memory: "1Gi" }');
+  }
 }
 
 /** An IPv4 or IPv6 CIDR block. */
@@ -120,13 +283,28 @@ export function checkCidr(value: string): string | undefined {
   return undefined;
 }
 
-/** Collects errors as `field: message` lines for one construct. */
+/**
+ * Collects errors as `name: message` lines for one construct. A line names either a prop of the
+ * construct ({@link ErrorList.prop}: `idlePolicy.suspendAfter`, spelled as the caller's language
+ * spells it, so `idle_policy.suspend_after` from Python) or a field of the rendered manifest
+ * ({@link ErrorList.field}: `spec.podTemplate.spec.serviceAccountName`, YAML, spelled as is).
+ */
 export class ErrorList {
   private readonly errors: string[] = [];
 
-  /** Record `message` for `field` when it is defined. */
-  public check(field: string, message: string | undefined): void {
-    if (message !== undefined) this.errors.push(`${field}: ${message}`);
+  /** Record `message` for the prop path `path` (see `propName`) when it is defined. */
+  public prop(path: string, message: string | undefined): void {
+    if (message !== undefined) this.errors.push(`${propName(path)}: ${message}`);
+  }
+
+  /** Record `message` for the manifest field `path`, spelled as in the YAML, when it is defined. */
+  public field(path: string, message: string | undefined): void {
+    if (message !== undefined) this.errors.push(`${path}: ${message}`);
+  }
+
+  /** The same as {@link ErrorList.prop}: `path` is a prop path. */
+  public check(path: string, message: string | undefined): void {
+    this.prop(path, message);
   }
 
   /** Throw one error naming the construct and every problem, if there are any. */
@@ -140,4 +318,9 @@ export class ErrorList {
   public get all(): string[] {
     return [...this.errors];
   }
+}
+
+/** An Error for one bad prop, `path: message`, with the prop spelled as the caller's language spells it. */
+export function propError(path: string, message: string): Error {
+  return new Error(`${propName(path)}: ${message}`);
 }

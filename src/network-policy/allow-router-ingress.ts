@@ -33,10 +33,10 @@ export class AllowRouterIngress extends Construct {
     super(scope, id);
     const podLabels = props.routerPodLabels ?? defaultRouterPodLabels();
     const errors = new ErrorList();
-    errors.check('routerNamespace', checkDns1123Label(props.routerNamespace));
+    errors.prop('routerNamespace', checkDns1123Label(props.routerNamespace));
     checkLabels(errors, 'routerPodLabels', podLabels);
-    if (props.templateName !== undefined) errors.check('templateName', checkDns1123Subdomain(props.templateName));
-    if (props.ports?.length === 0) errors.check('ports', 'an empty list allows every port in Kubernetes; omit ports to allow every port');
+    if (props.templateName !== undefined) errors.prop('templateName', checkDns1123Subdomain(props.templateName));
+    if (props.ports?.length === 0) errors.prop('ports', 'an empty list allows every port in Kubernetes; omit ports to allow every port');
     errors.throwIfAny(`AllowRouterIngress ${this.node.path}`);
     this.apiObject = networkPolicyObject(this, props.metadata, {
       podSelector: podSelectorFor(props.templateName),

@@ -36,8 +36,8 @@ export class DnsAccess {
   public static clusterDns(options: ClusterDnsOptions = {}): DnsAccess {
     const namespace = options.namespace ?? 'kube-system';
     const podLabels = options.podLabels ?? { 'k8s-app': 'kube-dns' };
-    validate('DnsAccess.clusterDns()', (errors) => {
-      errors.check('namespace', checkDns1123Label(namespace));
+    validate('DnsAccess', 'clusterDns', (errors) => {
+      errors.prop('namespace', checkDns1123Label(namespace));
       checkLabels(errors, 'podLabels', podLabels);
     });
     return new DnsAccess('clusterDns', [podsInNamespacePeer(namespace, podLabels)]);

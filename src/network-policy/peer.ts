@@ -27,8 +27,8 @@ export class SandboxPeer {
   public static router(options: RouterPeerOptions = {}): SandboxPeer {
     const namespace = options.namespace ?? DEFAULT_SYSTEM_NAMESPACE;
     const podLabels = options.podLabels ?? defaultRouterPodLabels();
-    validate('SandboxPeer.router()', (errors) => {
-      errors.check('namespace', checkDns1123Label(namespace));
+    validate('SandboxPeer', 'router', (errors) => {
+      errors.prop('namespace', checkDns1123Label(namespace));
       checkLabels(errors, 'podLabels', podLabels);
     });
     return new SandboxPeer([podsInNamespacePeer(namespace, podLabels)]);
@@ -36,7 +36,7 @@ export class SandboxPeer {
 
   /** Every Pod in the namespace named `name`. */
   public static namespace(name: string): SandboxPeer {
-    validate('SandboxPeer.namespace()', (errors) => errors.check('name', checkDns1123Label(name)));
+    validate('SandboxPeer', 'namespace', (errors) => errors.prop('name', checkDns1123Label(name)));
     return new SandboxPeer([{ namespaceSelector: { matchLabels: { [NAMESPACE_NAME_LABEL]: name } } }]);
   }
 
@@ -46,13 +46,13 @@ export class SandboxPeer {
    */
   public static namespaceOf(namespace: IConstruct): SandboxPeer {
     const ref = ObjectRef.fromConstruct(namespace);
-    validate('SandboxPeer.namespaceOf()', (errors) => ref._check(errors, 'namespace', REFERENCED_KINDS.namespace, undefined));
+    validate('SandboxPeer', 'namespaceOf', (errors) => ref._check(errors, 'namespace', REFERENCED_KINDS.namespace, undefined));
     return SandboxPeer.namespace(ref.name);
   }
 
   /** Every Pod in the namespaces with all of `labels` (`{}` means every namespace). */
   public static namespaceLabels(labels: { [key: string]: string }): SandboxPeer {
-    validate('SandboxPeer.namespaceLabels()', (errors) => checkLabels(errors, 'labels', labels));
+    validate('SandboxPeer', 'namespaceLabels', (errors) => checkLabels(errors, 'labels', labels));
     return new SandboxPeer([{ namespaceSelector: { matchLabels: { ...labels } } }]);
   }
 
@@ -62,9 +62,9 @@ export class SandboxPeer {
    * @param namespace namespace of the Pods; omit for the NetworkPolicy's own namespace
    */
   public static pods(labels: { [key: string]: string }, namespace?: string): SandboxPeer {
-    validate('SandboxPeer.pods()', (errors) => {
+    validate('SandboxPeer', 'pods', (errors) => {
       checkLabels(errors, 'labels', labels);
-      if (namespace !== undefined) errors.check('namespace', checkDns1123Label(namespace));
+      if (namespace !== undefined) errors.prop('namespace', checkDns1123Label(namespace));
     });
     return new SandboxPeer([namespace === undefined ? { podSelector: { matchLabels: { ...labels } } } : podsInNamespacePeer(namespace, labels)]);
   }
@@ -76,7 +76,7 @@ export class SandboxPeer {
    * @param except sub-ranges of `cidr` to leave out @default - none
    */
   public static ipBlock(cidr: string, except?: string[]): SandboxPeer {
-    validate('SandboxPeer.ipBlock()', (errors) => checkIpBlock(errors, cidr, except ?? []));
+    validate('SandboxPeer', 'ipBlock', (errors) => checkIpBlock(errors, cidr, except ?? []));
     return new SandboxPeer([{ ipBlock: { cidr, ...(except && except.length > 0 ? { except: [...except] } : {}) } }]);
   }
 

@@ -1,5 +1,6 @@
 import { validate } from './checks';
 import { NetworkPolicyPortJson } from '../api/network-policy-defaults';
+import { propName } from '../api/spelling';
 
 /** A port, or range of ports, of a network rule. */
 export class SandboxNetworkPort {
@@ -29,11 +30,11 @@ export class SandboxNetworkPort {
   }
 
   private static checked(factory: string, protocol: string, port: number, endPort?: number): SandboxNetworkPort {
-    validate(`SandboxNetworkPort.${factory}()`, (errors) => {
-      errors.check(endPort === undefined ? 'port' : 'startPort', checkPortNumber(port));
+    validate('SandboxNetworkPort', factory, (errors) => {
+      errors.prop(endPort === undefined ? 'port' : 'startPort', checkPortNumber(port));
       if (endPort !== undefined) {
-        errors.check('endPort', checkPortNumber(endPort));
-        if (endPort < port) errors.check('endPort', `${endPort} is below startPort ${port}; give the lower port first, e.g. 8000 then 8080`);
+        errors.prop('endPort', checkPortNumber(endPort));
+        if (endPort < port) errors.prop('endPort', `${endPort} is below ${propName('startPort')} ${port}; give the lower port first, e.g. 8000 then 8080`);
       }
     });
     return new SandboxNetworkPort({ protocol, port, ...(endPort !== undefined ? { endPort } : {}) });

@@ -17,10 +17,10 @@ export function renderRules(errors: ErrorList, field: string, rules: SandboxNetw
 export function renderRules(errors: ErrorList, field: string, rules: SandboxNetworkRule[], key: 'from' | 'to'): object[] {
   return rules.map((rule, i) => {
     if (rule.peers?.length === 0) {
-      errors.check(`${field}[${i}].peers`, 'an empty list allows every peer in Kubernetes; omit peers to allow any peer, or drop the rule to allow none');
+      errors.prop(`${field}[${i}].peers`, 'an empty list allows every peer in Kubernetes; omit peers to allow any peer, or drop the rule to allow none');
     }
     if (rule.ports?.length === 0) {
-      errors.check(`${field}[${i}].ports`, 'an empty list allows every port in Kubernetes; omit ports to allow every port');
+      errors.prop(`${field}[${i}].ports`, 'an empty list allows every port in Kubernetes; omit ports to allow every port');
     }
     return {
       ...(rule.peers?.length ? { [key]: rule.peers.flatMap((p) => p._toKube()) } : {}),

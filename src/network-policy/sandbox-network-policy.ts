@@ -49,12 +49,12 @@ export class SandboxNetworkPolicy extends Construct {
   public constructor(scope: Construct, id: string, props: SandboxNetworkPolicyProps = {}) {
     super(scope, id);
     const errors = new ErrorList();
-    if (props.templateName !== undefined) errors.check('templateName', checkDns1123Subdomain(props.templateName));
+    if (props.templateName !== undefined) errors.prop('templateName', checkDns1123Subdomain(props.templateName));
     if (props.dns?._mode === 'publicResolvers') {
-      errors.check('dns', 'public resolvers are a Pod DNS rewrite the operator does for Managed templates, not a NetworkPolicy rule; choose cluster DNS or no DNS access');
+      errors.prop('dns', 'public resolvers are a Pod DNS rewrite the operator does for Managed templates, not a NetworkPolicy rule; choose cluster DNS or no DNS access');
     }
     if (props.spec && (props.ingress || props.egress || props.dns)) {
-      errors.check('spec', 'give either a complete spec or ingress/egress/dns, not both');
+      errors.prop('spec', 'give either a complete spec or ingress/egress/dns, not both');
     }
     const ingress = renderRules(errors, 'ingress', props.ingress ?? [], 'from');
     const egress = renderRules(errors, 'egress', props.egress ?? [], 'to');

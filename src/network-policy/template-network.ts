@@ -63,16 +63,16 @@ export function _renderTemplateNetwork(options: SandboxNetworkPolicyOptions | un
   const custom = opts.ingress !== undefined || opts.egress !== undefined;
   const errors = new ErrorList();
   if (!Object.values(NetworkPolicyManagement).includes(management)) {
-    errors.check('network.management', `${JSON.stringify(management) ?? String(management)} is not allowed; use one of ${Object.values(NetworkPolicyManagement).join(', ')}`);
+    errors.prop('network.management', `${JSON.stringify(management) ?? String(management)} is not allowed; use one of ${Object.values(NetworkPolicyManagement).join(', ')}`);
     errors.throwIfAny(`SandboxTemplate "${templateName}"`);
   }
-  errors.check('network.routerNamespace', checkDns1123Label(routerNamespace));
+  errors.prop('network.routerNamespace', checkDns1123Label(routerNamespace));
   if (opts.routerPodLabels) checkLabels(errors, 'network.routerPodLabels', opts.routerPodLabels);
   if (dns._mode === 'publicResolvers' && management === NetworkPolicyManagement.UNMANAGED) {
-    errors.check('network.dns', 'public resolvers (the default DnsAccess) rely on the operator rewriting Pod DNS, which it does only when spec.networkPolicyManagement is Managed; '
+    errors.prop('network.dns', 'public resolvers (the default DnsAccess) rely on the operator rewriting Pod DNS, which it does only when spec.networkPolicyManagement is Managed; '
       + 'choose cluster DNS or no DNS access, or set the management to Managed');
   } else if (dns._mode === 'publicResolvers' && custom) {
-    errors.check('network.dns', 'public resolvers (the default DnsAccess) work only with the operator\'s default policy: the operator rewrites Pod DNS only when spec.networkPolicy is absent (no custom ingress or egress); '
+    errors.prop('network.dns', 'public resolvers (the default DnsAccess) work only with the operator\'s default policy: the operator rewrites Pod DNS only when spec.networkPolicy is absent (no custom ingress or egress); '
       + 'choose cluster DNS or no DNS access, or remove the network\'s ingress and egress rules');
   }
   const ingress = opts.ingress === undefined ? [{ from: [routerPeer(routerNamespace, opts.routerPodLabels)] }] : renderRules(errors, 'network.ingress', opts.ingress, 'from');

@@ -40,10 +40,10 @@ describe('wrong types are reported by field, not rendered or crashed on', () => 
   test('interop props given plain values (review: TypeError x._validate / r._check is not a function)', () => {
     expectError(sandbox({ tolerations: {} }), /\] tolerations: must be a list of tolerations/);
     expectError(sandbox({ tolerations: [null] }), /tolerations\[0\]: must be a toleration/);
-    expectError(sandbox({ serviceAccount: 'agent' }), /serviceAccount: must be an ObjectRef/);
-    expectError(sandbox({ imagePullSecrets: ['regcred'] }), /imagePullSecrets\[0\]: must be an ObjectRef/);
+    expectError(sandbox({ serviceAccount: 'agent' }), /serviceAccount: must be a ServiceAccount: pass a construct that defines one .* or refer to it by name with ObjectRef\.fromName/);
+    expectError(sandbox({ imagePullSecrets: ['regcred'] }), /imagePullSecrets\[0\]: must be a Secret: pass a construct/);
     expectError(sandbox({ containers: [{ image, envFrom: [{ secret: 'x' }] }] }), /containers\[0\]\.envFrom\[0\]: must be an EnvFrom/);
-    expectError(sandbox({ containers: [{ image, envValues: { A: 'x' } }] }), /containers\[0\]\.envValues\.A: must be an EnvValue/);
+    expectError(sandbox({ containers: [{ image, envValues: { A: 'x' } }] }), /containers\[0\]\.envValues\["A"\]: must be an EnvValue/);
     expectError(sandbox({ containers: [{ image, livenessProbe: { path: '/' } }] }), /containers\[0\]\.livenessProbe: must be a Probe/);
   });
 
