@@ -1,7 +1,10 @@
 import { Duration } from 'cdk8s';
+import { IConstruct } from 'constructs';
+import { propName } from './api/spelling';
 import { ErrorList, checkDns1123Subdomain } from './api/validation';
 import { ImagePullPolicy, dropUndefined } from './container';
 import { DEFAULT_OPERATOR_IMAGE } from './install/operator-deployment';
+import { installedOperatorImage } from './install/operator-image';
 
 /** A key of a Secret in the sandbox's namespace, holding the runtime's bearer token. */
 export interface SandboxRuntimeTokenSecret {
@@ -58,9 +61,20 @@ export interface SandboxRuntimeOptions {
    * @default - the volume the container already mounts at `workspacePath`, else a new emptyDir `workspace`
    */
   readonly workspaceVolume?: string;
-  /** Image the runtime is copied from; any build of the operator image. @default AgentSandboxSystem.DEFAULT_IMAGE */
+  /**
+   * Image the runtime is copied from; any build of the operator image. Unset, it follows the install:
+   * the image (and digest) the `AgentSandboxSystem` or `AgentSandboxExtensions` in the same cdk8s App
+   * runs, looked up at synth, so a template in another chart or made before the install finds it
+   * too. Installs in one App that run different images are an error unless this is set. A template
+   * synthesized in another App than its install takes `AgentSandboxSystem.image` here. The Pods pull
+   * it in the template's namespace: a private registry needs the template's own `imagePullSecrets`.
+   * @default - the operator image of the install in the same App; AgentSandboxSystem.DEFAULT_IMAGE when the App has no install
+   */
   readonly image?: string;
-  /** @default - Kubernetes' default for the image reference */
+  /**
+   * Pull policy of that image.
+   * @default - the install's `imagePullPolicy` when `image` follows the install, else Kubernetes' default for the image reference
+   */
   readonly imagePullPolicy?: ImagePullPolicy;
   /** Run even as uid 0 (`--allow-root`); needs `security.runAsNonRoot: false` on the template too. @default false */
   readonly allowRoot?: boolean;
@@ -96,65 +110,65 @@ export function _checkRuntime(errors: ErrorList, opts: SandboxRuntimeOptions, sp
   const target = containers[containerIndex(spec, opts)] as Json | undefined;
   if (!target) {
     if (opts.container !== undefined) {
-      errors.check('runtime.container', `"${opts.container}" is not a container of this template; use one of ${containers.map((c) => `"${c.name}"`).join(', ')}, or omit it for the first container`);
+      errors.prop('runtime.container', `"${opts.container}" is not a container of this template; use one of ${containers.map((c) => `"${c.name}"`).join(', ')}, or omit it for the first container`);
     }
     return;
   }
   const set = ['command', 'args'].filter((k) => target[k] !== undefined);
   if (set.length > 0) {
-    errors.check('runtime.container', `container "${target.name}" sets ${set.join(' and ')}, which the runtime replaces; remove ${set.join(' and ')} from it (run your program through the runtime's /execute), or set runtime.container to another container`);
+    errors.prop('runtime.container', `container "${target.name}" sets ${set.join(' and ')}, which the runtime replaces; remove ${set.join(' and ')} from it (run your program through the runtime's /execute), or set ${propName('runtime.container')} to another container`);
   }
   const seen = new Map<number, string>();
   for (const [field, port] of runtimePorts(opts)) {
     if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      errors.check(`runtime.${field}`, `${port} is not a port; use an integer from 1 to 65535`);
+      errors.prop(`runtime.${field}`, `${port} is not a port; use an integer from 1 to 65535`);
       continue;
     }
-    if (seen.has(port)) errors.check(`runtime.${field}`, `${port} is also runtime.${seen.get(port)}; give each runtime port its own number`);
+    if (seen.has(port)) errors.prop(`runtime.${field}`, `${port} is also runtime.${seen.get(port)}; give each runtime port its own number`);
     seen.set(port, field);
     for (const c of [...containers, ...(spec.initContainers ?? [])]) {
       if ((c.ports ?? []).some((p: Json) => p.containerPort === port)) {
-        errors.check(`runtime.${field}`, `${port} is already a port of container "${c.name}" (containers of a Pod share its ports); remove that port from the container or choose another runtime.${field}`);
+        errors.prop(`runtime.${field}`, `${port} is already a port of container "${c.name}" (containers of a Pod share its ports); remove that port from the container or choose another runtime.${field}`);
       }
     }
     if ((target.ports ?? []).some((p: Json) => p.name === PORT_NAMES[field])) {
-      errors.check(`runtime.${field}`, `container "${target.name}" already has a port named "${PORT_NAMES[field]}", the name of this runtime port; rename that port`);
+      errors.prop(`runtime.${field}`, `container "${target.name}" already has a port named "${PORT_NAMES[field]}", the name of this runtime port; rename that port`);
     }
   }
   if (opts.execTimeout !== undefined && !(opts.execTimeout.toSeconds({ integral: false }) > 0)) {
-    errors.check('runtime.execTimeout', 'must be longer than zero, such as a Duration of 5 minutes');
+    errors.prop('runtime.execTimeout', 'must be longer than zero, such as a Duration of 5 minutes');
   }
   if (opts.image !== undefined && (opts.image === '' || /\s/.test(opts.image))) {
-    errors.check('runtime.image', `"${opts.image}" must be a non-empty image reference without spaces, e.g. "${DEFAULT_OPERATOR_IMAGE}"`);
+    errors.prop('runtime.image', `"${opts.image}" must be a non-empty image reference without spaces, e.g. "${DEFAULT_OPERATOR_IMAGE}"`);
   }
   if (opts.token) {
-    errors.check('runtime.token.secretName', checkDns1123Subdomain(opts.token.secretName));
+    errors.prop('runtime.token.secretName', checkDns1123Subdomain(opts.token.secretName));
     if (!/^[-._a-zA-Z0-9]+$/.test(opts.token.key)) {
-      errors.check('runtime.token.key', `"${opts.token.key}" is not a Secret key; use letters, digits, '-', '_' and '.'`);
+      errors.prop('runtime.token.key', `"${opts.token.key}" is not a Secret key; use letters, digits, '-', '_' and '.'`);
     }
   }
   const workspace = workspacePathOf(opts);
   if (!workspace.startsWith('/') || workspace === '/') {
-    errors.check('runtime.workspacePath', `"${workspace}" must be an absolute directory other than "/", such as "/workspace"`);
+    errors.prop('runtime.workspacePath', `"${workspace}" must be an absolute directory other than "/", such as "/workspace"`);
   }
   const volumes = [...((spec.volumes ?? []) as Json[]).map((v) => v.name as string), ...claimTemplates];
   const mounted = ((target.volumeMounts ?? []) as Json[]).find((m) => m.mountPath === workspace);
   if (opts.workspaceVolume !== undefined && !volumes.includes(opts.workspaceVolume)) {
-    errors.check('runtime.workspaceVolume', `"${opts.workspaceVolume}" is not a volume of this template; add a volume or a volume claim template of that name, or omit it for an emptyDir`);
+    errors.prop('runtime.workspaceVolume', `"${opts.workspaceVolume}" is not a volume of this template; add a volume or a volume claim template of that name, or omit it for an emptyDir`);
   }
   if (opts.workspaceVolume !== undefined && mounted && mounted.name !== opts.workspaceVolume) {
-    errors.check('runtime.workspaceVolume', `container "${target.name}" already mounts "${mounted.name}" at ${workspace}; drop that mount or set workspaceVolume to "${mounted.name}"`);
+    errors.prop('runtime.workspaceVolume', `container "${target.name}" already mounts "${mounted.name}" at ${workspace}; drop that mount or set ${propName('runtime.workspaceVolume')} to "${mounted.name}"`);
   }
   const added = [BIN_VOLUME, ...(opts.token ? [TOKEN_VOLUME] : []), ...(opts.workspaceVolume === undefined && !mounted ? [WORKSPACE_VOLUME] : [])];
   for (const name of added.filter((n) => volumes.includes(n))) {
-    errors.check('volumes[].name', `"${name}" is a volume the runtime adds; rename your volume${name === WORKSPACE_VOLUME ? ', or pass it as runtime.workspaceVolume' : ''}`);
+    errors.prop('volumes[].name', `"${name}" is a volume the runtime adds; rename your volume${name === WORKSPACE_VOLUME ? `, or pass it as ${propName('runtime.workspaceVolume')}` : ''}`);
   }
   if ([...containers, ...(spec.initContainers ?? [])].some((c: Json) => c.name === INIT_CONTAINER)) {
-    errors.check('initContainers[].name', `"${INIT_CONTAINER}" is the runtime's init container; rename yours`);
+    errors.prop('initContainers[].name', `"${INIT_CONTAINER}" is the runtime's init container; rename yours`);
   }
   for (const dir of [RUNTIME_BIN_DIR, ...(opts.token ? [TOKEN_DIR] : [])]) {
     if (((target.volumeMounts ?? []) as Json[]).some((m) => m.mountPath === dir)) {
-      errors.check('runtime.container', `container "${target.name}" mounts a volume at ${dir}, where the runtime mounts its own; move that mount`);
+      errors.prop('runtime.container', `container "${target.name}" mounts a volume at ${dir}, where the runtime mounts its own; move that mount`);
     }
   }
 }
@@ -173,12 +187,22 @@ function runtimeCommand(opts: SandboxRuntimeOptions): string[] {
   return [`${RUNTIME_BIN_DIR}/node`, `${RUNTIME_BIN_DIR}/agent-sandbox-operator.mjs`, 'runtime', ...flags];
 }
 
+/**
+ * The image and pull policy of the init container: `runtime.image` when set, else the operator image
+ * of the install in `scope`'s App, else the default. Throws when the App's installs disagree.
+ */
+function runtimeImage(opts: SandboxRuntimeOptions, scope: IConstruct | undefined): { image: string; imagePullPolicy?: string } {
+  if (opts.image !== undefined) return { image: opts.image, imagePullPolicy: opts.imagePullPolicy };
+  const installed = scope && installedOperatorImage(scope);
+  if (installed && 'error' in installed) throw new Error(`SandboxTemplate ${scope!.node.path}: invalid props:\n  - runtime.image: ${installed.error}`);
+  return { image: installed?.image ?? DEFAULT_OPERATOR_IMAGE, imagePullPolicy: opts.imagePullPolicy ?? installed?.imagePullPolicy };
+}
+
 /** The init container: the operator image's `install-runtime`, non-root, read-only, no privileges. */
-function installContainer(opts: SandboxRuntimeOptions): Json {
+function installContainer(opts: SandboxRuntimeOptions, scope: IConstruct | undefined): Json {
   return dropUndefined({
     name: INIT_CONTAINER,
-    image: opts.image ?? DEFAULT_OPERATOR_IMAGE,
-    imagePullPolicy: opts.imagePullPolicy,
+    ...runtimeImage(opts, scope),
     args: ['install-runtime', RUNTIME_BIN_DIR],
     // Measured: about 52 MiB RSS while copying the ~96 MiB node binary.
     resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '128Mi' } },
@@ -194,8 +218,11 @@ function installContainer(opts: SandboxRuntimeOptions): Json {
   });
 }
 
-/** @internal `spec` (a rendered Pod spec, checked by {@link _checkRuntime}) with the runtime injected. */
-export function _injectRuntime(opts: SandboxRuntimeOptions, spec: Json): Json {
+/**
+ * @internal `spec` (a rendered Pod spec, checked by {@link _checkRuntime}) with the runtime injected;
+ * `scope`, the template, is where the install's operator image is looked up.
+ */
+export function _injectRuntime(opts: SandboxRuntimeOptions, spec: Json, scope?: IConstruct): Json {
   const index = containerIndex(spec, opts);
   const containers = [...spec.containers] as Json[];
   const target = containers[index];
@@ -223,5 +250,5 @@ export function _injectRuntime(opts: SandboxRuntimeOptions, spec: Json): Json {
     ...(!mounted && opts.workspaceVolume === undefined ? [{ name: WORKSPACE_VOLUME, emptyDir: {} }] : []),
     ...(opts.token ? [{ name: TOKEN_VOLUME, secret: { secretName: opts.token.secretName, items: [{ key: opts.token.key, path: 'token' }] } }] : []),
   ];
-  return { ...spec, initContainers: [installContainer(opts), ...(spec.initContainers ?? [])], containers, volumes };
+  return { ...spec, initContainers: [installContainer(opts, scope), ...(spec.initContainers ?? [])], containers, volumes };
 }

@@ -8,7 +8,8 @@ import { PodSecurityOptions, SandboxBlueprint, SandboxBlueprintProps } from './b
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
 import { IdlePolicy, _checkIdlePolicy, _idlePolicyToKube } from './idle-policy';
-import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions, _renderTemplateNetwork } from './network-policy';
+import { SandboxNetworkPolicy, SandboxNetworkPolicyOptions } from './network-policy';
+import { _renderTemplateNetwork } from './network-policy/template-network';
 import { SandboxRuntimeOptions, _checkRuntime, _injectRuntime } from './sandbox-runtime';
 
 /** A SandboxTemplate, defined here or imported by name. */
@@ -119,7 +120,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
 
   private validate(): string[] {
     const errors = new ErrorList();
-    errors.check('metadata.name', checkDns1123Subdomain(this.name));
+    errors.prop('metadata.name', checkDns1123Subdomain(this.name));
     this._validateBlueprint(errors);
     if (this.runtime) {
       const blueprint = this._blueprintToKube() as { podTemplate: { spec: object }; volumeClaimTemplates?: Array<{ metadata: { name: string } }> };
@@ -133,7 +134,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
   /** @internal */
   public _toKube(): { [key: string]: unknown } {
     const blueprint = this._blueprintToKube() as { podTemplate: { metadata: object; spec: object } };
-    if (this.runtime) blueprint.podTemplate = { ...blueprint.podTemplate, spec: _injectRuntime(this.runtime, blueprint.podTemplate.spec) };
+    if (this.runtime) blueprint.podTemplate = { ...blueprint.podTemplate, spec: _injectRuntime(this.runtime, blueprint.podTemplate.spec, this) };
     return dropUndefined({
       ...blueprint,
       networkPolicy: this.networkSpecField,

@@ -1,5 +1,7 @@
 import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
-import { AgentSandboxSystem, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl, SandboxRuntimeClass } from '../src';
+import {
+  AgentSandboxSystem, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl, SandboxRuntimeClass, WhenUnsatisfiable,
+} from '../src';
 
 const CLUSTER_SCOPED = ['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'RuntimeClass', 'FlowSchema',
   'PriorityLevelConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Namespace'];
@@ -31,9 +33,25 @@ describe('AgentSandboxSystem install knobs', () => {
       podAnnotations: { 'prometheus.io/scrape': 'true' },
       podLabels: { team: 'platform' },
       extraArgs: ['--some-newer-flag=1'],
+      priorityClass: ObjectRef.fromName('system-cluster-critical'),
+      topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: WhenUnsatisfiable.SCHEDULE_ANYWAY }],
+      env: { HTTPS_PROXY: 'http://proxy.internal:3128' },
+      envValues: { PROXY_PASSWORD: EnvValue.fromSecretKey(ObjectRef.fromConstruct(pull), 'password'), POD_NAME: EnvValue.fromField('metadata.name') },
+      envFrom: [EnvFrom.configMap(ObjectRef.fromName('operator-tuning'), { prefix: 'TUNE_' })],
     });
     const template = operatorPod(Testing.synth(chart));
     expect(template).toMatchSnapshot();
+    expect(template.spec.priorityClassName).toBe('system-cluster-critical');
+    // A constraint without matchLabels counts the operator's own Pods (the Deployment's selector).
+    expect(template.spec.topologySpreadConstraints).toEqual([{
+      maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: 'agent-sandbox-controller' } },
+    }]);
+    expect(template.spec.containers[0].env).toEqual([
+      { name: 'HTTPS_PROXY', value: 'http://proxy.internal:3128' },
+      { name: 'PROXY_PASSWORD', valueFrom: { secretKeyRef: { name: 'regcred', key: 'password' } } },
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    ]);
+    expect(template.spec.containers[0].envFrom).toEqual([{ prefix: 'TUNE_', configMapRef: { name: 'operator-tuning' } }]);
     expect(template.metadata.annotations).toEqual({ 'prometheus.io/scrape': 'true' });
     expect(template.metadata.labels).toMatchObject({ team: 'platform', app: 'agent-sandbox-controller' });
     expect(template.spec.imagePullSecrets).toEqual([{ name: 'regcred' }, { name: 'mirror' }]);
@@ -76,7 +94,7 @@ describe('AgentSandboxSystem install knobs', () => {
     expect(run).toThrow(/extraArgs\[0\]: "--log-level=debug" is a flag ControllerOptions covers; set controller.logLevel instead/);
     expect(run).toThrow(/extraArgs\[1\]: "--extensions=false" is set by the install; use the extensions prop/);
     expect(run).toThrow(/tolerations\[0\]\.effect: "Never" must be one of/);
-    expect(run).toThrow(/podLabels\.app: is the Deployment's selector/);
+    expect(run).toThrow(/podLabels\["app"\]: is the Deployment's selector/);
   });
 
   test('podDisruptionBudget: off by default, maxUnavailable 1 with {}, minAvailable checked against replicas', () => {
@@ -171,5 +189,184 @@ describe('SandboxFlowControl serviceAccount', () => {
     expect(() => new SandboxFlowControl(chart, 'a', { serviceAccount: cm })).toThrow(/serviceAccount: construct test\/cm is a ConfigMap \(v1\) but a ServiceAccount is expected/);
     const sa = new ApiObject(chart, 'sa', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'x', namespace: 'n' } });
     expect(() => new SandboxFlowControl(chart, 'b', { serviceAccount: sa, serviceAccountName: 'y' })).toThrow(/serviceAccount: is given with serviceAccountName/);
+  });
+});
+
+/**
+ * What a Prometheus Operator could not scrape: for each ServiceMonitor, the Services it selects (by
+ * namespace and labels) must exist, and each must have a port named as each endpoint's `port`.
+ */
+function scrapeProblems(objects: any[]): string[] {
+  const problems: string[] = [];
+  for (const monitor of objects.filter((o) => o.kind === 'ServiceMonitor')) {
+    const namespaces: string[] = monitor.spec.namespaceSelector?.matchNames ?? [monitor.metadata.namespace];
+    const selected = objects.filter((o) => o.kind === 'Service' && namespaces.includes(o.metadata.namespace)
+      && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v));
+    if (selected.length === 0) problems.push(`ServiceMonitor ${monitor.metadata.name} selects no Service`);
+    for (const service of selected) {
+      for (const endpoint of monitor.spec.endpoints) {
+        if (!service.spec.ports.some((p: any) => p.name === endpoint.port)) {
+          problems.push(`ServiceMonitor ${monitor.metadata.name} scrapes port "${endpoint.port}", which Service ${service.metadata.name} does not have`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+/** `Service name ← ServiceMonitor name` for every Service a ServiceMonitor selects. */
+const scraped = (objects: any[]) => objects.filter((o) => o.kind === 'ServiceMonitor').flatMap((monitor) => objects
+  .filter((o) => o.kind === 'Service' && Object.entries(monitor.spec.selector.matchLabels).every(([k, v]) => o.metadata.labels?.[k] === v))
+  .map((service) => `${service.metadata.name} <- ${monitor.metadata.name}`)).sort();
+
+describe('ServiceMonitors scrape ports that exist', () => {
+  test.each([
+    ['the defaults', {}],
+    ['another namespace, router labels and interval', { namespace: 'ops', router: { podLabels: { 'app.kubernetes.io/name': 'router' } }, serviceMonitor: { interval: Duration.seconds(10), labels: { release: 'prom' } } }],
+  ] as Array<[string, ConstructorParameters<typeof AgentSandboxSystem>[2]]>)('%s: the operator\'s and the router\'s metrics are scraped by port name', (_, props) => {
+    const objects = synth({ router: {}, serviceMonitor: {}, ...props });
+    expect(scrapeProblems(objects)).toEqual([]);
+    const routerService = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'sandbox-router-svc');
+    expect(scraped(objects)).toEqual(['agent-sandbox-controller <- agent-sandbox-controller', 'sandbox-router-svc <- sandbox-router']);
+    expect(routerService.spec.ports.find((p: any) => p.name === 'metrics')).toEqual({ name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' });
+    const routerMonitor = find(objects, 'ServiceMonitor', 'sandbox-router');
+    expect(routerMonitor.metadata.namespace).toBe(routerService.metadata.namespace);
+    expect(routerMonitor.spec.endpoints).toEqual([{ port: 'metrics', interval: props.serviceMonitor?.interval ? '10s' : '30s' }]);
+    if (props.serviceMonitor?.labels) expect(routerMonitor.metadata.labels).toMatchObject(props.serviceMonitor.labels);
+  });
+
+  test('negative controls: a Service without the port, or a selector that matches no Service, is reported', () => {
+    const objects = synth({ router: {}, serviceMonitor: {} });
+    const withoutPort = objects.map((o) => (o.kind === 'Service' && o.metadata.name === 'sandbox-router-svc'
+      ? { ...o, spec: { ...o.spec, ports: o.spec.ports.filter((p: any) => p.name !== 'metrics') } } : o));
+    expect(scrapeProblems(withoutPort)).toEqual(['ServiceMonitor sandbox-router scrapes port "metrics", which Service sandbox-router-svc does not have']);
+    const elsewhere = objects.map((o) => (o.kind === 'ServiceMonitor' && o.metadata.name === 'agent-sandbox-controller'
+      ? { ...o, spec: { ...o.spec, namespaceSelector: { matchNames: ['monitoring'] } } } : o));
+    expect(scrapeProblems(elsewhere)).toEqual(['ServiceMonitor agent-sandbox-controller selects no Service']);
+  });
+
+  test('no router, no router ServiceMonitor; router without serviceMonitor, none at all', () => {
+    expect(synth({ serviceMonitor: {} }).filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name)).toEqual(['agent-sandbox-controller']);
+    expect(synth({ router: {} }).filter((o) => o.kind === 'ServiceMonitor')).toEqual([]);
+  });
+
+  test('--metrics-bind-address in router.args moves the metrics port, "0" removes it and the router ServiceMonitor', () => {
+    const moved = synth({ router: { args: ['--metrics-bind-address=:9191'] }, serviceMonitor: {} });
+    expect(scrapeProblems(moved)).toEqual([]);
+    const movedPod = find(moved, 'Deployment', 'sandbox-router').spec.template.spec.containers[0];
+    expect(movedPod.ports.find((p: any) => p.name === 'metrics').containerPort).toBe(9191);
+    expect(find(moved, 'Service', 'sandbox-router-svc').spec.ports.find((p: any) => p.name === 'metrics').port).toBe(9191);
+    const off = synth({ router: { args: ['--metrics-bind-address', '0'] }, serviceMonitor: {} });
+    expect(scrapeProblems(off)).toEqual([]);
+    expect(off.filter((o) => o.kind === 'ServiceMonitor').map((o) => o.metadata.name)).toEqual(['agent-sandbox-controller']);
+    expect(find(off, 'Service', 'sandbox-router-svc').spec.ports.map((p: any) => p.name)).toEqual(['http']);
+    expect(find(off, 'Deployment', 'sandbox-router').spec.template.spec.containers[0].ports.map((p: any) => p.name)).toEqual(['http', 'probes']);
+    expect(() => synth({ router: { args: ['--auth=none', '--metrics-bind-address=9090'] } }))
+      .toThrow(/router\.args\[1\]: --metrics-bind-address needs \[host\]:port with a port from 1 to 65535, such as ":9090", or "0" to turn metrics off; got "9090"/);
+  });
+});
+
+describe('priority, env, ServiceAccount annotations and the router\'s own placement', () => {
+  test('the router takes the operator\'s priority class unless it names its own; a construct counts as a reference', () => {
+    const inherited = synth({ router: {}, priorityClass: ObjectRef.fromName('system-cluster-critical') });
+    expect(operatorPod(inherited).spec.priorityClassName).toBe('system-cluster-critical');
+    expect(find(inherited, 'Deployment', 'sandbox-router').spec.template.spec.priorityClassName).toBe('system-cluster-critical');
+    const chart = new Chart(Testing.app(), 'test', { disableResourceNameHashes: true });
+    const pc = new ApiObject(chart, 'pc', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'data-plane' }, value: 100000 });
+    new AgentSandboxSystem(chart, 'system', { router: { priorityClass: pc }, priorityClass: ObjectRef.fromName('system-cluster-critical') });
+    const own = Testing.synth(chart);
+    expect(find(own, 'Deployment', 'sandbox-router').spec.template.spec.priorityClassName).toBe('data-plane');
+    expect(operatorPod(own).spec.priorityClassName).toBe('system-cluster-critical');
+    const none = synth({ router: {} });
+    expect([operatorPod(none).spec.priorityClassName, find(none, 'Deployment', 'sandbox-router').spec.template.spec.priorityClassName]).toEqual([undefined, undefined]);
+  });
+
+  test('router placement: its own node selector, tolerations, affinity and spread; {} and [] for none', () => {
+    const chart = new Chart(Testing.app(), 'test', { disableResourceNameHashes: true });
+    new AgentSandboxSystem(chart, 'system', {
+      nodeSelector: { pool: 'addons' },
+      tolerations: [{ key: 'addons', effect: 'NoSchedule' }],
+      affinity: { requiredNodeTerms: [{ matchExpressions: [{ key: 'kubernetes.io/os', operator: NodeSelectorOperator.IN, values: ['linux'] }] }] },
+      router: {
+        podLabels: { 'app.kubernetes.io/name': 'router' },
+        nodeSelector: { pool: 'edge' },
+        tolerations: [{ key: 'edge', value: 'true', effect: 'NoExecute', tolerationSeconds: 60 }],
+        affinity: { podAntiAffinity: [{ matchLabels: { 'app.kubernetes.io/name': 'router' }, topologyKey: 'kubernetes.io/hostname', weight: 100 }] },
+        topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone' }],
+        env: { NODE_OPTIONS: '--max-old-space-size=192' },
+        envValues: { ROUTER_TOKEN: EnvValue.fromSecretKey(ObjectRef.fromName('router-token'), 'token', { optional: true }) },
+        serviceAccountAnnotations: { 'iam.gke.io/gcp-service-account': 'router@project.iam.gserviceaccount.com' },
+      },
+      serviceAccountAnnotations: { 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/agent-sandbox' },
+    });
+    const objects = Testing.synth(chart);
+    const router = find(objects, 'Deployment', 'sandbox-router').spec.template;
+    expect(router).toMatchSnapshot();
+    expect(router.spec.nodeSelector).toEqual({ pool: 'edge' });
+    expect(router.spec.tolerations).toEqual([{ key: 'edge', operator: 'Equal', value: 'true', effect: 'NoExecute', tolerationSeconds: 60 }]);
+    expect(router.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.topologyKey).toBe('kubernetes.io/hostname');
+    expect(router.spec.affinity.nodeAffinity).toBeUndefined();
+    // A constraint without matchLabels counts the router Pods.
+    expect(router.spec.topologySpreadConstraints[0].labelSelector).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'router' } });
+    expect(router.spec.containers[0].env).toEqual([
+      { name: 'NODE_OPTIONS', value: '--max-old-space-size=192' },
+      { name: 'ROUTER_TOKEN', valueFrom: { secretKeyRef: { name: 'router-token', key: 'token', optional: true } } },
+    ]);
+    // The operator keeps its own placement and environment.
+    expect(operatorPod(objects).spec.nodeSelector).toEqual({ pool: 'addons' });
+    expect(operatorPod(objects).spec.topologySpreadConstraints).toBeUndefined();
+    expect(operatorPod(objects).spec.containers[0].env).toBeUndefined();
+    expect(find(objects, 'ServiceAccount', 'sandbox-router').metadata.annotations).toEqual({ 'iam.gke.io/gcp-service-account': 'router@project.iam.gserviceaccount.com' });
+    expect(find(objects, 'ServiceAccount', 'agent-sandbox-controller').metadata.annotations).toEqual({ 'eks.amazonaws.com/role-arn': 'arn:aws:iam::123456789012:role/agent-sandbox' });
+
+    const cleared = find(synth({ nodeSelector: { pool: 'addons' }, tolerations: [{ key: 'addons' }], router: { nodeSelector: {}, tolerations: [] } }), 'Deployment', 'sandbox-router');
+    expect([cleared.spec.template.spec.nodeSelector, cleared.spec.template.spec.tolerations]).toEqual([undefined, undefined]);
+    const plain = synth({ router: {} });
+    for (const name of ['agent-sandbox-controller', 'sandbox-router']) expect(find(plain, 'ServiceAccount', name).metadata.annotations).toBeUndefined();
+  });
+
+  test('bad knobs fail naming the prop (router ones prefixed router.) and the fix', () => {
+    const chart = Testing.chart();
+    const cm = new ApiObject(chart, 'cm', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'agent-sandbox-system' } });
+    const elsewhere = new ApiObject(chart, 'secret', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's', namespace: 'other' } });
+    let n = 0;
+    const run = () => new AgentSandboxSystem(chart, `system${n++}`, {
+      priorityClass: cm,
+      env: { '1PROXY': 'x', 'DUP': 'a' },
+      envValues: { DUP: EnvValue.fromField('metadata.name'), FROM_ELSEWHERE: EnvValue.fromSecretKey(ObjectRef.fromConstruct(elsewhere), 'k'), PLAIN: 'text' as any },
+      envFrom: ['all' as any],
+      serviceAccountAnnotations: { 'bad key': 'x' },
+      topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone', maxSkew: 0 }],
+      router: {
+        priorityClass: ObjectRef.fromName('Not_A_Name'),
+        env: { 'A=B': 'x' },
+        nodeSelector: { 'bad key': 'x' },
+        tolerations: [{ key: 'edge', effect: 'Sometimes' }],
+        topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone', minDomains: 0 }],
+        serviceAccountAnnotations: { '-bad': 'x' },
+      },
+    });
+    expect(run).toThrow(/\n {2}- priorityClass: construct test\/cm is a ConfigMap \(v1\) but a PriorityClass \(scheduling.k8s.io\) is expected/);
+    expect(run).toThrow(/- env\["1PROXY"\]: "1PROXY" is not an environment variable name; use letters, digits, '_', '-' or '.', not starting with a digit/);
+    expect(run).toThrow(/- envValues\["DUP"\]: is also set in env; give each variable once, in env or in envValues/);
+    expect(run).toThrow(/- envValues\["FROM_ELSEWHERE"\]: Secret "s" is in namespace "other" but it is used from namespace "agent-sandbox-system"/);
+    expect(run).toThrow(/- envValues\["PLAIN"\]: must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field/);
+    expect(run).toThrow(/- envFrom\[0\]: must be an EnvFrom, made from a Secret or a ConfigMap/);
+    expect(run).toThrow(/- serviceAccountAnnotations\["bad key"\]: /);
+    expect(run).toThrow(/- topologySpreadConstraints\[0\]\.maxSkew: 0 must be a whole number of at least 1/);
+    expect(run).toThrow(/- router\.priorityClass: /);
+    expect(run).toThrow(/- router\.env\["A=B"\]: "A=B" is not an environment variable name/);
+    expect(run).toThrow(/- router\.nodeSelector\["bad key"\]: /);
+    expect(run).toThrow(/- router\.tolerations\[0\]\.effect: "Sometimes" must be one of NoSchedule, PreferNoSchedule, NoExecute/);
+    expect(run).toThrow(/- router\.topologySpreadConstraints\[0\]\.minDomains: 0 must be a whole number of at least 1/);
+    expect(run).toThrow(/- router\.serviceAccountAnnotations\["-bad"\]: /);
+    // Control: the same install with good values builds.
+    expect(() => new AgentSandboxSystem(chart, 'good', {
+      priorityClass: ObjectRef.fromName('system-cluster-critical'),
+      env: { PROXY: 'x' },
+      envValues: { POD: EnvValue.fromField('metadata.name') },
+      serviceAccountAnnotations: { 'iam.gke.io/gcp-service-account': 'x' },
+      router: { priorityClass: ObjectRef.fromName('data-plane'), env: { A_B: 'x' }, nodeSelector: { pool: 'edge' } },
+    })).not.toThrow();
   });
 });

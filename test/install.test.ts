@@ -361,7 +361,13 @@ describe('AgentSandboxSystem', () => {
     expect(find(objects, 'ClusterRoleBinding', 'sandbox-router').subjects).toEqual([{ kind: 'ServiceAccount', name: 'sandbox-router', namespace: 'agent-sandbox-system' }]);
     expect(find(objects, 'PodDisruptionBudget', 'sandbox-router').spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { app: 'sandbox-router' } } });
     const service = find(objects, 'Service', 'sandbox-router-svc');
-    expect(service.spec).toEqual({ selector: { app: 'sandbox-router' }, ports: [{ name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' }] });
+    expect(service.spec).toEqual({
+      selector: { app: 'sandbox-router' },
+      ports: [
+        { name: 'http', port: 8080, targetPort: 'http', protocol: 'TCP' },
+        { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+      ],
+    });
   });
 
   test('the router defaults to the operator image and can rename its Service', () => {
@@ -387,7 +393,7 @@ describe('AgentSandboxSystem', () => {
       [{ image: `op@${DIGEST}`, imageDigest: DIGEST }, 'already pins a digest; drop the "@..." part or the imageDigest prop'],
       [{ replicas: -1 }, 'replicas: -1 must be a whole number of at least 0'],
       [{ replicas: 2, controller: { leaderElect: false } }, 'replicas: 2 replicas would all reconcile at once without leader election; set replicas to 1 or controller.leaderElect to true'],
-      [{ resources: { limits: { memory: '1 GB' } } }, 'resources.limits.memory: "1 GB" is not a Kubernetes quantity'],
+      [{ resources: { limits: { memory: '1 GB' } } }, 'resources.limits["memory"]: "1 GB" is not a Kubernetes quantity'],
       [{ controller: { sandboxConcurrentWorkers: 0 } }, 'controller.sandboxConcurrentWorkers: must be greater than 0 (it is 0); use at least 1 worker'],
       [{ controller: { sandboxClaimConcurrentWorkers: 0 } }, 'controller.sandboxClaimConcurrentWorkers: must be greater than 0'],
       [{ controller: { sandboxWarmPoolConcurrentWorkers: 0 } }, 'controller.sandboxWarmPoolConcurrentWorkers: must be greater than 0'],
@@ -411,7 +417,7 @@ describe('AgentSandboxSystem', () => {
       [{ router: { image: 'r', imageDigest: 'sha256:XYZ' } }, 'router.imageDigest: "sha256:XYZ" must be "sha256:" followed by 64 lowercase hex digits'],
       [{ router: { replicas: 1.5 } }, 'router.replicas: 1.5 must be a whole number of at least 0'],
       [{ router: { serviceName: '1router' } }, 'router.serviceName: "1router" must consist of lowercase letters, digits and \'-\', start with a letter'],
-      [{ router: { resources: { requests: { cpu: 'lots' } } } }, 'router.resources.requests.cpu: "lots" is not a Kubernetes quantity'],
+      [{ router: { resources: { requests: { cpu: 'lots' } } } }, 'router.resources.requests["cpu"]: "lots" is not a Kubernetes quantity'],
       [{ router: { podLabels: {} } }, 'router.podLabels: must not be empty: the selectors would match every Pod; omit it for app=sandbox-router'],
       [{ router: { podLabels: { 'bad key': 'x' } } }, 'router.podLabels'],
       [{ router: {}, controller: { routerNamespace: 'edge' } }, 'controller.routerNamespace: is set by the install from where it deploys the router'],

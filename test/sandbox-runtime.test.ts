@@ -1,5 +1,5 @@
-import { Duration, Testing } from 'cdk8s';
-import { AgentSandboxSystem, SandboxVolume } from '../src';
+import { App, Chart, Duration, Testing } from 'cdk8s';
+import { AgentSandboxExtensions, AgentSandboxSystem, SandboxVolume } from '../src';
 import { ImagePullPolicy, SandboxContainerProps } from '../src/container';
 import { SandboxRuntimeOptions } from '../src/sandbox-runtime';
 import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
@@ -108,5 +108,74 @@ describe('SandboxTemplate runtime', () => {
     ['volumes[].name: "workspace" is a volume the runtime adds; rename your volume, or pass it as runtime.workspaceVolume', {}, { volumes: [SandboxVolume.emptyDir('workspace')] }],
   ] as Array<[string, SandboxRuntimeOptions, Partial<SandboxTemplateProps>]>)('%s', (message, runtime, props) => {
     expect(errorsOf(runtime, props)).toContain(message);
+  });
+});
+
+describe('the runtime image follows the install in the same App', () => {
+  const DIGEST = `sha256:${'cd'.repeat(32)}`;
+  const template = (scope: Chart, runtime: SandboxRuntimeOptions = {}) =>
+    new SandboxTemplate(scope, 'tpl', { metadata: { name: 'python' }, containers: [python], runtime });
+  const initOf = (chart: Chart) => Testing.synth(chart).find((o) => o.kind === 'SandboxTemplate').spec.podTemplate.spec.initContainers[0];
+
+  test('the system\'s image, for a template in another chart made before the system', () => {
+    const app = Testing.app();
+    const sandboxes = new Chart(app, 'sandboxes');
+    template(sandboxes);
+    const system = new AgentSandboxSystem(new Chart(app, 'system'), 'system', { image: 'registry.example/op:1.2' });
+    expect(system.image).toBe('registry.example/op:1.2');
+    expect(initOf(sandboxes).image).toBe('registry.example/op:1.2');
+    expect(initOf(sandboxes).imagePullPolicy).toBeUndefined();
+  });
+
+  test('with the install\'s digest and pull policy; AgentSandboxExtensions counts as an install too', () => {
+    const app = Testing.app();
+    const chart = new Chart(app, 'all');
+    template(chart);
+    new AgentSandboxSystem(chart, 'system', { image: 'registry.example/op:1.2', imageDigest: DIGEST, imagePullPolicy: ImagePullPolicy.ALWAYS });
+    expect(initOf(chart)).toMatchObject({ image: `registry.example/op:1.2@${DIGEST}`, imagePullPolicy: 'Always' });
+    const layered = new Chart(Testing.app(), 'layered');
+    template(layered);
+    new AgentSandboxExtensions(layered, 'ext', { image: 'registry.example/op:1.3' });
+    expect(initOf(layered).image).toBe('registry.example/op:1.3');
+  });
+
+  test('an explicit runtime image (and pull policy) wins over the install\'s', () => {
+    const chart = new Chart(Testing.app(), 'all');
+    template(chart, { image: 'registry.example/runtime:dev' });
+    new AgentSandboxSystem(chart, 'system', { image: 'registry.example/op:1.2', imagePullPolicy: ImagePullPolicy.ALWAYS });
+    expect(initOf(chart).image).toBe('registry.example/runtime:dev');
+    expect(initOf(chart).imagePullPolicy).toBeUndefined();
+    const own = new Chart(Testing.app(), 'own');
+    template(own, { imagePullPolicy: ImagePullPolicy.IF_NOT_PRESENT });
+    new AgentSandboxSystem(own, 'system', { image: 'registry.example/op:1.2', imagePullPolicy: ImagePullPolicy.ALWAYS });
+    expect(initOf(own)).toMatchObject({ image: 'registry.example/op:1.2', imagePullPolicy: 'IfNotPresent' });
+  });
+
+  test('control: no install in the App (or only in another App) gives the default image', () => {
+    const alone = new Chart(Testing.app(), 'alone');
+    template(alone);
+    expect(initOf(alone).image).toBe(AgentSandboxSystem.DEFAULT_IMAGE);
+    const elsewhere = new Chart(Testing.app(), 'elsewhere');
+    template(elsewhere);
+    new AgentSandboxSystem(new Chart(new App(), 'other'), 'system', { image: 'registry.example/op:1.2' });
+    expect(initOf(elsewhere).image).toBe(AgentSandboxSystem.DEFAULT_IMAGE);
+  });
+
+  test('installs that agree are one image; installs that disagree fail naming runtime.image', () => {
+    const agree = new Chart(Testing.app(), 'agree');
+    template(agree);
+    new AgentSandboxSystem(agree, 'core', { image: 'registry.example/op:1.2', extensions: false });
+    new AgentSandboxExtensions(agree, 'ext', { image: 'registry.example/op:1.2' });
+    expect(initOf(agree).image).toBe('registry.example/op:1.2');
+    const disagree = new Chart(Testing.app(), 'disagree');
+    template(disagree);
+    new AgentSandboxSystem(disagree, 'core', { image: 'registry.example/op:1.2', extensions: false });
+    new AgentSandboxExtensions(disagree, 'ext', { image: 'registry.example/op:1.3' });
+    expect(() => initOf(disagree)).toThrow(/SandboxTemplate disagree\/tpl: invalid props:\n {2}- runtime\.image: the App holds installs with different operator images \(disagree\/core runs "registry.example\/op:1.2", disagree\/ext runs "registry.example\/op:1.3"\); set runtime.image/);
+    const pinned = new Chart(Testing.app(), 'pinned');
+    template(pinned, { image: 'registry.example/op:1.3' });
+    new AgentSandboxSystem(pinned, 'core', { image: 'registry.example/op:1.2', extensions: false });
+    new AgentSandboxExtensions(pinned, 'ext', { image: 'registry.example/op:1.3' });
+    expect(initOf(pinned).image).toBe('registry.example/op:1.3');
   });
 });

@@ -5,7 +5,9 @@ import { SandboxCrds } from '../crds';
 import { _dropClusterScopedNamespaces } from '../object-ref';
 import { orderFirst } from './manifest';
 import { OperatorDeploymentOptions, operatorDeployment, resolveOperator } from './operator-deployment';
+import { recordOperatorImage } from './operator-image';
 import { extensionsClusterRole } from './rbac';
+import { _guardChart } from '../chart-guards';
 
 /**
  * Only the extension layer, applied on top of a core-only install (upstream's `extensions.yaml`):
@@ -17,12 +19,17 @@ export class AgentSandboxExtensions extends Construct {
   public readonly crds: SandboxCrds;
   /** The operator Deployment with extensions enabled. */
   public readonly deployment: ApiObject;
+  /** The operator image the layer runs (see `AgentSandboxSystem.image`); a SandboxTemplate's `runtime` in the same App follows it. */
+  public readonly image: string;
 
   public constructor(scope: Construct, id: string, props: OperatorDeploymentOptions = {}) {
     super(scope, id);
+    _guardChart(this);
     const errors = new ErrorList();
     const operator = resolveOperator(errors, props, true);
     errors.throwIfAny(`AgentSandboxExtensions ${this.node.path}`);
+    this.image = operator.image;
+    recordOperatorImage(this, { image: operator.image, imagePullPolicy: operator.imagePullPolicy });
     this.crds = new SandboxCrds(this, 'Crds', { core: false, extensions: true });
     extensionsClusterRole(this, operator.namespace);
     this.deployment = operatorDeployment(this, operator);

@@ -3,5 +3,6 @@ export * from './controller-options';
 export type { OperatorDeploymentOptions, OperatorDisruptionBudgetOptions } from './operator-deployment';
 export type { OperatorServiceMonitorOptions, OperatorPrometheusRuleOptions, OperatorGrafanaDashboardOptions } from './monitoring';
 export type { SandboxRouterOptions } from './router';
+export type { InstallEnvOptions } from './workload';
 export * from './system';
 export * from './extensions';

@@ -4,7 +4,10 @@ import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
 import { ErrorList, checkDns1123Label } from '../api/validation';
 import { checkLabels } from '../network-policy/checks';
 
-/** A Prometheus Operator `ServiceMonitor` for the operator's metrics Service. */
+/**
+ * Prometheus Operator `ServiceMonitor`s for the operator's metrics Service and, with the router, for
+ * the router Service's `metrics` port.
+ */
 export interface OperatorServiceMonitorOptions {
   /** Scrape interval. @default Duration.seconds(30) */
   readonly interval?: Duration;
@@ -66,13 +69,28 @@ function promDuration(d: Duration): string {
 
 /** The ServiceMonitor of the operator's metrics Service (port `metrics`). */
 export function addServiceMonitor(scope: Construct, namespace: string, options: OperatorServiceMonitorOptions): void {
-  namespaced(scope, 'ServiceMonitor', 'monitoring.coreos.com/v1', 'ServiceMonitor', CONTROLLER, namespace, {
+  serviceMonitor(scope, 'ServiceMonitor', CONTROLLER, namespace, options, { app: CONTROLLER }, CONTROLLER_LABELS);
+}
+
+/**
+ * The ServiceMonitor of the router's Service (its port `metrics`), named `sandbox-router`, selecting
+ * the Service by `serviceLabels`, the labels it carries.
+ */
+export function addRouterServiceMonitor(scope: Construct, namespace: string, options: OperatorServiceMonitorOptions,
+  serviceLabels: { [key: string]: string }): void {
+  serviceMonitor(scope, 'RouterServiceMonitor', 'sandbox-router', namespace, options, serviceLabels, serviceLabels);
+}
+
+/** A ServiceMonitor, labelled `labels`, that scrapes port `metrics` of the Services in `namespace` labelled `selected`. */
+function serviceMonitor(scope: Construct, id: string, name: string, namespace: string, options: OperatorServiceMonitorOptions,
+  selected: { [key: string]: string }, labels: { [key: string]: string }): void {
+  namespaced(scope, id, 'monitoring.coreos.com/v1', 'ServiceMonitor', name, namespace, {
     spec: {
-      selector: { matchLabels: { app: CONTROLLER } },
+      selector: { matchLabels: { ...selected } },
       namespaceSelector: { matchNames: [namespace] },
       endpoints: [{ port: 'metrics', interval: promDuration(options.interval ?? Duration.seconds(30)) }],
     },
-  }, { ...options.labels, ...CONTROLLER_LABELS });
+  }, { ...options.labels, ...labels });
 }
 
 /** The alerts, on the metric names the operator exports. */

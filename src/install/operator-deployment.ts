@@ -1,5 +1,5 @@
 import { ApiObject, Duration } from 'cdk8s';
-import { Construct } from 'constructs';
+import { Construct, IConstruct } from 'constructs';
 import type { AgentSandboxSystem } from './system';
 import {
   ControllerFlagValue, controllerFlag, flagPropertyName, formatLabelList, portOfBindAddress,
@@ -8,17 +8,20 @@ import {
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { REFERENCED_KINDS } from '../api/object-kinds';
-import { ErrorList, checkDns1123Label, checkQualifiedName } from '../api/validation';
+import { ErrorList, checkDns1123Label } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
 import { checkLabels } from '../network-policy/checks';
-import { ObjectRef } from '../object-ref';
-import { SchedulingAffinity, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkTolerations, _tolerationsToKube } from '../scheduling';
+import { ObjectRef, _checkRef, _resolveRef } from '../object-ref';
+import { SchedulingAffinity, TopologySpreadConstraint } from '../scheduling';
 import { LIBRARY_VERSION } from '../version';
 import { ControllerOptions } from './controller-options';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, CONTROLLER_LABELS, namespaced } from './manifest';
-import { CONTAINER_SECURITY, POD_SECURITY, checkImage, checkResources, imageRef, resourcesOf } from './workload';
+import {
+  CONTAINER_SECURITY, InstallEnvOptions, POD_SECURITY, checkAnnotations, checkEnv, checkImage, checkPlacement, checkResources, envOf,
+  imageRef, placementOf, resourcesOf,
+} from './workload';
 
 /** Where the release workflow (.github/workflows/release.yml) pushes the operator image. */
 export const OPERATOR_IMAGE_REPOSITORY = 'ghcr.io/cdk8s-agent-sandbox/agent-sandbox-operator';
@@ -29,8 +32,11 @@ export const OPERATOR_IMAGE_REPOSITORY = 'ghcr.io/cdk8s-agent-sandbox/agent-sand
  */
 export const DEFAULT_OPERATOR_IMAGE = `${OPERATOR_IMAGE_REPOSITORY}:v${LIBRARY_VERSION}`;
 
+/** The operator Deployment's selector, which spread constraints count by default. */
+const OPERATOR_SELECTOR = { app: CONTROLLER };
+
 /** How the operator Deployment runs; shared by {@link AgentSandboxSystem} and {@link AgentSandboxExtensions}. */
-export interface OperatorDeploymentOptions {
+export interface OperatorDeploymentOptions extends InstallEnvOptions {
   /** Namespace of the operator, its ServiceAccount and Services. @default "agent-sandbox-system" */
   readonly namespace?: string;
   /**
@@ -57,14 +63,37 @@ export interface OperatorDeploymentOptions {
    * @default - none
    */
   readonly extraArgs?: string[];
-  /** Secrets with registry credentials for the operator image (a cdk8s-plus `Secret`, a `KubeSecret` or a name); the router Pods get them too. @default - none */
-  readonly imagePullSecrets?: ObjectRef[];
-  /** Node labels the operator Pods (and the router Pods) must land on. @default - none */
+  /**
+   * Secrets with registry credentials for the operator image: constructs that define them (a
+   * cdk8s-plus `Secret`, a `KubeSecret`) or `ObjectRef`s (by name with `ObjectRef.fromName`); the
+   * router Pods get them too.
+   * @default - none
+   */
+  readonly imagePullSecrets?: Array<ObjectRef | IConstruct>;
+  /**
+   * Node labels the operator Pods must land on; the router Pods too unless `router.nodeSelector`
+   * is given.
+   * @default - none
+   */
   readonly nodeSelector?: { [key: string]: string };
-  /** Tolerations of the operator Pods and the router Pods. @default - none */
+  /** Tolerations of the operator Pods; the router Pods' too unless `router.tolerations` is given. @default - none */
   readonly tolerations?: SandboxToleration[];
-  /** Affinity of the operator Pods, such as anti-affinity to spread replicas over nodes. @default - none */
+  /** Affinity of the operator Pods, such as anti-affinity to spread replicas over nodes. Not shared with the router. @default - none */
   readonly affinity?: SchedulingAffinity;
+  /**
+   * Spread the operator Pods over zones or nodes. A constraint without `matchLabels` counts the
+   * operator's own Pods (`app: agent-sandbox-controller`). Not shared with the router.
+   * @default - none
+   */
+  readonly topologySpreadConstraints?: TopologySpreadConstraint[];
+  /**
+   * PriorityClass of the operator Pods (`priorityClassName`): a construct that defines one (a
+   * `KubePriorityClass`), or an `ObjectRef` such as `ObjectRef.fromName('system-cluster-critical')`,
+   * so the operator is not preempted by, or left pending behind, the sandboxes it schedules. The
+   * router Pods get it too unless `router.priorityClass` is given.
+   * @default - the cluster's default priority
+   */
+  readonly priorityClass?: ObjectRef | IConstruct;
   /** Extra annotations of the operator Pods. @default - none */
   readonly podAnnotations?: { [key: string]: string };
   /** Extra labels of the operator Pods; `app` is the Deployment's selector and cannot be changed. @default - none */
@@ -131,15 +160,14 @@ export function resolveOperator(
         : `"${arg}" is a flag ControllerOptions covers; set controller.${flagPropertyName(flag)} instead, so it is validated and not given twice`);
     }
   }
-  (props.imagePullSecrets ?? []).forEach((r, i) => r._check(errors, `imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, namespace));
-  _checkNodeSelector(errors, 'nodeSelector', props.nodeSelector);
-  _checkTolerations(errors, 'tolerations', props.tolerations);
-  _checkAffinity(errors, 'affinity', props.affinity);
+  (props.imagePullSecrets ?? []).forEach((r, i) => _checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, namespace));
+  checkPlacement(errors, '', props, OPERATOR_SELECTOR);
+  checkEnv(errors, '', props, namespace);
   if (props.podLabels) {
     checkLabels(errors, 'podLabels', props.podLabels);
-    if ('app' in props.podLabels) errors.check('podLabels.app', 'is the Deployment\'s selector (app: agent-sandbox-controller); drop it');
+    if ('app' in props.podLabels) errors.check('podLabels["app"]', 'is the Deployment\'s selector (app: agent-sandbox-controller); drop it');
   }
-  for (const key of Object.keys(props.podAnnotations ?? {})) errors.check(`podAnnotations["${key}"]`, checkQualifiedName(key));
+  checkAnnotations(errors, 'podAnnotations', props.podAnnotations);
   const valid = problems.length === 0;
   return {
     namespace,
@@ -154,9 +182,12 @@ export function resolveOperator(
     resources: resourcesOf(props.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '1Gi' } }),
     extraArgs: props.extraArgs ?? [],
     imagePullSecrets: props.imagePullSecrets ?? [],
+    // What the router inherits unless its own props say otherwise.
     nodeSelector: props.nodeSelector,
-    tolerations: _tolerationsToKube(props.tolerations),
-    affinity: _affinityToKube(props.affinity),
+    tolerations: props.tolerations,
+    priorityClass: props.priorityClass,
+    placement: () => placementOf('', props, OPERATOR_SELECTOR),
+    env: () => envOf('', props, namespace),
     podAnnotations: props.podAnnotations,
     podLabels: props.podLabels,
   };
@@ -167,7 +198,7 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
   return namespaced(scope, 'Deployment', 'apps/v1', 'Deployment', CONTROLLER, op.namespace, {
     spec: {
       replicas: op.replicas,
-      selector: { matchLabels: { app: CONTROLLER } },
+      selector: { matchLabels: { ...OPERATOR_SELECTOR } },
       // With leader election the new pod waits for the Lease, which the old one releases on shutdown:
       // surge first for a near-instant handover. Without it two pods must never overlap.
       strategy: op.leaderElect
@@ -181,15 +212,14 @@ export function operatorDeployment(scope: Construct, op: OperatorSettings): ApiO
           automountServiceAccountToken: true,
           securityContext: POD_SECURITY,
           imagePullSecrets: op.imagePullSecrets.length
-            ? op.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, op.namespace) })) : undefined,
-          nodeSelector: op.nodeSelector,
-          tolerations: op.tolerations,
-          affinity: op.affinity,
+            ? op.imagePullSecrets.map((r, i) => ({ name: _resolveRef(`imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, op.namespace) })) : undefined,
+          ...op.placement(),
           containers: [dropUndefined({
             name: CONTROLLER,
             image: op.image,
             imagePullPolicy: op.imagePullPolicy,
             args: ['controller', ...op.args, ...op.extraArgs],
+            ...op.env(),
             ports: [
               { name: 'metrics', containerPort: op.metricsPort, protocol: 'TCP' },
               { name: 'healthz', containerPort: op.healthPort, protocol: 'TCP' },

@@ -52,12 +52,17 @@ const LEADER_ELECTION_RULES = [
   { apiGroups: ['', 'events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 
-/** The ServiceAccount the operator runs as; every binding below names it. */
-export function operatorServiceAccount(scope: Construct, namespace: string): ApiObject {
+/** The ServiceAccount the operator runs as, with `annotations` (workload identity); every binding below names it. */
+export function operatorServiceAccount(scope: Construct, namespace: string, annotations?: { [key: string]: string }): ApiObject {
   return new ApiObject(scope, 'ServiceAccount', {
     apiVersion: 'v1',
     kind: 'ServiceAccount',
-    metadata: { name: CONTROLLER, namespace, labels: { ...CONTROLLER_LABELS } },
+    metadata: {
+      name: CONTROLLER,
+      namespace,
+      labels: { ...CONTROLLER_LABELS },
+      ...(annotations && Object.keys(annotations).length ? { annotations: { ...annotations } } : {}),
+    },
   });
 }
 

@@ -9,26 +9,36 @@ import {
   ALLOW_PRIVILEGED_ANNOTATION, ALLOW_PRIVILEGED_CLUSTER_ROLE, ALLOW_PRIVILEGED_VERB,
   DEFAULT_ALLOWED_CAPABILITIES, addAdmissionPolicy, addCredentialsPolicy, addRouterPolicy, checkAllowedCapabilities, checkCredentialsPolicy,
 } from './admission-policy';
-import { _dropClusterScopedNamespaces } from '../object-ref';
+import { _dropClusterScopedNamespaces, _resolveRef } from '../object-ref';
 import type { AgentSandboxExtensions } from './extensions';
 import { CONTROLLER, orderFirst } from './manifest';
 import {
   OperatorGrafanaDashboardOptions, OperatorPrometheusRuleOptions, OperatorServiceMonitorOptions,
-  addGrafanaDashboard, addPrometheusRule, addServiceMonitor, checkMonitoring,
+  addGrafanaDashboard, addPrometheusRule, addRouterServiceMonitor, addServiceMonitor, checkMonitoring,
 } from './monitoring';
 import {
   DEFAULT_OPERATOR_IMAGE, OperatorDeploymentOptions, OperatorDisruptionBudgetOptions, checkDisruptionBudget, metricsService,
   operatorDeployment, operatorDisruptionBudget, resolveOperator,
 } from './operator-deployment';
+import { recordOperatorImage } from './operator-image';
 import { coreClusterRole, extensionsClusterRole, leaderElectionRole, operatorServiceAccount } from './rbac';
-import { SandboxRouterOptions, addRouter, checkRouter, routerPodLabelsOf, routerUsername } from './router';
+import { SandboxRouterOptions, addRouter, checkRouter, routerMetricsPort, routerPodLabelsOf, routerUsername } from './router';
+import { checkAnnotations } from './workload';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
+import { _guardChart } from '../chart-guards';
 
 /** Props of {@link AgentSandboxSystem}. */
 export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   /** Create the Namespace. Turn off when it is managed elsewhere. @default true */
   readonly createNamespace?: boolean;
+  /**
+   * Annotations of the operator's ServiceAccount `agent-sandbox-controller`, such as workload
+   * identity (`iam.gke.io/gcp-service-account`, `eks.amazonaws.com/role-arn`). The router's
+   * ServiceAccount takes `router.serviceAccountAnnotations`.
+   * @default - none
+   */
+  readonly serviceAccountAnnotations?: { [key: string]: string };
   /**
    * Install the extension layer too (SandboxTemplate, SandboxWarmPool and SandboxClaim CRDs, their
    * RBAC, `--extensions=true`). Off gives upstream's core-only `sandbox.yaml`.
@@ -102,7 +112,12 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
   readonly crds?: boolean;
   /** A PodDisruptionBudget for the operator. Pass `{}` for maxUnavailable 1. @default - none */
   readonly podDisruptionBudget?: OperatorDisruptionBudgetOptions;
-  /** A Prometheus Operator ServiceMonitor for the operator's metrics. Pass `{}` for the defaults. @default - none */
+  /**
+   * Prometheus Operator ServiceMonitors: `agent-sandbox-controller` for the operator's metrics and,
+   * with `router`, `sandbox-router` for the router's (port `metrics` of its Service). Pass `{}` for
+   * the defaults.
+   * @default - none
+   */
   readonly serviceMonitor?: OperatorServiceMonitorOptions;
   /** Prometheus Operator alerts on claims, warm pools and reconcile errors. Pass `{}` for the defaults. @default - none */
   readonly prometheusRule?: OperatorPrometheusRuleOptions;
@@ -136,6 +151,12 @@ export class AgentSandboxSystem extends Construct {
 
   /** The namespace everything namespaced is installed into. */
   public readonly namespace: string;
+  /**
+   * The operator image the install runs, with `@sha256:...` when `imageDigest` pins it. A
+   * SandboxTemplate's `runtime` in the same App follows it unless `runtime.image` is set; pass it as
+   * `runtime.image` to a template synthesized in another App.
+   */
+  public readonly image: string;
   /** The operator's ServiceAccount name. */
   public readonly serviceAccountName: string = CONTROLLER;
   /** The CRDs, unless `crds` is false. */
@@ -155,14 +176,16 @@ export class AgentSandboxSystem extends Construct {
 
   public constructor(scope: Construct, id: string, props: AgentSandboxSystemProps = {}) {
     super(scope, id);
+    _guardChart(this);
     const extensions = props.extensions ?? true;
     const errors = new ErrorList();
     for (const flag of ['createNamespace', 'extensions'] as const) {
       if (props[flag] !== undefined && typeof props[flag] !== 'boolean') errors.check(flag, `must be true or false, got ${JSON.stringify(props[flag])}`);
     }
-    if (props.router) checkRouter(errors, props.router);
     this.routerPodLabels = props.router && routerPodLabelsOf(props.router);
     const operator = resolveOperator(errors, props, extensions, this.routerPodLabels);
+    if (props.router) checkRouter(errors, props.router, operator.namespace);
+    checkAnnotations(errors, 'serviceAccountAnnotations', props.serviceAccountAnnotations);
     const admissionPolicy = props.admissionPolicy ?? true;
     if (typeof admissionPolicy !== 'boolean') errors.check('admissionPolicy', `${JSON.stringify(admissionPolicy)} must be true or false`);
     checkAllowedCapabilities(errors, admissionPolicy !== false, props.admissionPolicyAllowedCapabilities);
@@ -171,6 +194,8 @@ export class AgentSandboxSystem extends Construct {
     checkMonitoring(errors, props.serviceMonitor, props.prometheusRule, props.grafanaDashboard);
     errors.throwIfAny(`AgentSandboxSystem ${this.node.path}`);
     this.namespace = operator.namespace;
+    this.image = operator.image;
+    recordOperatorImage(this, { image: operator.image, imagePullPolicy: operator.imagePullPolicy });
 
     const first: ApiObject[] = [];
     if (props.createNamespace ?? true) {
@@ -186,7 +211,7 @@ export class AgentSandboxSystem extends Construct {
       first.push(...this.crds.apiObjects);
     }
 
-    operatorServiceAccount(this, this.namespace);
+    operatorServiceAccount(this, this.namespace, props.serviceAccountAnnotations);
     coreClusterRole(this, this.namespace);
     if (extensions) extensionsClusterRole(this, this.namespace);
     leaderElectionRole(this, operator.leaderElectionNamespace ?? this.namespace, this.namespace);
@@ -198,11 +223,16 @@ export class AgentSandboxSystem extends Construct {
     if (props.grafanaDashboard) addGrafanaDashboard(this, this.namespace, props.grafanaDashboard);
 
     if (props.router) {
-      this.routerDeployment = addRouter(this, this.namespace, props.router, operator.image, {
-        imagePullSecrets: operator.imagePullSecrets.map((r, i) => ({ name: r._resolve(`imagePullSecrets[${i}]`, REFERENCED_KINDS.secret, this.namespace) })),
+      this.routerDeployment = addRouter(this, this.namespace, props.router, {
+        image: operator.image,
+        imagePullSecrets: operator.imagePullSecrets.map((r, i) => ({ name: _resolveRef(`imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, this.namespace)! })),
         nodeSelector: operator.nodeSelector,
-        tolerations: operator.tolerations as object[] | undefined,
+        tolerations: operator.tolerations,
+        priorityClass: operator.priorityClass,
       });
+      if (props.serviceMonitor && routerMetricsPort(props.router) !== undefined) {
+        addRouterServiceMonitor(this, this.namespace, props.serviceMonitor, { ...this.routerPodLabels!, ...PART_OF_LABEL });
+      }
     }
     if (props.flowControl) {
       this.flowControl = new SandboxFlowControl(this, 'FlowControl', {
