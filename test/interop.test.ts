@@ -1,8 +1,9 @@
 import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
+import * as kplus from 'cdk8s-plus-30';
 import { Construct } from 'constructs';
 import {
-  EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, Probe, Sandbox, SandboxPeer, SandboxRuntimeClass, SandboxTemplate, SandboxVolume,
-  WhenUnsatisfiable,
+  AgentSandboxSystem, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, Probe, Sandbox, SandboxAccess, SandboxPeer, SandboxRuntimeClass,
+  SandboxTemplate, SandboxVolume, WhenUnsatisfiable,
 } from '../src';
 
 const image = 'python:3.12-slim';
@@ -245,5 +246,110 @@ describe('SandboxPeer.namespaceOf', () => {
     expect(SandboxPeer.namespaceOf(ns)._toKube()).toEqual([{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'agents' } } }]);
     const sa = new ApiObject(chart, 'sa', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'x' } });
     expect(() => SandboxPeer.namespaceOf(sa)).toThrow(/SandboxPeer.namespaceOf\(\): invalid arguments:\n {2}- namespace: construct test\/sa is a ServiceAccount \(v1\) but a Namespace is expected/);
+  });
+});
+
+describe('constructs passed directly where a reference is taken (cdk8s-plus-30)', () => {
+  /** cdk8s-plus objects of every kind a reference prop takes, in the namespace `agents`. */
+  function objects(chart: Chart) {
+    return {
+      sa: new kplus.ServiceAccount(chart, 'sa', { metadata: { name: 'agent' } }),
+      secret: new kplus.Secret(chart, 'secret', { metadata: { name: 'token' }, stringData: { key: 'x' } }),
+      registry: new kplus.DockerConfigSecret(chart, 'registry', { metadata: { name: 'registry' }, data: { auths: {} } }),
+      config: new kplus.ConfigMap(chart, 'config', { metadata: { name: 'settings' }, data: { LEVEL: 'info' } }),
+      pvc: new kplus.PersistentVolumeClaim(chart, 'pvc', { metadata: { name: 'data' } }),
+      priority: new kplus.k8s.KubePriorityClass(chart, 'priority', { metadata: { name: 'low' }, value: 10 }),
+    };
+  }
+
+  type Refs = { [K in keyof ReturnType<typeof objects>]: ObjectRef | ReturnType<typeof objects>[K] };
+
+  /** Every construct and every reference-taking prop and argument, given `wrap`ped references. */
+  function synthAll(wrap: (o: ReturnType<typeof objects>) => Refs): any[] {
+    const app = Testing.app();
+    const chart = new Chart(app, 'c', { namespace: 'agents', disableResourceNameHashes: true });
+    const o = objects(chart);
+    const r = wrap(o);
+    new SandboxTemplate(chart, 'template', {
+      metadata: { name: 'tools' },
+      serviceAccount: r.sa,
+      imagePullSecrets: [r.registry, ObjectRef.fromName('mirror')],
+      priorityClass: r.priority,
+      containers: [{
+        image: 'python:3.12-slim',
+        envValues: { TOKEN: EnvValue.fromSecretKey(r.secret, 'key'), LEVEL: EnvValue.fromConfigMapKey(r.config, 'LEVEL') },
+        envFrom: [EnvFrom.secret(r.secret), EnvFrom.configMap(r.config, { prefix: 'CFG_' })],
+        volumeMounts: [{ volume: 'settings', path: '/etc/settings' }, { volume: 'creds', path: '/etc/creds' }, { volume: 'data', path: '/data' }],
+      }],
+      volumes: [SandboxVolume.fromConfigMap('settings', r.config), SandboxVolume.fromSecret('creds', r.secret), SandboxVolume.fromPersistentVolumeClaim('data', r.pvc)],
+    });
+    new Sandbox(chart, 'sandbox', { metadata: { name: 'bare' }, serviceAccount: r.sa, containers: [{ image: 'python:3.12-slim' }] });
+    new SandboxAccess(chart, 'access', { metadata: { name: 'agent-access' }, serviceAccounts: [r.sa, ObjectRef.fromName('other')], routerTokens: true });
+    const system = new Chart(app, 'system', { namespace: 'agent-sandbox-system' });
+    const pull = new kplus.Secret(system, 'pull', { metadata: { name: 'regcred' } });
+    new AgentSandboxSystem(system, 'install', { crds: false, imagePullSecrets: [wrap({ ...o, secret: pull }).secret] });
+    return [...Testing.synth(chart), ...Testing.synth(system)];
+  }
+
+  const direct = synthAll((o) => o);
+
+  test('the manifests are the same as with ObjectRef.fromConstruct', () => {
+    const wrapped = synthAll((o) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, ObjectRef.fromConstruct(v)])) as any);
+    expect(direct).toEqual(wrapped);
+  });
+
+  test('every reference resolves to the name of the object the construct defines', () => {
+    const find = (kind: string, name: string) => direct.find((o) => o.kind === kind && o.metadata.name === name);
+    const pod = find('SandboxTemplate', 'tools').spec.podTemplate.spec;
+    expect(pod.serviceAccountName).toBe('agent');
+    expect(pod.imagePullSecrets).toEqual([{ name: 'registry' }, { name: 'mirror' }]);
+    expect(pod.priorityClassName).toBe('low');
+    expect(pod.containers[0].env).toEqual([
+      { name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'token', key: 'key' } } },
+      { name: 'LEVEL', valueFrom: { configMapKeyRef: { name: 'settings', key: 'LEVEL' } } },
+    ]);
+    expect(pod.containers[0].envFrom).toEqual([{ secretRef: { name: 'token' } }, { prefix: 'CFG_', configMapRef: { name: 'settings' } }]);
+    expect(pod.volumes).toEqual([
+      { name: 'settings', configMap: { name: 'settings' } },
+      { name: 'creds', secret: { secretName: 'token' } },
+      { name: 'data', persistentVolumeClaim: { claimName: 'data' } },
+    ]);
+    expect(find('Sandbox', 'bare').spec.podTemplate.spec.serviceAccountName).toBe('agent');
+    expect(find('RoleBinding', 'agent-access').subjects.map((s: any) => s.name)).toEqual(['agent', 'other']);
+    expect(find('Role', 'agent-access-token-0').rules[0].resourceNames).toEqual(['agent']);
+    expect(find('Deployment', 'agent-sandbox-controller').spec.template.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+  });
+
+  test('a construct of the wrong kind fails naming each prop, the expected kind and the fix', () => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'agents' });
+    const { config } = objects(chart);
+    new SandboxTemplate(chart, 'template', {
+      serviceAccount: config,
+      imagePullSecrets: [config],
+      priorityClass: config,
+      containers: [{ image: 'python:3.12-slim', envValues: { TOKEN: EnvValue.fromSecretKey(config, 'key') } }],
+      volumes: [SandboxVolume.fromPersistentVolumeClaim('data', config)],
+    });
+    new SandboxAccess(chart, 'access', { serviceAccounts: [config] });
+    const run = () => Testing.synth(chart);
+    const wrong = 'construct c/config/Resource is a ConfigMap \\(v1\\) but a';
+    const fix = (kind: string) => `; pass a ${kind}, or refer to one by name with ObjectRef\\.fromName`;
+    expect(run).toThrow(new RegExp(`serviceAccount: ${wrong} ServiceAccount is expected${fix('ServiceAccount')}`));
+    expect(run).toThrow(new RegExp(`imagePullSecrets\\[0\\]: ${wrong} Secret is expected${fix('Secret')}`));
+    expect(run).toThrow(new RegExp(`priorityClass: ${wrong} PriorityClass \\(scheduling.k8s.io\\) is expected${fix('PriorityClass')}`));
+    expect(run).toThrow(new RegExp(`containers\\[0\\]\\.envValues\\["TOKEN"\\]: ${wrong} Secret is expected${fix('Secret')}`));
+    expect(run).toThrow(new RegExp(`volumes\\[0\\]: ${wrong} PersistentVolumeClaim is expected${fix('PersistentVolumeClaim')}`));
+    expect(run).toThrow(new RegExp(`serviceAccounts\\[0\\]: ${wrong} ServiceAccount is expected${fix('ServiceAccount')}`));
+    // The install checks its props when it is constructed.
+    const system = new Chart(Testing.app(), 'system', { namespace: 'agent-sandbox-system' });
+    const notASecret = new kplus.ServiceAccount(system, 'not-a-secret');
+    expect(() => new AgentSandboxSystem(system, 'install', { crds: false, imagePullSecrets: [notASecret] }))
+      .toThrow(/imagePullSecrets\[0\]: construct system\/not-a-secret\/Resource is a ServiceAccount \(v1\) but a Secret is expected; pass a Secret/);
+  });
+
+  test('a construct that defines no Kubernetes object is refused with the fix', () => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'agents' });
+    new Sandbox(chart, 'sb', { serviceAccount: new Construct(chart, 'empty'), containers: [{ image: 'python:3.12-slim' }] });
+    expect(() => Testing.synth(chart)).toThrow(/serviceAccount: construct c\/empty defines no Kubernetes object; pass a construct that wraps a ServiceAccount/);
   });
 });
