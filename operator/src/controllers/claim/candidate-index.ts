@@ -248,7 +248,10 @@ export class WarmCandidateIndex {
     if (old) this.drop(key, old);
   }
 
-  /** A claim's view of its pool's candidates: CandidateRanking's `best`, from the index. */
+  /**
+   * A claim's view of its pool's candidates: CandidateRanking's `best`, from the index. Each `best`
+   * first re-judges the pool's members against the context's template (a re-sort when it changed).
+   */
   public candidates(poolUpdateStrategy: string | undefined, context: SelectionContext): Candidates {
     return { best: (exclude) => this.best(poolUpdateStrategy, context, exclude) };
   }

@@ -1,8 +1,14 @@
 /**
- * One pass of a SandboxClaim, decided, as a plan the executor (controller.ts) performs: which
+ * One pass of a SandboxClaim, decided, as a plan the executor (reconcile.ts) performs: which
  * Sandbox the claim has, whether it has expired and what that does, how to get a Sandbox when it
- * has none (adopt a pool member, create one, or why not yet), and the status that follows. Pure:
- * the executor reads the caches into a ClaimState and makes the writes.
+ * has none (adopt a pool member, create one, or why not yet), and the status that follows. The
+ * executor reads the caches into a ClaimState and makes the writes; the plan writes nothing.
+ *
+ * Pure but for one touch, named in ClaimState: `rankCandidates` asks the executor's
+ * WarmCandidateIndex (candidate-index.ts) for the pool's ranking, and the index may re-sort that
+ * pool's members first (when the template's fingerprint differs from the one it last judged them
+ * by: members turn stale or current). That mutates a derived cache, not a decision: the same
+ * question asked again ranks the same, so a plan repeated on the same state is the same plan.
  *
  * Crash recovery: ownership recorded on the Sandbox is the truth. A Sandbox whose controller
  * ownerReference is the claim's UID belongs to the claim, whatever the claim's status says, so a
@@ -213,10 +219,11 @@ export interface ClaimState {
   /** The name of our adoption or cold create for this claim that the cache does not show yet. */
   readonly pendingSandbox?: string;
   /**
-   * The pool's warm candidates in the cache, ranked for the claim (the controller's WarmCandidateIndex,
-   * or a CandidateRanking); asked only when the claim needs a Sandbox.
+   * The pool's warm candidates in the cache, ranked for the claim (the executor's WarmCandidateIndex,
+   * or a CandidateRanking); asked only when the claim needs a Sandbox. Not pure: the index re-sorts
+   * the pool's members when the template changed since it last ranked them (see the file comment).
    */
-  readonly candidates: (poolUpdateStrategy: string | undefined, context: SelectionContext) => Candidates;
+  readonly rankCandidates: (poolUpdateStrategy: string | undefined, context: SelectionContext) => Candidates;
   /** UIDs of members this process is adopting for other claims (or adopted, not yet in the cache): never candidates. */
   readonly beingClaimed: ReadonlySet<string>;
   /** Label domains additionalPodMetadata may use; undefined for the default. */
@@ -346,7 +353,7 @@ function acquire(state: ClaimState, binding: Unbound): Acquisition {
   // Built only when the claim does start cold: most passes adopt.
   const cold = () => coldStart(state, pool, binding);
   if (needsColdStart(claim)) return cold();
-  const ranking = state.candidates(pool.spec.updateStrategy?.type, {
+  const ranking = state.rankCandidates(pool.spec.updateStrategy?.type, {
     claim,
     poolUid: pool.metadata.uid,
     templateName: template?.metadata.name,

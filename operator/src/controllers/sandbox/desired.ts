@@ -1,7 +1,7 @@
 /**
  * The objects a Sandbox promises, as upstream's controllers/sandbox_controller.go builds them, as
  * pure functions of the Sandbox: its Pod, headless Service and PVCs, and the metadata patches that
- * bring existing children back in line. No I/O here; decide.ts chooses which of these to write.
+ * bring existing children back in line. No I/O here; plan.ts chooses which of these to write.
  */
 import { EXTENSIONS_GROUP, KINDS } from '../../../../src/api/groups';
 import {

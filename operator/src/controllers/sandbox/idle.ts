@@ -3,7 +3,7 @@
  * nobody has used for long enough, else arm a timer for the moment it will be (no polling). The
  * idle clock itself is model/idle.ts, the reading the router's activity stamps share.
  */
-import type { Action, PlanEvent } from './decide';
+import type { Action, PlanEvent } from './plan';
 import { OperatingMode } from '../../../../src/api/enums';
 import { SandboxAnnotations } from '../../../../src/api/labels';
 import { activityStamp, idleDeadlineMs, idlePolicyOf, type Sandbox } from '../../model';

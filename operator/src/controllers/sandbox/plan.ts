@@ -71,7 +71,7 @@ export interface PlanEvent {
 /** Event reason: an unowned Pod named like the Sandbox's was not adopted (see adoption.ts). */
 export const POD_ADOPTION_REFUSED = 'PodAdoptionRefused';
 
-export function decide(obs: Observed): Plan {
+export function planSandbox(obs: Observed): Plan {
   const { sandbox, nowMs } = obs;
   const shutdownMs = sandbox.spec.shutdownTime === undefined ? undefined : Date.parse(sandbox.spec.shutdownTime);
   if (shutdownMs !== undefined && !Number.isNaN(shutdownMs) && nowMs >= shutdownMs) return decideExpired(obs);

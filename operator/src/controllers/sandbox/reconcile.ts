@@ -1,12 +1,12 @@
 /**
- * The thin I/O half of the Sandbox controller: read the caches, ask decide.ts, execute the plan
+ * The thin I/O half of the Sandbox controller: read the caches, ask plan.ts, execute the plan
  * with as few writes as the plan allows, and map API errors to requeues or status. What is
  * remembered between passes only covers for a lagging cache (our own writes it has not shown yet)
  * and paces progress statuses, so a restarted operator converges from the API objects alone.
  */
-import { decide, isDeferrable, statusAfterFailure, type Action, type Observed, type Plan } from './decide';
 import { droppedReservedKeys, FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { IDLE_SUSPENDED } from './idle';
+import { planSandbox, isDeferrable, statusAfterFailure, type Action, type Observed, type Plan } from './plan';
 import { isProgressOnly, statusPatch, type Problem } from './status';
 import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
 import { KINDS } from '../../../../src/api/groups';
@@ -123,12 +123,12 @@ export class SandboxReconciler implements Reconciler {
     const sandbox = this.written.current(key, cached, this.now());
 
     let observed = this.observe(sandbox);
-    let plan = decide(observed);
+    let plan = planSandbox(observed);
     if (plan.inspectPod !== undefined) {
       // An adoption candidate: the cache keeps no Pod spec, and the spec decides.
       const live = await this.getLive('pod', namespace, plan.inspectPod);
       observed = live ? withLiveChild(observed, 'pod', live) : { ...observed, pods: observed.pods.filter((p) => p.metadata.name !== plan.inspectPod) };
-      plan = decide(observed);
+      plan = planSandbox(observed);
       if (plan.inspectPod !== undefined) return { requeueAfterMs: RACE_RETRY_MS };
     }
     // A claimed member's relabel and observedGeneration rewrite give way to waiting claims.
@@ -147,7 +147,7 @@ export class SandboxReconciler implements Reconciler {
       // this pass did create, so it is not created twice.
       for (const c of created) observed = withLiveChild(observed, c.kind, c.object);
       observed = withLiveChild(observed, outcome.child, outcome.object);
-      plan = decide(observed);
+      plan = planSandbox(observed);
       outcome = await this.execute(sandbox, plan.actions, created, priority);
       if (outcome.kind === 'exists') outcome = { kind: 'race', detail: `${outcome.child} ${outcome.object.metadata.name} still conflicts` };
     }
@@ -228,7 +228,7 @@ export class SandboxReconciler implements Reconciler {
     return warm > 0 && controllerRefOf(sandbox)?.kind === KINDS.warmPool.kind ? Math.max(base, warm) : base;
   }
 
-  /** Everything decide needs, from the caches and our child writes they have not shown yet. */
+  /** Everything planSandbox needs, from the caches and our child writes they have not shown yet. */
   private observe(sandbox: Sandbox): Observed {
     const { namespace = '', name, uid = '' } = sandbox.metadata;
     const nowMs = this.now();

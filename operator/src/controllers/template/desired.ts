@@ -1,6 +1,6 @@
 /**
  * What a SandboxTemplate asks for, as objects: its shared NetworkPolicy and the template-ref-hash
- * label on the template itself. Pure; decide.ts compares these with what exists.
+ * label on the template itself. Pure; plan.ts compares these with what exists.
  */
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
@@ -40,7 +40,7 @@ export { isUnmanaged };
  * It has no ownerReference (upstream gives it a controller reference to the template): garbage
  * collection would delete it with the template while Sandboxes built from the template still run,
  * and they would run unisolated. The template controller deletes it instead, once neither the
- * template nor any Sandbox carrying its template-ref-hash label is left (see decide.ts
+ * template nor any Sandbox carrying its template-ref-hash label is left (see plan.ts
  * orphanedPolicyAction). The `sandbox-template-ref` annotation marks it as the operator's and names
  * the template, which a hashed long name no longer does; the template-ref-hash label lets
  * `kubectl get -l` find it next to its Sandboxes.

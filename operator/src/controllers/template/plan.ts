@@ -1,5 +1,5 @@
 /**
- * The template controller's one decision: what to do about `<template>-network-policy`, given the
+ * The template controller's plan (pure, as in every controller folder): what to do about `<template>-network-policy`, given the
  * template and the policy in the cache (upstream's extensions/controllers/sandboxtemplate_controller.go).
  */
 import { desiredNetworkPolicy, isUnmanaged, type NetworkPolicyOptions } from './desired';

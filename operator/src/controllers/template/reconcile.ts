@@ -1,9 +1,9 @@
 /**
  * The thin I/O half of the SandboxTemplate controller: the template-ref-hash label on the template
- * and its `<template>-network-policy`, as decided by desired.ts/decide.ts from the caches, or from
+ * and its `<template>-network-policy`, as decided by desired.ts/plan.ts from the caches, or from
  * our own writes while the caches have not shown them.
  */
-import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './decide';
+import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './plan';
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { TEMPLATE_HASH_INDEX } from '../extension-informers';

@@ -14,7 +14,7 @@ const ofClaim = (name: string, o: Parameters<typeof member>[0] = {}, uid = 'clai
 };
 
 /** Candidates ranked from `members()` each time a plan asks for them. */
-const ranked = (members: () => Sandbox[]): ClaimState['candidates'] => (strategy, context) => new CandidateRanking(members(), strategy, context);
+const ranked = (members: () => Sandbox[]): ClaimState['rankCandidates'] => (strategy, context) => new CandidateRanking(members(), strategy, context);
 
 function state(over: Partial<ClaimState> = {}, members: Sandbox[] = []): ClaimState {
   return {
@@ -22,7 +22,7 @@ function state(over: Partial<ClaimState> = {}, members: Sandbox[] = []): ClaimSt
     pool: pool(),
     template: TEMPLATE,
     sandboxes: [],
-    candidates: ranked(() => members),
+    rankCandidates: ranked(() => members),
     beingClaimed: new Set(),
     now: NOW,
     ...over,
@@ -112,7 +112,7 @@ describe('planClaim', () => {
 
   test('the pool\'s members are not read when the claim has its Sandbox', () => {
     let reads = 0;
-    planClaim({ ...state({ sandboxes: [mine] }), candidates: ranked(() => [warm(`py-pool-${reads++}`)]) });
+    planClaim({ ...state({ sandboxes: [mine] }), rankCandidates: ranked(() => [warm(`py-pool-${reads++}`)]) });
     expect(reads).toBe(0);
   });
 });
@@ -127,7 +127,7 @@ describe('after a conflict on the adoption write', () => {
 
   test('the next candidate, without ranking the pool again', () => {
     let reads = 0;
-    const first = acquisition({ ...state(), candidates: ranked(() => (reads++, three)) });
+    const first = acquisition({ ...state(), rankCandidates: ranked(() => (reads++, three)) });
     expect(step(first)).toBe('adopt py-pool-a');
     expect(step(next(first))).toBe('adopt py-pool-b');
     expect(reads).toBe(1);

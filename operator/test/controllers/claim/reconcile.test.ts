@@ -6,8 +6,8 @@
 import { Registry } from 'prom-client';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { ClaimReconciler, CLAIM_FIELD_MANAGER, type ClaimReconcilerOptions } from '../../../src/controllers/claim/controller';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
+import { ClaimReconciler, CLAIM_FIELD_MANAGER, type ClaimReconcilerOptions } from '../../../src/controllers/claim/reconcile';
 import { ClaimPressure, Deferral, DeferredSends, HeldAnnotations, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
 import { extensionInformers } from '../../../src/controllers/extension-informers';
 import { type NetworkPolicy, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';

@@ -1,8 +1,8 @@
 /** Builders of Sandboxes and their children for the Sandbox controller's unit tests. */
 import { SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import type { Observed } from '../../../src/controllers/sandbox/decide';
 import { sandboxOwnerRef } from '../../../src/controllers/sandbox/desired';
+import type { Observed } from '../../../src/controllers/sandbox/plan';
 import { type Condition, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxSpec, type Service } from '../../../src/model';
 import type { OwnerReference } from '../../../src/runtime/types';
 

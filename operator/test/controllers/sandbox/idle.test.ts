@@ -1,8 +1,8 @@
 import { NOW, condition, observed, pod, sandbox } from './fixtures';
 import { KEY, catchUp, setup } from './harness';
 import { SandboxAnnotations } from '../../../../src/api/labels';
-import { decide, type Plan } from '../../../src/controllers/sandbox/decide';
 import { IDLE_SUSPENDED } from '../../../src/controllers/sandbox/idle';
+import { planSandbox, type Plan } from '../../../src/controllers/sandbox/plan';
 import { activityStamp, type Condition, type IdlePolicy, RESOURCES, type Sandbox } from '../../../src/model';
 import { RACE_RETRY_MS } from '../../../src/runtime/controller';
 import type { OwnerReference } from '../../../src/runtime/types';
@@ -47,12 +47,12 @@ function idling(o: Options = {}): Sandbox {
   return { ...sb, metadata: { ...sb.metadata, resourceVersion: '42' } };
 }
 
-const plan = (sb: Sandbox): Plan => decide(observed(sb, { pods: sb.spec.operatingMode === 'Suspended' ? [] : [pod()] }));
+const plan = (sb: Sandbox): Plan => planSandbox(observed(sb, { pods: sb.spec.operatingMode === 'Suspended' ? [] : [pod()] }));
 /** The plan's writes that touch the idle-suspended mark. */
 const markWrites = (p: Plan) => p.actions.filter((a) => a.op === 'patch-sandbox' && SandboxAnnotations.IDLE_SUSPENDED_AT in ((a.patch as any).metadata?.annotations ?? {}));
 const suspends = (p: Plan) => p.actions.some((a) => a.op === 'patch-sandbox' && (a.patch as any).spec?.operatingMode === 'Suspended');
 
-describe('decide: idle suspension', () => {
+describe('planSandbox: idle suspension', () => {
   test.each<[string, Options, boolean, number | undefined]>([
     // name, sandbox, suspends, requeueAfterMs
     ['Ready an hour, never stamped, 300 s policy: due', {}, true, undefined],
@@ -112,7 +112,7 @@ describe('decide: idle suspension', () => {
 /** `sb` with the status its Pod gives it, so a pass has no status to write. */
 function converged(sb: Sandbox): Sandbox {
   const { idlePolicy: _, ...spec } = sb.spec;
-  return { ...sb, status: decide(observed({ ...sb, spec }, { pods: [pod()] })).status };
+  return { ...sb, status: planSandbox(observed({ ...sb, spec }, { pods: [pod()] })).status };
 }
 
 describe('SandboxReconciler: idle suspension', () => {

@@ -1,8 +1,8 @@
 import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct } from './fixtures';
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
-import { decide, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/decide';
 import { buildPod } from '../../../src/controllers/sandbox/desired';
+import { planSandbox, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/plan';
 import { type Condition, type Pod, type PodSpec, type Sandbox, type Service } from '../../../src/model';
 
 const POD_NAME = { [SandboxAnnotations.POD_NAME]: 'my-sandbox' };
@@ -34,8 +34,8 @@ interface Case {
 const running = (spec: Parameters<typeof sandbox>[0] = {}) => sandbox({ annotations: POD_NAME, ...spec });
 /** `p` with its spec replaced (undefined: the slim spec the informer cache keeps, nodeName only). */
 const withSpec = (p: Pod, spec: Partial<PodSpec> | undefined): Pod => ({ ...p, spec: spec === undefined ? { nodeName: 'kwok-node-0' } as PodSpec : { nodeName: 'kwok-node-0', containers: [], ...spec } });
-/** The refusal message decide gives for unowned Pod `p`. */
-const refusalOf = (p: Pod) => decide(observed(running(), { pods: [p] })).problem!.message;
+/** The refusal message planSandbox gives for unowned Pod `p`. */
+const refusalOf = (p: Pod) => planSandbox(observed(running(), { pods: [p] })).problem!.message;
 const withService = (value: boolean | undefined, extra: Parameters<typeof sandbox>[0] = {}) =>
   running({ ...extra, spec: { ...(value === undefined ? {} : { service: value }), ...extra.spec } });
 
@@ -429,9 +429,9 @@ const CASES: Case[] = [
   },
 ];
 
-describe('decide', () => {
+describe('planSandbox', () => {
   test.each(CASES.map((c) => [c.name, c] as const))('%s', (_name, c) => {
-    const plan = decide(observed(c.sandbox, { pods: c.pods, service: c.service, pvcs: c.pvcs }));
+    const plan = planSandbox(observed(c.sandbox, { pods: c.pods, service: c.service, pvcs: c.pvcs }));
     expect(summary(plan.actions)).toEqual(c.actions);
     const ready = condition(plan.status.conditions, 'Ready');
     expect([ready?.status, ready?.reason, ...(c.ready.length > 2 ? [ready?.message] : [])]).toEqual(c.ready);
@@ -449,17 +449,17 @@ describe('decide', () => {
   });
 });
 
-describe('decide: shutdownTime', () => {
+describe('planSandbox: shutdownTime', () => {
   const at = (offsetMs: number) => new Date(NOW + offsetMs).toISOString();
 
   test('before expiry the timer is the exact time left, not a poll', () => {
-    const plan = decide(observed(running({ spec: { shutdownTime: at(90_500) } }), { pods: [pod()] }));
+    const plan = planSandbox(observed(running({ spec: { shutdownTime: at(90_500) } }), { pods: [pod()] }));
     expect(plan.requeueAfterMs).toBe(90_500);
     expect(plan.actions).toEqual([]);
   });
 
   test('no shutdownTime, no timer', () => {
-    expect(decide(observed(running(), { pods: [pod()] })).requeueAfterMs).toBeUndefined();
+    expect(planSandbox(observed(running(), { pods: [pod()] })).requeueAfterMs).toBeUndefined();
   });
 
   test('Retain: Pod and Service deleted, status reduced to conditions, Ready=False/SandboxExpired', () => {
@@ -472,7 +472,7 @@ describe('decide: shutdownTime', () => {
         { type: 'Finished', status: 'True', reason: 'PodSucceeded', message: '', lastTransitionTime: 'x' },
       ],
     });
-    const plan = decide(observed(sb, { pods: [pod(), pod({ name: 'foreign', owner: foreignRef() })], service: service() }));
+    const plan = planSandbox(observed(sb, { pods: [pod(), pod({ name: 'foreign', owner: foreignRef() })], service: service() }));
     expect(summary(plan.actions)).toEqual(['delete pod my-sandbox', 'delete service my-sandbox']);
     expect(Object.keys(plan.status)).toEqual(['conditions']);
     expect(plan.status.conditions!.map((c) => c.type)).toEqual(['Ready', 'Finished']);
@@ -486,20 +486,20 @@ describe('decide: shutdownTime', () => {
       spec: { shutdownTime: at(-60_000) },
       conditions: [{ type: 'Ready', status: 'False', reason: 'SandboxExpired', message: 'Sandbox has expired', lastTransitionTime: 'x', observedGeneration: 1 }],
     });
-    const plan = decide(observed(sb, { pods: [pod({ deleting: true })] }));
+    const plan = planSandbox(observed(sb, { pods: [pod({ deleting: true })] }));
     expect(plan.actions).toEqual([]);
     expect(plan.writeStatus).toBe(false);
     expect(plan.requeueAfterMs).toBeUndefined();
   });
 
   test('Delete: one write, the Sandbox itself (garbage collection takes the rest)', () => {
-    const plan = decide(observed(running({ spec: { shutdownTime: at(-1), shutdownPolicy: 'Delete' } }), { pods: [pod()], service: service() }));
+    const plan = planSandbox(observed(running({ spec: { shutdownTime: at(-1), shutdownPolicy: 'Delete' } }), { pods: [pod()], service: service() }));
     expect(plan.actions).toEqual([{ op: 'delete-sandbox', uid: 'uid-sandbox-1' }]);
     expect(plan.writeStatus).toBe(false);
   });
 });
 
-describe('decide: InvalidConfiguration', () => {
+describe('planSandbox: InvalidConfiguration', () => {
   test.each([
     ['service: true with a name that is not a DNS-1035 label', sandbox({ name: '1-starts-with-digit', spec: { service: true } }), 'spec.service is true'],
     ['service: true with a 64-character name', sandbox({ name: 'a'.repeat(64), spec: { service: true } }), 'at most 63 characters'],
@@ -509,7 +509,7 @@ describe('decide: InvalidConfiguration', () => {
     ['PVC name longer than 253', sandbox({ name: 'a'.repeat(250), spec: { volumeClaimTemplates: [vct('data')] } }), 'the PVC name'],
     ['shutdownTime not a time', sandbox({ spec: { shutdownTime: 'tomorrow' } }), 'not an RFC 3339 time'],
   ])('%s: Ready=False/InvalidConfiguration, nothing created, no retry', (_name, sb, fragment) => {
-    const plan = decide(observed(sb));
+    const plan = planSandbox(observed(sb));
     expect(plan.actions).toEqual([]);
     expect(condition(plan.status.conditions, 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidConfiguration', message: expect.stringContaining(fragment) });
     expect(plan.requeueAfterMs).toBeUndefined();
@@ -522,7 +522,7 @@ describe('decide: InvalidConfiguration', () => {
 
   test('an existing Pod is still reported (and its metadata kept in line), never deleted', () => {
     const sb = sandbox({ name: 'Bad', annotations: { [SandboxAnnotations.POD_NAME]: 'Bad' }, spec: { service: true } });
-    const plan = decide(observed(sb, { pods: [pod({ owner: sb, name: 'Bad' })] }));
+    const plan = planSandbox(observed(sb, { pods: [pod({ owner: sb, name: 'Bad' })] }));
     expect(plan.actions).toEqual([]);
     expect(plan.status.podIPs).toEqual(['127.64.0.7']);
   });
@@ -532,51 +532,51 @@ describe('decide: InvalidConfiguration', () => {
       const sb = sandbox(extra);
       return { ...sb, spec: { ...sb.spec, podTemplate: { ...sb.spec.podTemplate, metadata: { labels: { app: 'sandbox-router', team: 'a' } } } } };
     };
-    const plan = decide(observed(spoof()));
+    const plan = planSandbox(observed(spoof()));
     expect(plan.actions).toEqual([]);
     expect(condition(plan.status.conditions, 'Ready')).toMatchObject({
       status: 'False', reason: 'InvalidConfiguration', message: expect.stringMatching(/spec.podTemplate.metadata.labels carries app=sandbox-router.*remove it/),
     });
     const existing = spoof({ annotations: POD_NAME });
-    expect(decide(observed(existing, { pods: [pod({ owner: existing })] })).actions).toEqual([]);
+    expect(planSandbox(observed(existing, { pods: [pod({ owner: existing })] })).actions).toEqual([]);
     // Configured router labels: any one of them is refused (a template and a claim could each add one),
     // the default one no longer counts.
     const custom = { ...observed(spoof()), routerPodLabels: { app: 'sandbox-router', tier: 'edge' } };
-    expect(decide(custom).actions).toEqual([]);
-    expect(summary(decide({ ...observed(spoof()), routerPodLabels: { tier: 'edge' } }).actions)).toContain('create pod my-sandbox');
-    expect(decide({ ...observed(spoof()), routerPodLabels: { team: 'a' } }).actions).toEqual([]);
+    expect(planSandbox(custom).actions).toEqual([]);
+    expect(summary(planSandbox({ ...observed(spoof()), routerPodLabels: { tier: 'edge' } }).actions)).toContain('create pod my-sandbox');
+    expect(planSandbox({ ...observed(spoof()), routerPodLabels: { team: 'a' } }).actions).toEqual([]);
   });
 
   test('a rejection the API server reported sticks for that generation, and is retried after a spec edit', () => {
     const rejected: Condition = { type: 'Ready', status: 'False', reason: 'InvalidConfiguration', message: 'the API server rejected Pod', lastTransitionTime: 'x', observedGeneration: 3 };
     const notSuspended: Condition = { type: 'Suspended', status: 'False', reason: 'NotSuspended', message: 'Sandbox is not suspended', lastTransitionTime: 'x', observedGeneration: 3 };
-    const same = decide(observed(sandbox({ generation: 3, conditions: [notSuspended, rejected] })));
+    const same = planSandbox(observed(sandbox({ generation: 3, conditions: [notSuspended, rejected] })));
     expect(same.actions).toEqual([]);
     expect(same.writeStatus).toBe(false);
-    const edited = decide(observed(sandbox({ generation: 4, conditions: [rejected] })));
+    const edited = planSandbox(observed(sandbox({ generation: 4, conditions: [rejected] })));
     expect(summary(edited.actions)).toEqual(['create pod my-sandbox', 'patch-sandbox']);
     expect(condition(edited.status.conditions, 'Ready')?.reason).toBe('DependenciesNotReady');
   });
 });
 
-describe('decide: status writes', () => {
+describe('planSandbox: status writes', () => {
   test('an unchanged status is not written again', () => {
-    const first = decide(observed(running(), { pods: [pod()] }));
-    const again = decide(observed(running({ status: first.status }), { pods: [pod()] }));
+    const first = planSandbox(observed(running(), { pods: [pod()] }));
+    const again = planSandbox(observed(running({ status: first.status }), { pods: [pod()] }));
     expect(first.writeStatus).toBe(true);
     expect(again.writeStatus).toBe(false);
   });
 
   test('lastTransitionTime survives a message change and moves when the status flips', () => {
     const sb = running({ conditions: [{ ...READY_TRUE, status: 'False', reason: 'DependenciesNotReady', message: 'Pod does not exist' }] });
-    const stillNot = decide(observed(sb, { pods: [pod({ ready: false })] }));
+    const stillNot = planSandbox(observed(sb, { pods: [pod({ ready: false })] }));
     expect(condition(stillNot.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T11:00:00Z');
-    const ready = decide(observed(sb, { pods: [pod()] }));
+    const ready = planSandbox(observed(sb, { pods: [pod()] }));
     expect(condition(ready.status.conditions, 'Ready')?.lastTransitionTime).toBe('2026-09-01T12:00:00Z');
   });
 });
 
-describe('decide: adopting an unowned Pod that carries our hash', () => {
+describe('planSandbox: adopting an unowned Pod that carries our hash', () => {
   const APPARMOR = 'container.apparmor.security.beta.kubernetes.io/main';
   const orphan = (spec: Partial<PodSpec>, annotations?: Record<string, string>) =>
     withSpec(pod({ owner: null, ...(annotations ? { annotations } : {}) }), spec);
@@ -608,7 +608,7 @@ describe('decide: adopting an unowned Pod that carries our hash', () => {
   ];
 
   test.each(BREAKING)('%s: refused, naming it; nothing written to the Pod', (_, spec, annotations, named) => {
-    const plan = decide(observed(running(), { pods: [orphan(spec, annotations)] }));
+    const plan = planSandbox(observed(running(), { pods: [orphan(spec, annotations)] }));
     expect(plan.actions).toEqual([]);
     expect(plan.problem).toMatchObject({ reason: 'ReconcilerError', podStep: true });
     expect(plan.problem?.message).toContain(named);
@@ -627,20 +627,20 @@ describe('decide: adopting an unowned Pod that carries our hash', () => {
         livenessProbe: { httpGet: { port: 80, path: '/' } },
       })],
     };
-    const plan = decide(observed(running({ spec: { podTemplate: { spec: spec as PodSpec } } }), { pods: [orphan(spec, { [APPARMOR]: 'runtime/default' })] }));
+    const plan = planSandbox(observed(running({ spec: { podTemplate: { spec: spec as PodSpec } } }), { pods: [orphan(spec, { [APPARMOR]: 'runtime/default' })] }));
     expect(summary(plan.actions)).toEqual(['patch pod my-sandbox']);
     expect(plan.problem).toBeUndefined();
   });
 
   test('a Pod of another Sandbox (its hash) named in our pod-name annotation is not ours to adopt', () => {
     const other = pod({ name: 'victim', owner: null, labels: { [SandboxLabels.SANDBOX_NAME_HASH]: NameHash.of('victim') } });
-    const plan = decide(observed(sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'victim' } }), { pods: [other] }));
+    const plan = planSandbox(observed(sandbox({ annotations: { [SandboxAnnotations.POD_NAME]: 'victim' } }), { pods: [other] }));
     expect(plan.actions.filter((a) => a.op === 'patch' && a.kind === 'pod')).toEqual([]);
     expect(plan.problem?.message).toContain('Pod "victim" exists and no controller owns it, and it does not carry this Sandbox\'s label agents.x-k8s.io/sandbox-name-hash=374de8f5');
   });
 });
 
-describe('decide: an unowned Pod with our hash is adopted only when it is the Pod this Sandbox describes', () => {
+describe('planSandbox: an unowned Pod with our hash is adopted only when it is the Pod this Sandbox describes', () => {
   const TEMPLATE: PodSpec = {
     serviceAccountName: 'runner',
     securityContext: { runAsNonRoot: true, runAsUser: 1000 },
@@ -693,7 +693,7 @@ describe('decide: an unowned Pod with our hash is adopted only when it is the Po
     };
   };
   const orphanWith = (spec: PodSpec): Pod => ({ ...pod({ owner: null }), spec });
-  const decideOn = (sb: Sandbox, spec: PodSpec) => decide(observed(sb, { pods: [orphanWith(spec)] }));
+  const decideOn = (sb: Sandbox, spec: PodSpec) => planSandbox(observed(sb, { pods: [orphanWith(spec)] }));
   const edit = (change: (spec: any) => void) => (sb: Sandbox) => {
     const spec = served(sb) as any;
     change(spec);

@@ -4,8 +4,8 @@ import { controllerFlag, parseControllerFlagValue } from '../../../../src/api/co
 import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { NameHash } from '../../../../src/api/name-hash';
 import { defaultSandboxNetworkPolicySpec, networkPolicyNameFor, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
-import { networkPolicyAction, orphanedPolicyAction, templateConditions, type NetworkPolicyAction } from '../../../src/controllers/template/decide';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
+import { networkPolicyAction, orphanedPolicyAction, templateConditions, type NetworkPolicyAction } from '../../../src/controllers/template/plan';
 import { routerLocation } from '../../../src/controllers/template-policy';
 import { applyMergePatch, type Condition, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
 import { OperatorFlags } from '../../../src/runtime/flags';
