@@ -78,7 +78,7 @@ export interface SandboxContainerProps {
   readonly env?: { [name: string]: string };
   /**
    * Environment variables whose values come from Secret or ConfigMap keys or Pod fields
-   * (`valueFrom`), such as `{ API_KEY: EnvValue.fromSecretKey(ObjectRef.fromConstruct(secret), 'key') }`.
+   * (`valueFrom`), such as `API_KEY` mapped to `EnvValue.fromSecretKey(secret, 'key')`.
    * Names must not repeat those of `env`.
    * @default - none
    */

@@ -38,7 +38,7 @@ export interface SandboxTemplateProps extends SandboxBlueprintProps {
   /**
    * Run the agent-sandbox runtime (an API for agents: commands, files) in one of the containers,
    * injected into its image by an init container; see {@link SandboxRuntimeOptions} for what it
-   * adds and which images it works with. Pass `{}` for the defaults.
+   * adds and which images it works with. Pass an empty SandboxRuntimeOptions for the defaults.
    * @default - no runtime: the containers run as given
    */
   readonly runtime?: SandboxRuntimeOptions;

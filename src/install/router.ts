@@ -44,12 +44,12 @@ export interface SandboxRouterOptions extends InstallEnvOptions {
    */
   readonly podLabels?: { [key: string]: string };
   /**
-   * Node labels the router Pods must land on, instead of the operator's `nodeSelector`; `{}` for
-   * none.
+   * Node labels the router Pods must land on, instead of the operator's `nodeSelector`; an empty map
+   * for none.
    * @default - the operator's `nodeSelector`
    */
   readonly nodeSelector?: { [key: string]: string };
-  /** Tolerations of the router Pods, instead of the operator's; `[]` for none. @default - the operator's `tolerations` */
+  /** Tolerations of the router Pods, instead of the operator's; an empty list for none. @default - the operator's `tolerations` */
   readonly tolerations?: SandboxToleration[];
   /** Affinity of the router Pods, such as anti-affinity to keep replicas on different nodes. @default - none */
   readonly affinity?: SchedulingAffinity;

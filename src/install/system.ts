@@ -50,11 +50,11 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * `app: sandbox-router`). The operator is told where (`--router-namespace`, `--router-pod-labels`),
    * so its default per-template NetworkPolicy admits exactly those Pods whatever the namespace. Rules
    * you render yourself (custom template `network` rules, `AllowRouterIngress`, `SandboxPeer.router`)
-   * take `namespace` and {@link AgentSandboxSystem.routerPodLabels}. Pass `{}` for the defaults.
+   * take `namespace` and {@link AgentSandboxSystem.routerPodLabels}. Pass an empty SandboxRouterOptions for the defaults.
    * @default - no router
    */
   readonly router?: SandboxRouterOptions;
-  /** API Priority and Fairness for the controller's ServiceAccount. Pass `{}` for upstream's settings. @default - none */
+  /** API Priority and Fairness for the controller's ServiceAccount. Pass an empty SandboxFlowControlOptions for upstream's settings. @default - none */
   readonly flowControl?: SandboxFlowControlOptions;
   /**
    * Ship a ValidatingAdmissionPolicy (with a Deny binding) that refuses Sandboxes and
@@ -110,18 +110,18 @@ export interface AgentSandboxSystemProps extends OperatorDeploymentOptions {
    * @default true
    */
   readonly crds?: boolean;
-  /** A PodDisruptionBudget for the operator. Pass `{}` for maxUnavailable 1. @default - none */
+  /** A PodDisruptionBudget for the operator. Pass an empty OperatorDisruptionBudgetOptions for maxUnavailable 1. @default - none */
   readonly podDisruptionBudget?: OperatorDisruptionBudgetOptions;
   /**
    * Prometheus Operator ServiceMonitors: `agent-sandbox-controller` for the operator's metrics and,
-   * with `router`, `sandbox-router` for the router's (port `metrics` of its Service). Pass `{}` for
-   * the defaults.
+   * with `router`, `sandbox-router` for the router's (port `metrics` of its Service). Pass an empty
+   * OperatorServiceMonitorOptions for the defaults.
    * @default - none
    */
   readonly serviceMonitor?: OperatorServiceMonitorOptions;
-  /** Prometheus Operator alerts on claims, warm pools and reconcile errors. Pass `{}` for the defaults. @default - none */
+  /** Prometheus Operator alerts on claims, warm pools and reconcile errors. Pass an empty OperatorPrometheusRuleOptions for the defaults. @default - none */
   readonly prometheusRule?: OperatorPrometheusRuleOptions;
-  /** A Grafana dashboard as a ConfigMap labelled for the Grafana sidecar. Pass `{}` for the defaults. @default - none */
+  /** A Grafana dashboard as a ConfigMap labelled for the Grafana sidecar. Pass an empty OperatorGrafanaDashboardOptions for the defaults. @default - none */
   readonly grafanaDashboard?: OperatorGrafanaDashboardOptions;
 }
 

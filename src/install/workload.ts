@@ -57,9 +57,9 @@ export interface InstallEnvOptions {
   readonly env?: { [name: string]: string };
   /**
    * Environment variables whose values come from Secret or ConfigMap keys of the install namespace,
-   * or Pod fields (`valueFrom`), such as
-   * `{ PROXY_PASSWORD: EnvValue.fromSecretKey(ObjectRef.fromName('proxy'), 'password') }`. Names
-   * must not repeat those of `env`.
+   * or Pod fields (`valueFrom`), such as `PROXY_PASSWORD` mapped to
+   * `EnvValue.fromSecretKey(ObjectRef.fromName('proxy'), 'password')`. Names must not repeat those of
+   * `env`.
    * @default - none
    */
   readonly envValues?: { [name: string]: EnvValue };

@@ -11,8 +11,8 @@ import { checkDns1123Label } from '../api/validation';
 import { ObjectRef } from '../object-ref';
 
 /**
- * Options of {@link SandboxPeer.router}: where the router Pods run. With `AgentSandboxSystem`, pass
- * `{ namespace: system.namespace, podLabels: system.routerPodLabels }`.
+ * Options of {@link SandboxPeer.router}: where the router Pods run. With `AgentSandboxSystem`, set
+ * `namespace` to the system's `namespace` and `podLabels` to its `routerPodLabels`.
  */
 export interface RouterPeerOptions {
   /** Namespace the sandbox router runs in. @default 'agent-sandbox-system' */
@@ -50,7 +50,7 @@ export class SandboxPeer {
     return SandboxPeer.namespace(ref.name);
   }
 
-  /** Every Pod in the namespaces with all of `labels` (`{}` means every namespace). */
+  /** Every Pod in the namespaces with all of `labels` (an empty map means every namespace). */
   public static namespaceLabels(labels: { [key: string]: string }): SandboxPeer {
     validate('SandboxPeer', 'namespaceLabels', (errors) => checkLabels(errors, 'labels', labels));
     return new SandboxPeer([{ namespaceSelector: { matchLabels: { ...labels } } }]);
@@ -58,7 +58,7 @@ export class SandboxPeer {
 
   /**
    * Pods with all of `labels`, in `namespace`, or in the policy's own namespace when omitted.
-   * @param labels pod labels (`{}` means every Pod)
+   * @param labels pod labels (an empty map means every Pod)
    * @param namespace namespace of the Pods; omit for the NetworkPolicy's own namespace
    */
   public static pods(labels: { [key: string]: string }, namespace?: string): SandboxPeer {

@@ -24,9 +24,9 @@ import { ErrorList, checkDns1123Label } from '../api/validation';
 export interface SandboxNetworkPolicyOptions {
   /** Who owns the template's NetworkPolicy. @default NetworkPolicyManagement.MANAGED */
   readonly management?: NetworkPolicyManagement;
-  /** Allowed ingress. `[]` denies all ingress. @default - only from the sandbox router */
+  /** Allowed ingress. An empty list denies all ingress. @default - only from the sandbox router */
   readonly ingress?: SandboxNetworkRule[];
-  /** Allowed egress (the DNS rule is added to it). `[]` denies all egress. @default - the public internet */
+  /** Allowed egress (the DNS rule is added to it). An empty list denies all egress. @default - the public internet */
   readonly egress?: SandboxNetworkRule[];
   /** How the Pods resolve names. @default DnsAccess.publicResolvers() */
   readonly dns?: DnsAccess;
