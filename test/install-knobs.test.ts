@@ -1,7 +1,9 @@
 import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
 import {
-  AgentSandboxSystem, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl, SandboxRuntimeClass, WhenUnsatisfiable,
+  AgentSandboxSystem, AgentSandboxSystemProps, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl, SandboxRuntimeClass, WhenUnsatisfiable,
 } from '../src';
+import { POD_SPEC_SCHEMA } from '../src/api/generated/k8s-schemas';
+import { schemaValueErrors } from '../src/api/schema-values';
 
 const CLUSTER_SCOPED = ['CustomResourceDefinition', 'ClusterRole', 'ClusterRoleBinding', 'RuntimeClass', 'FlowSchema',
   'PriorityLevelConfiguration', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding', 'Namespace'];
@@ -223,7 +225,7 @@ describe('ServiceMonitors scrape ports that exist', () => {
   test.each([
     ['the defaults', {}],
     ['another namespace, router labels and interval', { namespace: 'ops', router: { podLabels: { 'app.kubernetes.io/name': 'router' } }, serviceMonitor: { interval: Duration.seconds(10), labels: { release: 'prom' } } }],
-  ] as Array<[string, ConstructorParameters<typeof AgentSandboxSystem>[2]]>)('%s: the operator\'s and the router\'s metrics are scraped by port name', (_, props) => {
+  ] as Array<[string, AgentSandboxSystemProps]>)('%s: the operator\'s and the router\'s metrics are scraped by port name', (_, props) => {
     const objects = synth({ router: {}, serviceMonitor: {}, ...props });
     expect(scrapeProblems(objects)).toEqual([]);
     const routerService = objects.find((o) => o.kind === 'Service' && o.metadata.name === 'sandbox-router-svc');
@@ -323,6 +325,33 @@ describe('priority, env, ServiceAccount annotations and the router\'s own placem
     expect([cleared.spec.template.spec.nodeSelector, cleared.spec.template.spec.tolerations]).toEqual([undefined, undefined]);
     const plain = synth({ router: {} });
     for (const name of ['agent-sandbox-controller', 'sandbox-router']) expect(find(plain, 'ServiceAccount', name).metadata.annotations).toBeUndefined();
+  });
+
+  test('with every knob set, the operator and router Pod specs are what the Kubernetes Pod schema accepts, nothing pruned', () => {
+    const objects = synth({
+      priorityClass: ObjectRef.fromName('system-cluster-critical'),
+      topologySpreadConstraints: [{ topologyKey: 'kubernetes.io/hostname', maxSkew: 2, minDomains: 2 }],
+      affinity: { podAntiAffinity: [{ matchLabels: { app: 'agent-sandbox-controller' }, topologyKey: 'kubernetes.io/hostname' }] },
+      nodeSelector: { pool: 'addons' },
+      tolerations: [{ key: 'addons', effect: 'NoSchedule' }],
+      env: { HTTPS_PROXY: 'http://proxy:3128' },
+      envValues: { POD_IP: EnvValue.fromField('status.podIP'), TOKEN: EnvValue.fromConfigMapKey(ObjectRef.fromName('cfg'), 'token') },
+      envFrom: [EnvFrom.secret(ObjectRef.fromName('creds'), { optional: true })],
+      router: {
+        priorityClass: ObjectRef.fromName('data-plane'),
+        nodeSelector: {},
+        affinity: { preferredNodeTerms: [{ weight: 50, matchExpressions: [{ key: 'pool', operator: NodeSelectorOperator.IN, values: ['edge'] }] }] },
+        topologySpreadConstraints: [{ topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: WhenUnsatisfiable.SCHEDULE_ANYWAY }],
+        env: { LOG: 'debug' },
+        envFrom: [EnvFrom.configMap(ObjectRef.fromName('router-env'))],
+      },
+    });
+    for (const name of ['agent-sandbox-controller', 'sandbox-router']) {
+      expect(schemaValueErrors(POD_SPEC_SCHEMA, find(objects, 'Deployment', name).spec.template.spec, 'spec')).toEqual([]);
+    }
+    // Control: the check sees a misspelled field.
+    const misspelled = { ...operatorPod(objects).spec, priorityClassname: 'x' };
+    expect(schemaValueErrors(POD_SPEC_SCHEMA, misspelled, 'spec').join('\n')).toMatch(/priorityClassname/);
   });
 
   test('bad knobs fail naming the prop (router ones prefixed router.) and the fix', () => {
