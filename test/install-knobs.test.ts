@@ -1,6 +1,7 @@
 import { ApiObject, Chart, Duration, Testing } from 'cdk8s';
 import {
-  AgentSandboxSystem, AgentSandboxSystemProps, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl, SandboxRuntimeClass, WhenUnsatisfiable,
+  AgentSandboxSystem, AgentSandboxSystemProps, EnvFrom, EnvValue, NodeSelectorOperator, ObjectRef, SandboxCrds, SandboxFlowControl,
+  SandboxRuntimeClass, WhenUnsatisfiable,
 } from '../src';
 import { POD_SPEC_SCHEMA } from '../src/api/generated/k8s-schemas';
 import { schemaValueErrors } from '../src/api/schema-values';
