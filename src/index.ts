@@ -1,21 +1,32 @@
-export * from './api/enums';
-export * from './api/labels';
+// The package's entry point: the jsii assembly's types, and nothing the constructs only share among
+// themselves. A module that also holds such helpers (validation, rendering to Kubernetes JSON) is
+// re-exported by name; the others in full. test/package/exports.test.ts pins what this exports.
+export {
+  ClaimShutdownPolicy, EnvVarsInjectionPolicy, NetworkPolicyManagement, OperatingMode, SandboxShutdownPolicy,
+  VolumeClaimTemplatesPolicy, WarmPoolUpdateStrategyType,
+} from './api/enums';
+export { SandboxAnnotations, SandboxLabels } from './api/labels';
 export * from './api/name-hash';
-export * from './object-ref';
-export * from './container';
+export { ObjectRef } from './object-ref';
+export { ImagePullPolicy, Protocol } from './container';
+export type { ContainerPort, ContainerResources, ContainerSecurityOverrides, SandboxContainerProps, VolumeMount } from './container';
 export * from './probe';
-export * from './env';
-export * from './scheduling';
-export * from './volume';
-export * from './runtime-class';
+export { EnvFrom, EnvValue } from './env';
+export type { EnvFromOptions, EnvKeyOptions } from './env';
+export { NodeSelectorOperator, WhenUnsatisfiable } from './scheduling';
+export type { NodeSelectorRequirement, NodeSelectorTerm, PodAffinityTerm, PreferredNodeSelectorTerm, SchedulingAffinity, TopologySpreadConstraint } from './scheduling';
+export { SandboxVolume } from './volume';
+export type { EmptyDirOptions, VolumeClaimTemplate } from './volume';
+export { KataHypervisor, SandboxRuntimeClass } from './runtime-class';
+export type { IRuntimeClass, RuntimeClassToleration, SandboxRuntimeClassOptions, SandboxRuntimeClassProps } from './runtime-class';
 export * from './crds';
 export * from './blueprint';
 export * from './sandbox';
 export * from './template';
-export * from './sandbox-runtime';
+export type { SandboxRuntimeOptions, SandboxRuntimeTokenSecret } from './sandbox-runtime';
 export * from './warm-pool';
 export * from './claim';
-export * from './idle-policy';
+export type { IdlePolicy } from './idle-policy';
 export * from './access';
 export * from './network-policy';
 export * from './flow-control';

@@ -9,8 +9,9 @@ import {
 } from '../src/api/network-policy-defaults';
 import {
   AllowRouterIngress, DnsAccess, SandboxDefaultDenyPolicy, SandboxNetworkPolicy, SandboxNetworkPolicyOptions, SandboxNetworkPort,
-  SandboxPeer, _renderTemplateNetwork,
+  SandboxPeer,
 } from '../src/network-policy';
+import { _renderTemplateNetwork } from '../src/network-policy/template-network';
 
 const PART_OF = { 'app.kubernetes.io/part-of': 'agent-sandbox' };
 
