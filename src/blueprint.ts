@@ -2,7 +2,7 @@ import { ApiObject, ApiObjectMetadata, Duration } from 'cdk8s';
 import { Construct, IConstruct } from 'constructs';
 import { ROUTER_APP_LABEL, isReservedAnnotationKey, isReservedLabelKey } from './api/labels';
 import { REFERENCED_KINDS } from './api/object-kinds';
-import { propName } from './api/spelling';
+import { propName, staticMethodName } from './api/spelling';
 import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Subdomain, checkStringMap } from './api/validation';
 import { SandboxContainerProps, _checkId, _containerToKube, _listOf, _validateContainer, dropUndefined } from './container';
 import { _checkDuration } from './custom-resource';
@@ -191,7 +191,7 @@ export abstract class SandboxBlueprint extends Construct {
     checkUnique(errors, 'volumeClaimTemplates[].name', claimNames);
     this.volumes.forEach((v, i) => {
       if (v instanceof SandboxVolume) v._validate(errors, `volumes[${i}]`, ns);
-      else errors.prop(`volumes[${i}]`, 'must be a SandboxVolume; make one with SandboxVolume.emptyDir, configMap, secret or persistentVolumeClaim');
+      else errors.prop(`volumes[${i}]`, `must be a SandboxVolume; make one with ${['emptyDir', 'configMap', 'secret', 'persistentVolumeClaim'].map((m) => staticMethodName('SandboxVolume', m)).join(', ')}`);
     });
     const volumeNames = [...this.volumes.map((v) => v?.name), ...claimNames];
     checkUnique(errors, 'volumes[].name (including volume claim templates)', volumeNames);

@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { checkClaimPodAnnotation, checkClaimPodLabel } from './api/claim-rules';
 import { ClaimShutdownPolicy, EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from './api/enums';
 import { KINDS } from './api/groups';
+import { propName } from './api/spelling';
 import { ErrorList, checkDns1123Subdomain, checkRfc3339, checkStringMap } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkDuration, _checkSpecSchema, _customResource } from './custom-resource';
@@ -94,7 +95,7 @@ export class SandboxClaim extends Construct {
 
     const policy = template?.envVarsInjectionPolicy;
     if (env.length > 0 && policy === EnvVarsInjectionPolicy.DISALLOWED) {
-      errors.prop('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's envVarsInjectionPolicy to Allowed (or Overrides), or give the claim no env`);
+      errors.prop('env', `template "${template!.name}" has spec.envVarsInjectionPolicy Disallowed, which refuses env from claims; set the template's ${propName('envVarsInjectionPolicy')} to Allowed (or Overrides), or give the claim no ${propName('env')}`);
     }
     (Array.isArray(env) ? env : []).forEach((v, i) => {
       if (typeof v?.name !== 'string' || !/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(v.name)) errors.prop(`env[${i}].name`, `"${v.name}" is not a valid variable name`);
@@ -105,7 +106,7 @@ export class SandboxClaim extends Construct {
     });
 
     if (vcts.length > 0 && template?.volumeClaimTemplatesPolicy === VolumeClaimTemplatesPolicy.DISALLOWED) {
-      errors.prop('volumeClaimTemplates', `template "${template.name}" has volumeClaimTemplatesPolicy Disallowed; set it to ALLOWED or OVERRIDES on the template, or drop volumeClaimTemplates`);
+      errors.prop('volumeClaimTemplates', `template "${template.name}" has ${propName('volumeClaimTemplatesPolicy')} Disallowed; set it to ALLOWED or OVERRIDES on the template, or drop ${propName('volumeClaimTemplates')}`);
     }
     (Array.isArray(vcts) ? vcts : []).forEach((t, i) => _validateVolumeClaimTemplate(errors, `volumeClaimTemplates[${i}]`, t));
 

@@ -1,3 +1,4 @@
+import { propName } from './api/spelling';
 import { ErrorList, checkContainerResources, checkDns1123Label, checkStringMap } from './api/validation';
 import type { EnvFrom, EnvValue } from './env';
 import type { Probe } from './probe';
@@ -139,7 +140,7 @@ export function _validateContainer(errors: ErrorList, field: string, c: SandboxC
   const envValues = c.envValues !== null && typeof c.envValues === 'object' && !Array.isArray(c.envValues) ? c.envValues : {};
   if (envValues !== c.envValues && c.envValues !== undefined) errors.prop(`${field}.envValues`, 'must be a map from variable name to EnvValue');
   for (const [name, value] of Object.entries(envValues)) {
-    if (c.env?.[name] !== undefined) errors.prop(`${field}.envValues["${name}"]`, 'is also set in env; give each variable once, in env or in envValues');
+    if (c.env?.[name] !== undefined) errors.prop(`${field}.envValues["${name}"]`, `is also set in ${propName('env')}; give each variable once, in ${propName('env')} or in ${propName('envValues')}`);
     if (isValidatable(value)) value._validate(errors, `${field}.envValues["${name}"]`, namespace);
     else errors.prop(`${field}.envValues["${name}"]`, 'must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field');
   }

@@ -1,4 +1,5 @@
 import { Duration } from 'cdk8s';
+import { propName } from './api/spelling';
 import { ErrorList } from './api/validation';
 import { dropUndefined } from './container';
 
@@ -75,7 +76,7 @@ export class Probe {
     const o = this.options;
     if (this.handler !== 'exec') {
       if ((o.port === undefined) === (o.portName === undefined) || (!this.namedPortAllowed && o.portName !== undefined)) {
-        errors.prop(`${field}.port`, this.namedPortAllowed ? 'give exactly one of port (a number) or portName (a name from the container\'s ports)' : 'must be a port number');
+        errors.prop(`${field}.port`, this.namedPortAllowed ? `give exactly one of ${propName('port')} (a number) or ${propName('portName')} (a name from the container's ports)` : 'must be a port number');
       }
       if (o.port !== undefined && (!Number.isInteger(o.port) || o.port < 1 || o.port > 65535)) {
         errors.prop(`${field}.port`, `${o.port} is not a port; use an integer from 1 to 65535`);

@@ -194,7 +194,7 @@ function runtimeCommand(opts: SandboxRuntimeOptions): string[] {
 function runtimeImage(opts: SandboxRuntimeOptions, scope: IConstruct | undefined): { image: string; imagePullPolicy?: string } {
   if (opts.image !== undefined) return { image: opts.image, imagePullPolicy: opts.imagePullPolicy };
   const installed = scope && installedOperatorImage(scope);
-  if (installed && 'error' in installed) throw new Error(`SandboxTemplate ${scope!.node.path}: invalid props:\n  - runtime.image: ${installed.error}`);
+  if (installed && 'error' in installed) throw new Error(`SandboxTemplate ${scope!.node.path}: invalid props:\n  - ${propName('runtime.image')}: ${installed.error}`);
   return { image: installed?.image ?? DEFAULT_OPERATOR_IMAGE, imagePullPolicy: opts.imagePullPolicy ?? installed?.imagePullPolicy };
 }
 

@@ -3,6 +3,7 @@ import { Construct } from 'constructs';
 import { EnvVarsInjectionPolicy, NetworkPolicyManagement, VolumeClaimTemplatesPolicy } from './api/enums';
 import { KINDS } from './api/groups';
 import { HardeningDefault, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, parseOptOuts } from './api/secure-defaults';
+import { propName } from './api/spelling';
 import { ErrorList, checkDns1123Subdomain } from './api/validation';
 import { PodSecurityOptions, SandboxBlueprint, SandboxBlueprintProps } from './blueprint';
 import { dropUndefined } from './container';
@@ -96,7 +97,7 @@ export class SandboxTemplate extends SandboxBlueprint implements ISandboxTemplat
     // policy's, so it fails here, naming the template's field.
     const nameProblem = checkDns1123Subdomain(this.name);
     if (nameProblem !== undefined && props.network?.management !== undefined && props.network.management !== NetworkPolicyManagement.MANAGED) {
-      throw new Error(`SandboxTemplate ${this.node.path}: invalid props:\n  - metadata.name: ${nameProblem}`);
+      throw new Error(`SandboxTemplate ${this.node.path}: invalid props:\n  - ${propName('metadata.name')}: ${nameProblem}`);
     }
     const network = _renderTemplateNetwork(props.network, this.name);
     this.networkPolicyManagement = network.management;

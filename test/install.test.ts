@@ -721,7 +721,7 @@ describe('the opt-in credentials policy', () => {
   });
 
   test.each<[AgentSandboxSystemProps, string]>([
-    [{ credentialsPolicySecrets: ['a'] }, 'credentialsPolicySecrets: is set but credentialsPolicy is not true; set credentialsPolicy: true or drop it'],
+    [{ credentialsPolicySecrets: ['a'] }, 'credentialsPolicySecrets: is set but credentialsPolicy is not true; set credentialsPolicy to true or drop it'],
     [{ credentialsPolicy: false, credentialsPolicyServiceAccountTokens: true }, 'credentialsPolicyServiceAccountTokens: is set but credentialsPolicy is not true'],
     [{ credentialsPolicy: true, credentialsPolicyServiceAccounts: ['ok', 'Not_A_Name'] }, 'credentialsPolicyServiceAccounts[1]: "Not_A_Name" is not a ServiceAccount name:'],
     [{ credentialsPolicy: true, credentialsPolicySecrets: [''] }, 'credentialsPolicySecrets[0]: "" is not a Secret name:'],

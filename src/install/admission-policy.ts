@@ -19,6 +19,7 @@ import {
   APPARMOR_ANNOTATION_PREFIX, BASELINE_CAPABILITIES, CONFINED_PROFILE_TYPES, HARDENING_DEFAULTS, HardeningDefault, RESTRICTED_CAPABILITY,
   RESTRICTED_VOLUME_TYPES, SAFE_SYSCTLS, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, SELINUX_TYPES,
 } from '../api/secure-defaults';
+import { propName } from '../api/spelling';
 import { ErrorList, checkDns1123Subdomain } from '../api/validation';
 
 /** Name of the ValidatingAdmissionPolicy and its binding. */
@@ -262,7 +263,7 @@ export interface AdmissionPolicySettings {
 export function checkAllowedCapabilities(errors: ErrorList, enabled: boolean, capabilities: string[] | undefined): void {
   if (capabilities === undefined) return;
   const field = 'admissionPolicyAllowedCapabilities';
-  if (!enabled) errors.check(field, 'is set but admissionPolicy is false; drop one of them');
+  if (!enabled) errors.check(field, `is set but ${propName('admissionPolicy')} is false; drop one of them`);
   capabilities.forEach((c, i) => {
     if (typeof c !== 'string' || !/^[A-Z][A-Z0-9_]*$/.test(c) || c.startsWith('CAP_') || c === 'ALL') {
       errors.check(`${field}[${i}]`, `${JSON.stringify(c)} is not a capability name; write it in upper case without the CAP_ prefix, e.g. "NET_BIND_SERVICE" ("ALL" is not allowed)`);
@@ -542,7 +543,7 @@ export function checkCredentialsPolicy(errors: ErrorList, props: CredentialsPoli
   const tokens = props.credentialsPolicyServiceAccountTokens;
   if (tokens !== undefined && typeof tokens !== 'boolean') errors.check('credentialsPolicyServiceAccountTokens', `${JSON.stringify(tokens)} must be true or false`);
   for (const field of ['credentialsPolicyServiceAccounts', 'credentialsPolicySecrets', 'credentialsPolicyServiceAccountTokens'] as const) {
-    if (props[field] !== undefined && enabled !== true) errors.check(field, 'is set but credentialsPolicy is not true; set credentialsPolicy: true or drop it');
+    if (props[field] !== undefined && enabled !== true) errors.check(field, `is set but ${propName('credentialsPolicy')} is not true; set ${propName('credentialsPolicy')} to true or drop it`);
   }
   for (const field of ['credentialsPolicyServiceAccounts', 'credentialsPolicySecrets'] as const) {
     (props[field] ?? []).forEach((name, i) => {

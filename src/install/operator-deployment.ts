@@ -8,6 +8,7 @@ import {
 import { DEFAULT_SYSTEM_NAMESPACE } from '../api/labels';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
 import { REFERENCED_KINDS } from '../api/object-kinds';
+import { propName } from '../api/spelling';
 import { ErrorList, checkDns1123Label } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, ImagePullPolicy, dropUndefined } from '../container';
@@ -138,7 +139,7 @@ export function resolveOperator(
   if (routerPodLabels) {
     for (const field of ['routerNamespace', 'routerPodLabels'] as const) {
       if (props.controller?.[field] !== undefined) {
-        errors.check(`controller.${field}`, 'is set by the install from where it deploys the router (the namespace prop and router.podLabels); remove it, or drop router and deploy the router yourself');
+        errors.check(`controller.${field}`, `is set by the install from where it deploys the router (the ${propName('namespace')} prop and ${propName('router.podLabels')}); remove it, or drop ${propName('router')} and deploy the router yourself`);
       }
     }
     values['router-namespace'] = namespace;
@@ -150,7 +151,7 @@ export function resolveOperator(
 
   const leaderElect = values['leader-elect'] !== false;
   if (replicas > 1 && !leaderElect) {
-    errors.check('replicas', `${replicas} replicas would all reconcile at once without leader election; set replicas to 1 or controller.leaderElect to true`);
+    errors.check('replicas', `${replicas} replicas would all reconcile at once without leader election; set ${propName('replicas')} to 1 or ${propName('controller.leaderElect')} to true`);
   }
   for (const [i, arg] of (props.extraArgs ?? []).entries()) {
     const flag = /^--?([a-z0-9-]+)/.exec(arg)?.[1];
@@ -259,13 +260,13 @@ export interface OperatorDisruptionBudgetOptions {
 /** Check the budget against the replicas; errors go to `errors`. */
 export function checkDisruptionBudget(errors: ErrorList, pdb: OperatorDisruptionBudgetOptions, replicas: number): void {
   if (pdb.maxUnavailable !== undefined && pdb.minAvailable !== undefined) {
-    errors.check('podDisruptionBudget', 'give maxUnavailable or minAvailable, not both');
+    errors.check('podDisruptionBudget', `give ${propName('maxUnavailable')} or ${propName('minAvailable')}, not both`);
   }
   for (const [field, n] of [['maxUnavailable', pdb.maxUnavailable], ['minAvailable', pdb.minAvailable]] as const) {
     if (n !== undefined && !(Number.isInteger(n) && n >= 0)) errors.check(`podDisruptionBudget.${field}`, `${n} must be a whole number of at least 0`);
   }
   if (pdb.minAvailable !== undefined && pdb.minAvailable >= replicas) {
-    errors.check('podDisruptionBudget.minAvailable', `${pdb.minAvailable} with ${replicas} replica(s) would block every node drain; raise replicas or lower minAvailable (or use maxUnavailable: 1)`);
+    errors.check('podDisruptionBudget.minAvailable', `${pdb.minAvailable} with ${replicas} replica(s) would block every node drain; raise ${propName('replicas')} or lower ${propName('podDisruptionBudget.minAvailable')} (or use ${propName('podDisruptionBudget.maxUnavailable')} 1)`);
   }
   if (pdb.maxUnavailable === 0) {
     errors.check('podDisruptionBudget.maxUnavailable', '0 would block every node drain; use at least 1');

@@ -8,6 +8,7 @@ import {
 import { portOfBindAddress } from '../api/controller-flags';
 import { PART_OF_LABEL } from '../api/crd-manifests';
 import { defaultRouterPodLabels } from '../api/network-policy-defaults';
+import { propName } from '../api/spelling';
 import { ErrorList, checkDns1035Label } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources } from '../container';
@@ -100,7 +101,7 @@ export function routerPodLabelsOf(router: SandboxRouterOptions): { [key: string]
 export function checkRouter(errors: ErrorList, router: SandboxRouterOptions, namespace: string): void {
   checkImage(errors, 'router.', router.image, router.imageDigest);
   if (router.imageDigest !== undefined && router.image === undefined) {
-    errors.check('router.imageDigest', 'pins router.image, which is not set; set router.image too, or pin the operator image with imageDigest');
+    errors.check('router.imageDigest', `pins ${propName('router.image')}, which is not set; set ${propName('router.image')} too, or pin the operator image with ${propName('imageDigest')}`);
   }
   const replicas = router.replicas ?? 2;
   errors.check('router.replicas', Number.isInteger(replicas) && replicas >= 0 ? undefined : `${replicas} must be a whole number of at least 0`);

@@ -1,5 +1,6 @@
 import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS } from '../api/object-kinds';
+import { propName } from '../api/spelling';
 import { ErrorList, checkQualifiedName, checkQuantity, checkStringMap } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, dropUndefined } from '../container';
@@ -31,7 +32,7 @@ export function checkImage(errors: ErrorList, prefix: string, image: string | un
     errors.check(`${prefix}imageDigest`, typeof digest === 'string' && /^sha256:[a-f0-9]{64}$/.test(digest)
       ? undefined : `${JSON.stringify(digest)} must be "sha256:" followed by 64 lowercase hex digits, as \`crane digest\` or \`docker buildx imagetools inspect\` print it`);
     if (typeof image === 'string' && image.includes('@')) {
-      errors.check(`${prefix}image`, `"${image}" already pins a digest; drop the "@..." part or the ${prefix}imageDigest prop`);
+      errors.check(`${prefix}image`, `"${image}" already pins a digest; drop the "@..." part or the ${propName(`${prefix}imageDigest`)} prop`);
     }
   }
 }
@@ -79,7 +80,7 @@ export function checkEnv(errors: ErrorList, prefix: string, p: InstallEnvOptions
     for (const [name, value] of Object.entries(values ?? {})) {
       const field = `${prefix}envValues["${name}"]`;
       errors.check(field, _checkEnvName(name));
-      if (p.env?.[name] !== undefined) errors.check(field, `is also set in ${prefix}env; give each variable once, in env or in envValues`);
+      if (p.env?.[name] !== undefined) errors.check(field, `is also set in ${propName(`${prefix}env`)}; give each variable once, in ${propName('env')} or in ${propName('envValues')}`);
       if (value instanceof EnvValue) value._validate(errors, field, namespace);
       else errors.check(field, 'must be an EnvValue, made from a Secret key, a ConfigMap key or a Pod field');
     }
