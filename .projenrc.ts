@@ -11,7 +11,12 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   defaultReleaseBranch: 'main',
   projenrcTs: true,
   packageManager: javascript.NodePackageManager.NPM,
+  // Node 20 reached end of life in April 2026, but it is the only Node these machines (and the
+  // workflows) run the tests on, so the packages claim no more than that (README, Development).
   minNodeVersion: '20.16.0',
+  // 0.x: the API may still change between minor releases. jsii marks every type experimental (the
+  // Python wheel says "Development Status :: 4 - Beta", Java @Stability(Experimental)), not stable.
+  stability: 'experimental',
   jsiiVersion: '~6.0.0',
   typescriptVersion: '~6.0.3',
   // 2.70.7: the newest 2.70.x that npm, PyPI, Maven Central and the Go module proxy all serve here.
@@ -173,10 +178,20 @@ project.testTask.prependSpawn(typecheck);
 
 // The operator: an ESM app outside the jsii library, type-checked with its own tsconfig and bundled
 // by esbuild (which also resolves the extensionless imports of src/api, the shared contract).
+// The operator imports that contract as `#api/<module>` (`#api/labels`), one alias instead of
+// `../../../../src/api/labels`. It is a tsconfig path, not a package.json subpath import: Node and
+// esbuild accept an `imports` target only inside the package that declares it, and src/api is
+// outside operator/ (ERR_INVALID_PACKAGE_TARGET). What resolves it: tsc and esbuild through these
+// paths (esbuild reads them via operator/tsconfig.json, which extends this file; bench/memory's
+// bundle too), the operator's jest and the integration tests' jest through moduleNameMapper, and
+// ESLint's import resolver through the override below. Nothing runs the operator's sources in plain
+// Node: the operator runs as the bundle.
+const API_ALIAS = { '#api/*': ['./src/api/*'] };
 new TypescriptConfig(project, {
   fileName: 'tsconfig.operator.json',
   include: ['operator/src/**/*.ts', 'operator/test/**/*.ts', 'src/api/**/*.ts', 'bench/memory/probe.ts'],
   compilerOptions: {
+    paths: API_ALIAS,
     rootDir: '.',
     module: 'esnext',
     moduleResolution: javascript.TypeScriptModuleResolution.BUNDLER,
@@ -190,6 +205,14 @@ new TypescriptConfig(project, {
     types: ['node', 'jest'],
   },
 });
+// test/tsconfig.json (and the tools', bench's, hack's that extend it) type-check the integration
+// tests, which assemble a router from operator/src/model and operator/src/router: the same alias.
+project.tryFindObjectFile('test/tsconfig.json')?.addOverride('compilerOptions.paths', { '#api/*': ['../src/api/*'] });
+// ESLint resolves the operator's imports (`#api/...` included) with the operator's own tsconfig.
+project.eslint?.addOverride({
+  files: ['operator/**/*.ts'],
+  settings: { 'import/resolver': { node: {}, typescript: { project: './tsconfig.operator.json', alwaysTryTypes: true } } },
+} as any);
 const operatorBuild = project.addTask('operator:build', {
   description: 'Type-check and bundle the operator to operator/dist/agent-sandbox-operator.mjs',
   steps: [

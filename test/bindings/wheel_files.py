@@ -1,6 +1,6 @@
 """Check the wheel jsii-pacmak built: the Python module, the jsii runtime glue, the embedded npm
 tarball (which must hold only the library, as test/package/packed-files.test.ts checks for npm) and
-the wheel metadata; nothing else. Usage: wheel_files.py <wheel>"""
+the wheel metadata (its Development Status too); nothing else. Usage: wheel_files.py <wheel>"""
 import io
 import re
 import sys
@@ -36,4 +36,13 @@ if outside_lib != [".jsii", "API.md", "LICENSE", "README.md", "package.json"] or
     failed = True
 else:
     print(f"ok: the embedded npm tarball holds only lib/ ({len(packed) - len(outside_lib)} files), .jsii, API.md, LICENSE, README.md, package.json")
+# The metadata says what is true of a 0.x package: beta (jsii stability "experimental", .projenrc.ts).
+with zipfile.ZipFile(wheel_path) as z:
+    metadata = z.read(f"{info}/METADATA").decode()
+statuses = re.findall(r"^Classifier: (Development Status :: .*)$", metadata, re.M)
+if statuses != ["Development Status :: 4 - Beta"]:
+    print(f"FAIL: the wheel's Development Status classifiers are {statuses}, not ['Development Status :: 4 - Beta']")
+    failed = True
+else:
+    print("ok: the wheel declares Development Status :: 4 - Beta")
 sys.exit(1 if failed else 0)
