@@ -4,6 +4,7 @@ import { KINDS } from './api/groups';
 import { REFERENCED_KINDS } from './api/object-kinds';
 import { staticMethodName } from './api/spelling';
 import { ErrorList, checkDns1123Subdomain, propError } from './api/validation';
+import { _guardChart } from './chart-guards';
 import { ObjectRef, _checkRef, _refOf } from './object-ref';
 
 /**
@@ -75,6 +76,7 @@ export class SandboxAccess extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxAccessProps) {
     super(scope, id);
+    _guardChart(this);
     this.props = props;
     const namespace = props.metadata?.namespace ?? Chart.of(this).namespace;
     const metadata = { ...props.metadata, ...(namespace !== undefined ? { namespace } : {}) };

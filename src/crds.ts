@@ -1,6 +1,7 @@
 import { ApiObject } from 'cdk8s';
 import { Construct } from 'constructs';
 import { coreCrdManifests, extensionCrdManifests } from './api/crd-manifests';
+import { _guardChart } from './chart-guards';
 import { _dropClusterScopedNamespaces } from './object-ref';
 
 /** Props of {@link SandboxCrds}. */
@@ -21,6 +22,7 @@ export class SandboxCrds extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxCrdsProps = {}) {
     super(scope, id);
+    _guardChart(this);
     const manifests = [
       ...(props.core ?? true ? coreCrdManifests() : []),
       ...(props.extensions ?? true ? extensionCrdManifests() : []),

@@ -4,12 +4,14 @@ import { KindNames, apiVersionOf } from './api/groups';
 import { SANDBOX_CLAIM_SCHEMA, SANDBOX_SCHEMA, SANDBOX_TEMPLATE_SCHEMA, SANDBOX_WARM_POOL_SCHEMA } from './api/schema';
 import { describeValue, schemaValueErrors } from './api/schema-values';
 import { ErrorList } from './api/validation';
+import { _guardChart } from './chart-guards';
 
 /**
  * @internal The ApiObject of one of our kinds, with id `Resource` (so `ApiObject.of` finds it) and
  * a spec produced at synth, so mutators such as `addContainer` work until then.
  */
 export function _customResource(scope: Construct, names: KindNames, metadata: ApiObjectMetadata | undefined, spec: () => unknown): ApiObject {
+  _guardChart(scope);
   return new ApiObject(scope, 'Resource', {
     apiVersion: apiVersionOf(names),
     kind: names.kind,

@@ -6,6 +6,7 @@ import { DEFAULT_SYSTEM_NAMESPACE } from './api/labels';
 import { REFERENCED_KINDS } from './api/object-kinds';
 import { propName } from './api/spelling';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from './api/validation';
+import { _guardChart } from './chart-guards';
 import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 
 /** Shuffle-sharded queuing of a priority level (`spec.limited.limitResponse.queuing`). */
@@ -98,6 +99,7 @@ export class SandboxFlowControl extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxFlowControlProps = {}) {
     super(scope, id);
+    _guardChart(this);
     const errors = new ErrorList();
     const sa = props.serviceAccount && serviceAccountOf(errors, props);
     const saName = sa?.name ?? props.serviceAccountName ?? 'agent-sandbox-controller';
@@ -123,7 +125,7 @@ export class SandboxFlowControl extends Construct {
     }
     for (const name of ['critical', 'events'] as const) {
       if (precedence[name] >= precedence.bulk) {
-        errors.prop(`${name}Precedence`, `${precedence[name]} must be lower than bulkPrecedence (${precedence.bulk}): the bulk FlowSchema matches every request of the controller, so it must come last`);
+        errors.prop(`${name}Precedence`, `${precedence[name]} must be lower than ${propName('bulkPrecedence')} (${precedence.bulk}): the bulk FlowSchema matches every request of the controller, so it must come last`);
       }
     }
     errors.throwIfAny(`SandboxFlowControl ${this.node.path}`);
@@ -208,9 +210,9 @@ function checkQueuing(errors: ErrorList, field: string, q: Required<PriorityLeve
   errors.prop(`${field}.handSize`, checkPositiveInteger(q.handSize, 'use a hand of at least 1 queue'));
   errors.prop(`${field}.queueLengthLimit`, checkPositiveInteger(q.queueLengthLimit, 'use a limit of at least 1 request'));
   if (q.handSize > q.queues) {
-    errors.prop(`${field}.handSize`, `${q.handSize} must not exceed queues (${q.queues}); lower handSize or raise queues`);
+    errors.prop(`${field}.handSize`, `${q.handSize} must not exceed ${propName('queues')} (${q.queues}); lower ${propName('handSize')} or raise ${propName('queues')}`);
   } else if (q.queues > 1 && Math.ceil(Math.log2(q.queues) * q.handSize) > MAX_HASH_BITS) {
-    errors.prop(`${field}.handSize`, `${q.handSize} with ${q.queues} queues needs more than ${MAX_HASH_BITS} bits of hash, which the API server rejects; lower handSize or queues`);
+    errors.prop(`${field}.handSize`, `${q.handSize} with ${q.queues} queues needs more than ${MAX_HASH_BITS} bits of hash, which the API server rejects; lower ${propName('handSize')} or ${propName('queues')}`);
   }
 }
 

@@ -3,6 +3,7 @@ import { Construct, IConstruct } from 'constructs';
 import { PART_OF_LABEL } from './api/crd-manifests';
 import { REFERENCED_KINDS } from './api/object-kinds';
 import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
+import { _guardChart } from './chart-guards';
 import { dropUndefined } from './container';
 import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
 
@@ -87,6 +88,7 @@ export class SandboxRuntimeClass extends Construct implements IRuntimeClass {
 
   public constructor(scope: Construct, id: string, props: SandboxRuntimeClassProps) {
     super(scope, id);
+    _guardChart(this);
     this.handler = props.handler;
     this.runtimeClassName = props.name ?? props.handler;
     const errors = new ErrorList();

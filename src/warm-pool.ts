@@ -2,7 +2,8 @@ import { ApiObject, ApiObjectMetadata, Chart, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { WarmPoolUpdateStrategyType } from './api/enums';
 import { KINDS, apiVersionOf } from './api/groups';
-import { ErrorList, checkDns1123Subdomain, checkQuantity } from './api/validation';
+import { propName } from './api/spelling';
+import { ErrorList, checkDns1123Subdomain, checkPositiveQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
 import { _checkPositiveSeconds } from './idle-policy';
@@ -61,9 +62,10 @@ export class WarmPoolScalingMetric {
   /** @internal */
   public _validate(errors: ErrorList, field: string): void {
     if (this.percent !== undefined && (!Number.isInteger(this.percent) || this.percent < 1)) {
-      errors.check(field, `utilization ${JSON.stringify(this.percent)} must be a whole percentage of at least 1`);
+      errors.prop(field, `utilization ${JSON.stringify(this.percent)} must be a whole percentage of at least 1`);
     }
-    if (this.quantity !== undefined) errors.check(field, checkQuantity(this.quantity));
+    // The HPA refuses a target average value of 0 or less.
+    if (this.quantity !== undefined) errors.prop(field, checkPositiveQuantity(this.quantity)?.replace(/^/, 'target average value '));
   }
 
   /** @internal */
@@ -158,27 +160,32 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
   private validate(): string[] {
     const errors = new ErrorList();
     const { replicas, autoscaling, template } = this.props;
-    errors.check('metadata.name', checkDns1123Subdomain(this.name));
-    errors.check('template', checkDns1123Subdomain(template?.name)?.replace(/^/, 'the template name '));
+    errors.prop('metadata.name', checkDns1123Subdomain(this.name));
+    errors.prop('template', checkDns1123Subdomain(template?.name)?.replace(/^/, 'the template name '));
     if (replicas !== undefined && (!Number.isInteger(replicas) || replicas < 0 || replicas > 2147483647)) {
-      errors.check('replicas', `${JSON.stringify(replicas) ?? replicas} is not a valid count; use a whole number of 0 or more, at most 2147483647 (0 allows cold starts only)`);
+      errors.prop('replicas', `${JSON.stringify(replicas) ?? replicas} is not a valid count; use a whole number of 0 or more, at most 2147483647 (0 allows cold starts only)`);
     }
     if (this.props.updateStrategy !== undefined && !Object.values(WarmPoolUpdateStrategyType).includes(this.props.updateStrategy)) {
-      errors.check('updateStrategy', `${JSON.stringify(this.props.updateStrategy)} is not an update strategy; use one of ${Object.values(WarmPoolUpdateStrategyType).join(', ')}`);
+      errors.prop('updateStrategy', `${JSON.stringify(this.props.updateStrategy)} is not an update strategy; use one of ${Object.values(WarmPoolUpdateStrategyType).join(', ')}`);
     }
     _checkPositiveSeconds(errors, 'scaleToZeroAfter', this.props.scaleToZeroAfter);
     if (autoscaling) {
+      if (replicas !== undefined) {
+        // The HPA writes spec.replicas through the scale subresource; a count in the manifest would be
+        // reset on every apply or GitOps sync and fight it.
+        errors.prop('replicas', `${JSON.stringify(replicas) ?? replicas} is set together with ${propName('autoscaling')}: the HorizontalPodAutoscaler owns the replica count; remove ${propName('replicas')} and bound the pool with ${propName('autoscaling.minReplicas')} and ${propName('autoscaling.maxReplicas')}`);
+      }
       const { minReplicas: min, maxReplicas: max } = autoscaling;
       if (!Number.isInteger(min) || min < 1) {
-        errors.check('autoscaling.minReplicas', `${min} must be a whole number of at least 1 (an HPA cannot scale to 0; use replicas: 0 without autoscaling for a cold-only pool)`);
+        errors.prop('autoscaling.minReplicas', `${min} must be a whole number of at least 1 (an HPA cannot scale to 0; use ${propName('replicas')} 0 without ${propName('autoscaling')} for a cold-only pool)`);
       }
-      if (!Number.isInteger(max) || max < min) errors.check('autoscaling.maxReplicas', `${max} must be a whole number no smaller than minReplicas (${min})`);
+      if (!Number.isInteger(max) || max < min) errors.prop('autoscaling.maxReplicas', `${max} must be a whole number no smaller than ${propName('autoscaling.minReplicas')} (${min})`);
       if (!Array.isArray(autoscaling.metrics) || autoscaling.metrics.length === 0) {
-        errors.check('autoscaling.metrics', 'give at least one scaling metric (a WarmPoolScalingMetric)');
+        errors.prop('autoscaling.metrics', 'give at least one scaling metric (a WarmPoolScalingMetric)');
       } else {
         autoscaling.metrics.forEach((m, i) => {
           if (m instanceof WarmPoolScalingMetric) m._validate(errors, `autoscaling.metrics[${i}]`);
-          else errors.check(`autoscaling.metrics[${i}]`, 'must be a WarmPoolScalingMetric; make one with WarmPoolScalingMetric.resourceUtilization, pods or external');
+          else errors.prop(`autoscaling.metrics[${i}]`, 'must be a WarmPoolScalingMetric; make one with WarmPoolScalingMetric.resourceUtilization, pods or external');
         });
       }
     }
@@ -188,7 +195,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
       const templateNs = (template as unknown as { apiObject?: ApiObject }).apiObject?.metadata.namespace ?? theirs;
       const poolNs = this.apiObject.metadata.namespace ?? mine;
       if (templateNs !== poolNs) {
-        errors.check('template', `template "${template.name}" is in namespace "${templateNs ?? '(default)'}" but the pool is in "${poolNs ?? '(default)'}"; a pool can only use a template in its own namespace`);
+        errors.prop('template', `template "${template.name}" is in namespace "${templateNs ?? '(default)'}" but the pool is in "${poolNs ?? '(default)'}"; a pool can only use a template in its own namespace`);
       }
     }
     _checkSpecSchema(errors, KINDS.warmPool, () => this._toKube());

@@ -62,12 +62,29 @@ describe('SandboxWarmPool', () => {
       expect(build({ autoscaling: { minReplicas: 0, maxReplicas: 5, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 50)] } }))
         .toThrow(/autoscaling.minReplicas: 0 must be a whole number of at least 1/);
       expect(build({ autoscaling: { minReplicas: 5, maxReplicas: 2, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 50)] } }))
-        .toThrow(/autoscaling.maxReplicas: 2 must be a whole number no smaller than minReplicas \(5\)/);
+        .toThrow(/autoscaling.maxReplicas: 2 must be a whole number no smaller than autoscaling\.minReplicas \(5\)/);
       expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [] } })).toThrow(/autoscaling.metrics: give at least one scaling metric \(a WarmPoolScalingMetric\)/);
       expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 0)] } }))
         .toThrow(/autoscaling.metrics\[0\]: utilization 0 must be a whole percentage/);
       expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.external('x', 'many')] } }))
-        .toThrow(/autoscaling.metrics\[0\]: "many" is not a Kubernetes quantity/);
+        .toThrow(/autoscaling.metrics\[0\]: target average value "many" is not a Kubernetes quantity/);
+    });
+    test('a target average value of 0 or less (the HPA refuses it); a positive one passes', () => {
+      const pool = (averageValue: string) => build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.external('claims', averageValue)] } });
+      expect(pool('-500m')).toThrow(/autoscaling.metrics\[0\]: target average value "-500m" must be more than 0/);
+      expect(pool('0')).toThrow(/autoscaling.metrics\[0\]: target average value "0" must be more than 0/);
+      expect(pool('500m')).not.toThrow();
+      expect(build({ autoscaling: { minReplicas: 1, maxReplicas: 2, metrics: [WarmPoolScalingMetric.pods('load', '-1')] } }))
+        .toThrow(/target average value "-1" must be more than 0/);
+    });
+    test('replicas together with autoscaling: the HPA owns the count', () => {
+      const autoscaling = { minReplicas: 1, maxReplicas: 4, metrics: [WarmPoolScalingMetric.resourceUtilization('cpu', 50)] };
+      expect(build({ replicas: 3, autoscaling }))
+        .toThrow(/\[test\/bad\] replicas: 3 is set together with autoscaling: the HorizontalPodAutoscaler owns the replica count; remove replicas and bound the pool with autoscaling.minReplicas and autoscaling.maxReplicas/);
+      expect(build({ replicas: 0, autoscaling })).toThrow(/replicas: 0 is set together with autoscaling/);
+      // Controls: either one alone is fine.
+      expect(build({ autoscaling })).not.toThrow();
+      expect(build({ replicas: 3 })).not.toThrow();
     });
     test('a template in another namespace', () => {
       const app = Testing.app();

@@ -11,7 +11,10 @@ import {
 class Tenant extends Chart {
   constructor(scope: Construct, id: string, replicas: number) {
     super(scope, id, { namespace: id, disableResourceNameHashes: true });
-    const ns = new ApiObject(this, 'namespace', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: id } });
+    // The Chart's namespace lands on this Namespace too (cdk8s gives every object the chart's default);
+    // the library drops it from cluster-scoped kinds at synth and writes the Namespace before everything
+    // that lives in it, so neither needs doing by hand here.
+    new ApiObject(this, 'namespace', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: id } });
     const template = new SandboxTemplate(this, 'template', {
       metadata: { name: 'python' },
       runtimeClass: SandboxRuntimeClass.fromName('gvisor'),
@@ -28,7 +31,6 @@ class Tenant extends Chart {
         ],
       },
     });
-    template.node.addDependency(ns);
     new SandboxWarmPool(this, 'pool', { metadata: { name: 'python' }, template, replicas });
   }
 }

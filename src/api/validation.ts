@@ -207,6 +207,12 @@ function isExtendedResource(name: string): boolean {
   return name.includes('/') && !name.includes('kubernetes.io/');
 }
 
+/** Requests and limits of a container, by resource name (the shape of `ContainerResources`). */
+interface ResourceLists {
+  readonly requests?: { readonly [name: string]: string };
+  readonly limits?: { readonly [name: string]: string };
+}
+
 /**
  * A container's `resources` as the API server validates them (ValidateContainerResourceRequirements):
  * names (see {@link checkContainerResourceName}), amounts of 0 or more, whole numbers for extended
@@ -214,7 +220,7 @@ function isExtendedResource(name: string): boolean {
  * resources and huge pages, huge pages in whole pages and only together with cpu or memory.
  * `field` names the resources prop, such as `containers[0].resources`.
  */
-export function checkContainerResources(errors: ErrorList, field: string, resources: { readonly requests?: { readonly [name: string]: string }; readonly limits?: { readonly [name: string]: string } } | undefined): void {
+export function checkContainerResources(errors: ErrorList, field: string, resources: ResourceLists | undefined): void {
   if (resources === undefined) return;
   if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
     errors.prop(field, 'must be an object with requests and/or limits, such as { requests: { cpu: "500m" } }');

@@ -6,6 +6,7 @@ import { networkPolicyObject, podSelectorFor } from './policy-object';
 import { SandboxNetworkPort } from './port';
 import { defaultRouterPodLabels, routerPeer } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1123Label, checkDns1123Subdomain } from '../api/validation';
+import { _guardChart } from '../chart-guards';
 
 /** Props of {@link AllowRouterIngress}. With `AgentSandboxSystem`, pass `routerNamespace: system.namespace, routerPodLabels: system.routerPodLabels`. */
 export interface AllowRouterIngressProps {
@@ -31,6 +32,7 @@ export class AllowRouterIngress extends Construct {
 
   public constructor(scope: Construct, id: string, props: AllowRouterIngressProps) {
     super(scope, id);
+    _guardChart(this);
     const podLabels = props.routerPodLabels ?? defaultRouterPodLabels();
     const errors = new ErrorList();
     errors.prop('routerNamespace', checkDns1123Label(props.routerNamespace));

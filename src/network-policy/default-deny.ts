@@ -4,6 +4,7 @@ import type { AllowRouterIngress } from './allow-router-ingress';
 import { networkPolicyObject } from './policy-object';
 import type { SandboxNetworkPolicy } from './sandbox-network-policy';
 import { allSandboxPodsSelector } from '../api/network-policy-defaults';
+import { _guardChart } from '../chart-guards';
 
 /** Props of {@link SandboxDefaultDenyPolicy}. */
 export interface SandboxDefaultDenyPolicyProps {
@@ -23,6 +24,7 @@ export class SandboxDefaultDenyPolicy extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxDefaultDenyPolicyProps = {}) {
     super(scope, id);
+    _guardChart(this);
     this.apiObject = networkPolicyObject(this, props.metadata, {
       podSelector: allSandboxPodsSelector(),
       policyTypes: ['Ingress', 'Egress'],

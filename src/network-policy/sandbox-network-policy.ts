@@ -5,6 +5,7 @@ import { networkPolicyObject, podSelectorFor } from './policy-object';
 import { SandboxNetworkRule, renderRules } from './rule';
 import { NetworkPolicySpecJson, networkPolicyNameFor } from '../api/network-policy-defaults';
 import { ErrorList, checkDns1123Subdomain } from '../api/validation';
+import { _guardChart } from '../chart-guards';
 
 /** Props of {@link SandboxNetworkPolicy}. */
 export interface SandboxNetworkPolicyProps {
@@ -48,6 +49,7 @@ export class SandboxNetworkPolicy extends Construct {
 
   public constructor(scope: Construct, id: string, props: SandboxNetworkPolicyProps = {}) {
     super(scope, id);
+    _guardChart(this);
     const errors = new ErrorList();
     if (props.templateName !== undefined) errors.prop('templateName', checkDns1123Subdomain(props.templateName));
     if (props.dns?._mode === 'publicResolvers') {

@@ -1,0 +1,266 @@
+import { ApiObject, Chart, JsonPatch } from 'cdk8s';
+import { IConstruct } from 'constructs';
+import { CLUSTER_SCOPED_KINDS, groupOf } from './api/object-kinds';
+import { checkDns1123Label } from './api/validation';
+
+/*
+ * Chart-wide checks and ordering that the library's constructs install on the chart they are in, run
+ * at synth (as a validation of that chart, so after every construct has been added). They cover
+ * every ApiObject, whoever made it (this library, cdk8s-plus, an imported L1, a plain ApiObject):
+ *
+ *  - A Namespace in the chart comes before every object of the App that lives in it (in another
+ *    chart, that chart is written after this one), and a CustomResourceDefinition before every
+ *    custom resource of its kind in the chart, so that one `kubectl apply -f` of the output (or a
+ *    sync in file order) creates them in order.
+ *  - Cluster-scoped objects of the chart carry no metadata.namespace.
+ *  - Namespaced objects of the chart are in a namespace that is a DNS-1123 label.
+ */
+
+const GUARDED = Symbol.for('cdk8s-agent-sandbox.chart-guards');
+
+/** @internal Install the chart-wide guards on the chart `scope` is in, once per chart. */
+export function _guardChart(scope: IConstruct): void {
+  let chart: Chart;
+  try {
+    chart = Chart.of(scope);
+  } catch {
+    return; // not in a chart (yet): nothing to guard
+  }
+  if ((chart as any)[GUARDED]) return;
+  Object.defineProperty(chart, GUARDED, { value: true });
+  chart.node.addValidation({ validate: () => new ChartGuard(chart).run() });
+}
+
+interface Rendered {
+  readonly group: string;
+  readonly kind: string;
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly spec?: any;
+}
+
+/** One run of the guards for one chart: the App's objects as rendered now, and the dependencies to add. */
+class ChartGuard {
+  private readonly objects: ApiObject[];
+  private readonly rendered = new Map<ApiObject, Rendered>();
+  private readonly expanded = new Map<IConstruct, ApiObject[]>();
+  private chartEdges?: Map<IConstruct, Set<IConstruct>>;
+
+  public constructor(private readonly chart: Chart) {
+    this.objects = chart.node.root.node.findAll().filter((c): c is ApiObject => ApiObject.isApiObject(c));
+  }
+
+  public run(): string[] {
+    const errors: string[] = [];
+    const clusterScoped = this.clusterScopedKinds();
+    const own = this.objects.filter((o) => Chart.of(o) === this.chart);
+    const chartNs = this.chart.namespace;
+    if (chartNs !== undefined) {
+      const problem = checkDns1123Label(chartNs);
+      if (problem !== undefined) {
+        errors.push(`namespace: the Chart's namespace ${problem}; it becomes metadata.namespace of every namespaced object in the chart, `
+          + 'so give the Chart a DNS-1123 label, such as new Chart(app, id, { namespace: "team-a" })');
+      }
+    }
+    for (const obj of own) {
+      const r = this.render(obj);
+      if (r === undefined || r.namespace === undefined) continue;
+      const what = `${r.kind} "${r.name ?? obj.node.path}" (${obj.node.path})`;
+      if (clusterScoped.has(`${r.group}/${r.kind}`)) {
+        if (r.namespace === chartNs) {
+          // A Chart's default namespace lands on every object, cluster-scoped ones too: that is how cdk8s
+          // works, not a choice the user made, so it is dropped quietly (the API server has no namespace
+          // for these objects, and GitOps tools would report the field as drift forever).
+          obj.addJsonPatch(JsonPatch.remove('/metadata/namespace'));
+          this.rendered.set(obj, { ...r, namespace: undefined });
+        } else {
+          // A namespace other than the chart's was set on this object on purpose, most likely in the
+          // belief that the object is namespaced: dropping it would hide that mistake.
+          errors.push(`${what}: metadata.namespace "${r.namespace}" is set, but a ${r.kind} is cluster-scoped and has no namespace; `
+            + 'remove metadata.namespace (or, if you meant a namespaced object, use a namespaced kind)');
+        }
+        continue;
+      }
+      if (r.namespace !== chartNs) {
+        const problem = checkDns1123Label(r.namespace);
+        if (problem !== undefined) errors.push(`${what}: metadata.namespace ${problem}; use a DNS-1123 label, such as "team-a"`);
+      }
+    }
+    if (errors.length > 0) return errors;
+    const namespaces = this.objects.filter((o) => this.isNamespace(this.render(o)));
+    for (const obj of own) {
+      const r = this.render(obj);
+      if (this.isNamespace(r)) {
+        // Several charts of one App can each carry the same Namespace (alternative bundles, one file each,
+        // such as the release's sandbox.yaml and sandbox-with-extensions.yaml): an object follows the one
+        // in its own chart, and one in another chart only when that is the App's only Namespace of the name.
+        const same = namespaces.filter((n) => this.render(n)!.name === r!.name);
+        for (const other of this.objects) {
+          const o = this.render(other);
+          if (other === obj || o?.namespace !== r!.name || clusterScoped.has(`${o.group}/${o.kind}`)) continue;
+          const otherChart = Chart.of(other);
+          if (otherChart === this.chart || (same.length === 1 && !same.some((n) => Chart.of(n) === otherChart))) this.order(other, obj);
+        }
+      } else if (r?.group === 'apiextensions.k8s.io' && r.kind === 'CustomResourceDefinition') {
+        // Within the chart only: across charts cdk8s would number every chart file (0000-platform.yaml, ...)
+        // and rename files that GitOps tools point at; a CRD in another chart is that chart's to order.
+        const group = r.spec?.group;
+        const kind = r.spec?.names?.kind;
+        for (const other of own) {
+          const o = this.render(other);
+          if (other !== obj && o !== undefined && o.group === group && o.kind === kind) this.order(other, obj);
+        }
+      }
+    }
+    return [];
+  }
+
+  private isNamespace(r: Rendered | undefined): boolean {
+    return r?.group === '' && r.kind === 'Namespace' && r.name !== undefined;
+  }
+
+  /** The built-in cluster-scoped kinds, and the kinds of the App's CRDs that are `scope: Cluster`. */
+  private clusterScopedKinds(): Set<string> {
+    const kinds = new Set(CLUSTER_SCOPED_KINDS);
+    for (const obj of this.objects) {
+      const r = this.render(obj);
+      if (r?.group === 'apiextensions.k8s.io' && r.kind === 'CustomResourceDefinition' && r.spec?.scope === 'Cluster') {
+        kinds.add(`${r.spec.group}/${r.spec.names?.kind}`);
+      }
+    }
+    return kinds;
+  }
+
+  /** The object as it will be written (patches applied); undefined when it cannot render yet, which its own synth reports. */
+  private render(obj: ApiObject): Rendered | undefined {
+    if (!this.rendered.has(obj)) {
+      let json: any;
+      try {
+        json = obj.toJson();
+      } catch {
+        return undefined;
+      }
+      this.rendered.set(obj, {
+        group: groupOf(String(json.apiVersion ?? '')),
+        kind: String(json.kind ?? ''),
+        name: json.metadata?.name,
+        namespace: json.metadata?.namespace,
+        spec: json.spec,
+      });
+    }
+    return this.rendered.get(obj);
+  }
+
+  /**
+   * Make `later` come after `first`, unless `first` already comes after `later` (a dependency the user
+   * or another construct declared): cdk8s cannot order a cycle, and an explicit order wins.
+   */
+  private order(later: ApiObject, first: ApiObject): void {
+    if (later.node.dependencies.includes(first)) return;
+    const [laterChart, firstChart] = [Chart.of(later), Chart.of(first)];
+    if (laterChart === firstChart) {
+      if (this.objectReaches(first, later)) return;
+      later.addDependency(first);
+      return;
+    }
+    if (this.chartReaches(firstChart, laterChart)) return;
+    later.addDependency(first);
+    // cdk8s turns a dependency across charts into one between the charts only in App.synth; add it
+    // here as well, so synthYaml and Chart.toJson order the charts the same way.
+    laterChart.addDependency(firstChart);
+    this.chartGraph().get(laterChart)!.add(firstChart);
+  }
+
+  /** Whether `from` comes after `to` in its chart, directly or through other objects. */
+  private objectReaches(from: ApiObject, to: ApiObject): boolean {
+    const chart = Chart.of(from);
+    const seen = new Set<ApiObject>([from]);
+    const queue = [from];
+    while (queue.length > 0) {
+      const obj = queue.pop()!;
+      for (const next of this.dependenciesOf(obj)) {
+        if (next === to) return true;
+        if (!seen.has(next) && Chart.of(next) === chart) {
+          seen.add(next);
+          queue.push(next);
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * The objects `obj` comes after, as cdk8s resolves them: dependencies of the object and of every
+   * construct above it up to its chart, each standing for all the objects under it.
+   */
+  private dependenciesOf(obj: ApiObject): ApiObject[] {
+    const result: ApiObject[] = [];
+    for (let c: IConstruct | undefined = obj; c !== undefined; c = c.node.scope) {
+      for (const dep of c.node.dependencies) result.push(...this.objectsUnder(dep));
+      if (c === Chart.of(obj)) break;
+    }
+    return result;
+  }
+
+  private objectsUnder(c: IConstruct): ApiObject[] {
+    if (ApiObject.isApiObject(c)) return [c];
+    if (!this.expanded.has(c)) this.expanded.set(c, c.node.findAll().filter((x): x is ApiObject => ApiObject.isApiObject(x)));
+    return this.expanded.get(c)!;
+  }
+
+  /** Whether chart `from` comes after chart `to`, directly or through other charts. */
+  private chartReaches(from: Chart, to: Chart): boolean {
+    const graph = this.chartGraph();
+    const seen = new Set<IConstruct>([from]);
+    const queue: IConstruct[] = [from];
+    while (queue.length > 0) {
+      for (const next of graph.get(queue.pop()!) ?? []) {
+        if (next === to) return true;
+        if (!seen.has(next)) {
+          seen.add(next);
+          queue.push(next);
+        }
+      }
+    }
+    return false;
+  }
+
+  /**
+   * Which chart comes after which, as App.synth will resolve it: a chart after the charts it contains,
+   * and after every chart that something in it depends on.
+   */
+  private chartGraph(): Map<IConstruct, Set<IConstruct>> {
+    if (this.chartEdges) return this.chartEdges;
+    const edges = new Map<IConstruct, Set<IConstruct>>();
+    const add = (from: IConstruct, to: IConstruct) => {
+      if (from === to) return;
+      if (!edges.has(from)) edges.set(from, new Set());
+      edges.get(from)!.add(to);
+    };
+    for (const c of this.chart.node.root.node.findAll()) {
+      let mine: Chart;
+      try {
+        mine = Chart.of(c);
+      } catch {
+        continue; // the App
+      }
+      if (!edges.has(mine)) edges.set(mine, new Set());
+      if (c === mine && c.node.scope !== undefined) {
+        try {
+          add(Chart.of(c.node.scope), mine); // a parent chart comes after the charts it contains
+        } catch {
+          // a top-level chart
+        }
+      }
+      for (const dep of c.node.dependencies) {
+        try {
+          add(mine, Chart.of(dep));
+        } catch {
+          // a dependency outside any chart
+        }
+      }
+    }
+    this.chartEdges = edges;
+    return edges;
+  }
+}
