@@ -97,7 +97,7 @@ class ChartGuard {
         const same = namespaces.filter((n) => this.render(n)!.name === r!.name);
         for (const other of this.objects) {
           const o = this.render(other);
-          if (other === obj || o?.namespace !== r!.name || clusterScoped.has(`${o.group}/${o.kind}`)) continue;
+          if (other === obj || o === undefined || o.namespace !== r!.name || clusterScoped.has(`${o.group}/${o.kind}`)) continue;
           const otherChart = Chart.of(other);
           if (otherChart === this.chart || (same.length === 1 && !same.some((n) => Chart.of(n) === otherChart))) this.order(other, obj);
         }
