@@ -59,7 +59,7 @@ class ChartGuard {
       const problem = checkDns1123Label(chartNs);
       if (problem !== undefined) {
         errors.push(`namespace: the Chart's namespace ${problem}; it becomes metadata.namespace of every namespaced object in the chart, `
-          + 'so give the Chart a DNS-1123 label, such as new Chart(app, id, { namespace: "team-a" })');
+          + 'so give the Chart a namespace that is a DNS-1123 label, such as "team-a"');
       }
     }
     for (const obj of own) {

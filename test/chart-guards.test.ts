@@ -208,7 +208,7 @@ describe('namespaces must be DNS-1123 labels', () => {
     const chart = new Chart(Testing.app(), 'x', { namespace: 'Bad_NS' });
     new SandboxTemplate(chart, 'template', { metadata: { name: 'python' }, containers });
     expect(() => Testing.synth(chart)).toThrow(
-      /\[x\] namespace: the Chart's namespace "Bad_NS" must consist of lowercase letters, digits and '-', and start and end with a letter or digit; .*give the Chart a DNS-1123 label/);
+      /\[x\] namespace: the Chart's namespace "Bad_NS" must consist of lowercase letters, digits and '-', and start and end with a letter or digit; .*so give the Chart a namespace that is a DNS-1123 label, such as "team-a"/);
   });
 
   test('valid neighbours: a label-shaped Chart namespace, and no namespace at all', () => {

@@ -121,6 +121,12 @@ describe('container resources at synth', () => {
     expect(synth({ requests: { memory: '0' } })).not.toThrow();
   });
 
+  test('resources of the wrong shape (jsii callers can pass anything)', () => {
+    expect(synth('big' as any)).toThrow(/containers\[0\]\.resources: must be an object with requests and\/or limits, each a map from resource name to quantity/);
+    expect(synth({ limits: ['1'] as any })).toThrow(/containers\[0\]\.resources\.limits: must be a map of strings/);
+    expect(synth({ limits: { cpu: 1 as any } })).toThrow(/the value of "cpu" must be a string, got 1; quote numbers and booleans/);
+  });
+
   test('a negative limit', () => {
     expect(synth({ limits: { memory: '-1Gi' } })).toThrow(new RegExp(`${field('limits', 'memory')}: "-1Gi" is negative; a resource amount must be 0 or more, such as "1Gi"`));
     expect(synth({ requests: { cpu: '-100m' } })).toThrow(new RegExp(`${field('requests', 'cpu')}: "-100m" is negative`));

@@ -223,7 +223,7 @@ interface ResourceLists {
 export function checkContainerResources(errors: ErrorList, field: string, resources: ResourceLists | undefined): void {
   if (resources === undefined) return;
   if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
-    errors.prop(field, 'must be an object with requests and/or limits, such as { requests: { cpu: "500m" } }');
+    errors.prop(field, `must be an object with ${propName('requests')} and/or ${propName('limits')}, each a map from resource name to quantity, such as cpu: "500m"`);
     return;
   }
   const valid: { requests: Map<string, bigint>; limits: Map<string, bigint> } = { requests: new Map(), limits: new Map() };
@@ -271,7 +271,7 @@ export function checkContainerResources(errors: ErrorList, field: string, resour
   }
   const names = [...valid.requests.keys(), ...valid.limits.keys()];
   if (names.some((n) => n.startsWith(HUGEPAGES)) && !names.some((n) => n === 'cpu' || n === 'memory')) {
-    errors.prop(field, 'huge pages need a cpu or memory request or limit as well; add one, such as limits: { memory: "1Gi" }');
+    errors.prop(field, 'huge pages need a cpu or memory request or limit as well; add one, such as a memory limit of "1Gi"');
   }
 }
 
