@@ -11,6 +11,7 @@ import cdk8s
 from cdk8s_agent_sandbox import (
     AgentSandboxSystem,
     EnvVarsInjectionPolicy,
+    IdlePolicy,
     NameHash,
     ObjectRef,
     SandboxClaim,
@@ -58,7 +59,7 @@ check(manifests["SandboxWarmPool"]["spec"] == {"replicas": 2, "sandboxTemplateRe
 check(manifests["SandboxClaim"]["spec"] == {"warmPoolRef": {"name": "python"}}, "claim references the pool")
 check(NameHash.of("my-sandbox") == "374de8f5", "name hash matches the upstream vector")
 
-# The runtime injected into a stock image, as in the README's Python quickstart.
+# The runtime injected into a stock image, as in README.md's Python install and docs/constructs.md.
 injected = cdk8s.Chart(cdk8s.App(), "injected")
 SandboxTemplate(
     injected,
@@ -82,7 +83,9 @@ try:
     bad.to_json()
     check(False, "an invalid shutdown time is rejected")
 except Exception as error:  # jsii raises a JSIIError / RuntimeError carrying the JS message
-    check("lifecycle.shutdownTime" in str(error) and "RFC 3339" in str(error), "an invalid shutdown time is rejected naming the field")
+    # The prop as Python spells it (lifecycle.shutdown_time), not as TypeScript does.
+    check("lifecycle.shutdown_time:" in str(error) and "RFC 3339" in str(error), "an invalid shutdown time is rejected naming the field")
+    check("shutdownTime" not in str(error), "the error does not use the TypeScript spelling")
 
 # Interop: any construct wrapping an ApiObject of the right kind (cdk8s-plus, imported L1s, plain
 # ApiObjects) is accepted where a name was; the wrong kind fails at synth naming the prop.
@@ -95,8 +98,19 @@ SandboxTemplate(
     containers=[SandboxContainerProps(image="python:3.12-slim")],
     service_account=ObjectRef.from_construct(account),
 )
-template_json = [m for m in interop.to_json() if m["kind"] == "SandboxTemplate"][0]
-check(template_json["spec"]["podTemplate"]["spec"]["serviceAccountName"] == "agent", "interop: a ServiceAccount construct gives serviceAccountName")
+# The construct itself is accepted too, without ObjectRef.from_construct.
+SandboxTemplate(
+    interop,
+    "direct",
+    metadata=cdk8s.ApiObjectMetadata(name="direct"),
+    containers=[SandboxContainerProps(image="python:3.12-slim")],
+    service_account=account,
+    image_pull_secrets=[ObjectRef.from_name("registry")],
+)
+templates = {m["metadata"]["name"]: m for m in interop.to_json() if m["kind"] == "SandboxTemplate"}
+check(templates["python"]["spec"]["podTemplate"]["spec"]["serviceAccountName"] == "agent", "interop: a ServiceAccount construct gives serviceAccountName")
+check(templates["direct"]["spec"]["podTemplate"]["spec"]["serviceAccountName"] == "agent", "interop: the ServiceAccount construct passed directly gives serviceAccountName")
+check(templates["direct"]["spec"]["podTemplate"]["spec"]["imagePullSecrets"] == [{"name": "registry"}], "interop: an ObjectRef still works next to it")
 wrong = cdk8s.Chart(cdk8s.App(), "wrong", namespace="agents")
 config = cdk8s.ApiObject(wrong, "config", api_version="v1", kind="ConfigMap", metadata=cdk8s.ApiObjectMetadata(name="settings"))
 SandboxTemplate(
@@ -110,7 +124,28 @@ try:
     wrong.to_json()
     check(False, "interop: a ConfigMap given as the service account is rejected")
 except Exception as error:
-    check("serviceAccount" in str(error) and "ServiceAccount is expected" in str(error), "interop: the wrong kind is rejected naming the prop and the expected kind")
+    check("service_account: " in str(error) and "ServiceAccount is expected" in str(error), "interop: the wrong kind is rejected naming the prop (as Python spells it) and the expected kind")
+    check("ObjectRef.from_name" in str(error), "interop: the fix names ObjectRef.from_name")
+
+# The wrong kind passed directly, and a value that is no reference at all.
+direct_wrong = cdk8s.Chart(cdk8s.App(), "direct-wrong", namespace="agents")
+settings = cdk8s.ApiObject(direct_wrong, "config", api_version="v1", kind="ConfigMap", metadata=cdk8s.ApiObjectMetadata(name="settings"))
+SandboxTemplate(
+    direct_wrong,
+    "template",
+    metadata=cdk8s.ApiObjectMetadata(name="python"),
+    containers=[SandboxContainerProps(image="python:3.12-slim")],
+    image_pull_secrets=[settings],
+    idle_policy=IdlePolicy(suspend_after=cdk8s.Duration.millis(1500)),
+)
+try:
+    direct_wrong.to_json()
+    check(False, "interop: a ConfigMap passed directly as a pull secret is rejected")
+except Exception as error:
+    message = str(error)
+    check("image_pull_secrets[0]: " in message and "Secret is expected" in message, "interop: a ConfigMap passed directly is rejected naming image_pull_secrets[0]")
+    check("idle_policy.suspend_after: " in message, "a nested prop is named as Python spells it (idle_policy.suspend_after)")
+    check("imagePullSecrets" not in message and "idlePolicy" not in message, "no TypeScript spelling in the error")
 
 crds = cdk8s.Chart(app, "crds")
 SandboxCrds(crds, "crds")
