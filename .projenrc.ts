@@ -302,7 +302,7 @@ project.addTask('synth', {
   receiveArgs: true,
 });
 
-// The local control plane (built from Go modules; see README).
+// The local control plane (built from Go modules; see docs/local-control-plane.md).
 project.addTask('cluster:build', { description: 'Build or reuse the control-plane binaries', exec: 'hack/build-control-plane.sh' });
 project.addTask('cluster:up', { description: 'Start a local control plane (etcd, apiserver, controller-manager, scheduler, KWOK, pod runner; --real-nodes 1 adds a real node)', exec: `${tsNode} tools/control-plane/cli.ts up`, receiveArgs: true });
 project.addTask('cluster:down', { description: 'Stop the local control plane started by cluster:up', exec: `${tsNode} tools/control-plane/cli.ts down` });
@@ -498,7 +498,7 @@ function publibCommand(run: string | undefined): string | undefined {
   return match && match[1] in publibDirs ? match[1] : undefined;
 }
 
-// The benchmark: ours vs the upstream Go controller vs a two-write floor (see README, Benchmarks).
+// The benchmark: ours vs the upstream Go controller vs a two-write floor (see bench/README.md).
 project.addTask('bench', {
   description: 'Side-by-side benchmark on fresh local control planes; results to bench/results/',
   exec: `${tsNode} bench/run.ts`,

@@ -4,8 +4,8 @@
  * `onStdout` delivers it, suspend and resume the sandbox and read the file again (it is still there
  * when the template's workspace is a volume claim, `runtime.workspaceVolume`; an emptyDir workspace
  * goes with the Pod), and let the sandbox go (the claim is deleted when the `await using` block
- * ends, and on Ctrl-C). README.md, "How an agent uses a sandbox", walks through it on the local
- * control plane; `npm run demo` runs it there with everything set up.
+ * ends, and on Ctrl-C). docs/router-and-runtime.md ("With the TypeScript SDK") walks through it
+ * on the local control plane; `npm run demo` runs it there with everything set up.
  *
  * Suspending needs `patch` on the Sandbox (`SandboxAccess`'s `lifecycle: true`); without it the
  * agent says so and skips that step.

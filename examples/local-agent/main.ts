@@ -1,4 +1,4 @@
-// The README's "How an agent uses a sandbox" walk-through on the local control plane: the
+// The walk-through on the local control plane in docs/router-and-runtime.md: the
 // quickstart's Python template (the runtime injected into python:3.12-slim) with a label that asks
 // the local control plane's pod runner to run its Pods (there is no kubelet there; drop the label in
 // a real cluster), a warm pool of two, and the RBAC an agent's ServiceAccount needs (SandboxAccess):

@@ -107,7 +107,7 @@ function parseValue(name: string, raw: string): ControllerFlagValue {
 export function usage(): string {
   const lines = ['Usage: agent-sandbox-operator controller [flags]', '', 'Flags:'];
   for (const f of CONTROLLER_FLAGS) {
-    // Durations are shown as they are written on the command line and in the README (`5m`).
+    // Durations are shown as they are written on the command line and in docs/operator.md's flag table (`5m`).
     const value = f.type === 'duration' ? formatGoDuration(f.default as number) : f.default;
     const shown = f.default === '' ? '' : ` (default ${JSON.stringify(value)})`;
     lines.push(`  --${f.flag} ${f.type}`, `      ${f.description}${shown}`);

@@ -298,7 +298,8 @@ describe('load', () => {
     const operatorWrites = ['POST', 'PUT', 'PATCH', 'DELETE'].map((method) => [method,
       operatorAfter.sum('rest_client_requests_total', { method }) - operatorBefore.sum('rest_client_requests_total', { method })] as const);
     log(`the operator's own writes per warm claim, from its rest_client_requests_total (Events included): ${JSON.stringify(Object.fromEntries(operatorWrites.map(([m, n]) => [m, n / CLAIMS])))}`);
-    // The README's warm claim: one conditional patch on the Sandbox, one status write on the claim,
+    // The warm claim as docs/operator.md ("Warm pools and claims") describes it: one conditional
+    // patch on the Sandbox, one status write on the claim,
     // one patch of the claim's observability annotations, and a SandboxAdopted Event; nothing else
     // touches Sandboxes or claims (pool members are created with their pod-name annotation).
     expect({
@@ -317,14 +318,14 @@ describe('load', () => {
     // No claim write was refused for a stale version: the controller decides on its own writes until the cache shows them.
     expect(writes.failed('PATCH', 'sandboxclaims/status') + writes.failed('PATCH', 'sandboxclaims')).toBe(0);
     log(`adoption patches refused (409, a member another claim took first): ${writes.failed('PATCH', 'sandboxes')}`);
-    // The refill, as the README has it: one new member per claimed one, and its Pod created once
+    // The refill, as docs/operator.md has it: one new member per claimed one, and its Pod created once
     // (no duplicate creates). The harness made one more Sandbox in the window: the second barrier.
     expect({
       'Sandboxes created by the pool': writes.ok('POST', 'sandboxes') - 1,
       'Pods created': writes.ok('POST', 'pods'),
       'Pod creates refused': writes.failed('POST', 'pods'),
     }).toEqual({ 'Sandboxes created by the pool': CLAIMS, 'Pods created': CLAIMS, 'Pod creates refused': 0 });
-    // Not stated by the README, so logged, not asserted: the Sandbox controller's follow-ups of an
+    // Not stated by docs/operator.md, so logged, not asserted: the Sandbox controller's follow-ups of an
     // adoption (the claimed Pod's new labels, the status for the new generation) and a refilled
     // member's status writes (one when its Pod is Ready within --sandbox-progress-status-window).
     log(`Sandbox controller per warm claim: Pod metadata patches ${writes.ok('PATCH', 'pods') / CLAIMS}, Sandbox status writes ${(writes.ok('PATCH', 'sandboxes/status') - 1) / CLAIMS} (barrier's excluded)`);

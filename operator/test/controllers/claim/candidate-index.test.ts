@@ -174,7 +174,7 @@ describe('the work a pick costs does not grow with the pool (operations counted,
   test('10 vs 10,000 members: the same members visited per pick; comparisons grow only logarithmically', () => {
     const small = costs(10);
     const large = costs(10_000);
-    // Shown in the test output: these are the figures the README quotes.
+    // Shown in the test output: these are the figures docs/operator.md quotes ("Warm pools and claims").
     process.stdout.write(`per pick, 10 members: ${JSON.stringify(small)}; 10,000 members: ${JSON.stringify(large)}\n`);
     expect(large.visited).toBe(small.visited);
     expect(large.visited).toBe(2);
