@@ -23,7 +23,7 @@ import {
 } from '../../src/api/enums';
 import { SANDBOX_CLAIM_SCHEMA, SANDBOX_SCHEMA, SANDBOX_TEMPLATE_SCHEMA, SANDBOX_WARM_POOL_SCHEMA } from '../../src/api/schema';
 import { schemaValueErrors } from '../../src/api/schema-values';
-import { checkDns1123Subdomain } from '../../src/api/validation';
+import { checkDns1123Subdomain, parseQuantity } from '../../src/api/validation';
 import { SandboxClaim } from '../../src/claim';
 import { ImagePullPolicy, Protocol } from '../../src/container';
 import { AgentSandboxSystem } from '../../src/install';
@@ -181,7 +181,8 @@ function generators() {
 
   const metric: Gen<() => WarmPoolScalingMetric> = fc.oneof(
     map(field(fc.integer({ min: 1, max: 100 }), fc.oneof(fc.constantFrom(0, -5, 50.5), NOT_NUMBER), ['metrics', 'utilization']), (p) => () => WarmPoolScalingMetric.resourceUtilization('cpu', p)),
-    map(field(QUANTITY, BAD_QUANTITY, ['metrics']), (q) => () => WarmPoolScalingMetric.external('claims_per_second', q)),
+    // An HPA target must be above 0.
+    map(field(QUANTITY.filter((q) => q !== '0'), fc.oneof(BAD_QUANTITY, fc.constantFrom('0', '-1')), ['metrics']), (q) => () => WarmPoolScalingMetric.external('claims_per_second', q)),
   );
   const poolProps = rec({ metadata: metadataName(), templateName: field(DNS_LABEL, BAD_SUBDOMAIN, ['template', 'sandboxTemplateRef']) }, {
     replicas: field(fc.integer({ min: 0, max: 1000 }), fc.oneof(fc.constantFrom(-1, 1.5, 2 ** 31, 1e20), NOT_NUMBER), ['replicas']),
@@ -256,6 +257,32 @@ function conflicts(p: any): string[][] {
     for (const m of arr(c?.volumeMounts)) if (!volumeNames.includes(m.volume)) out.push(['volumeMounts', 'not defined']);
   }
   if (p.service === true && p.metadata?.name && typeof p.metadata.name === 'string' && !/^[a-z]/.test(p.metadata.name)) out.push(['metadata.name']);
+  for (const c of [...arr(p.containers), ...arr(p.initContainers)]) out.push(...resourceConflicts(c?.resources));
+  return out;
+}
+
+/**
+ * What the API server refuses in a container's resources even when each quantity is well formed: a
+ * request above its limit; for an extended resource (nvidia.com/gpu), a fraction, a request without
+ * a limit or one that differs from it. Parsed with parseQuantity (its own tests are in resources.test.ts).
+ */
+function resourceConflicts(resources: any): string[][] {
+  const amounts = (list: unknown) => new Map(Object.entries(list !== null && typeof list === 'object' && !Array.isArray(list) ? list : {})
+    .map(([k, q]) => [k, typeof q === 'string' ? parseQuantity(q) : undefined]));
+  const requests = amounts(resources?.requests);
+  const limits = amounts(resources?.limits);
+  const out: string[][] = [];
+  const unit = BigInt(10) ** BigInt(9);
+  for (const [name, amount] of [...requests, ...limits]) {
+    if (name.includes('/') && amount !== undefined && amount % unit !== BigInt(0)) out.push([name, 'whole number']);
+  }
+  for (const [name, request] of requests) {
+    const limit = limits.get(name);
+    if (request === undefined || (limits.has(name) && limit === undefined)) continue;
+    if (name.includes('/') && limit === undefined) out.push(['limits', 'is required']);
+    else if (name.includes('/') && request !== limit) out.push([name, 'must equal']);
+    else if (limit !== undefined && request > limit) out.push(['requests', 'is more than']);
+  }
   return out;
 }
 
@@ -362,7 +389,9 @@ describe('construct props fuzz', () => {
 
   test('SandboxWarmPool (with autoscaling)', () => {
     fc.assert(fc.property(G.poolProps, ({ v, bad }) => {
-      record(classOf('SandboxWarmPool', bad), judge('SandboxWarmPool', bad, (chart) => {
+      // The HPA owns the replica count: both together is a conflict.
+      const all = [...bad, ...((v as any).replicas !== undefined && (v as any).autoscaling !== undefined ? [['replicas', 'autoscaling']] : [])];
+      record(classOf('SandboxWarmPool', all), judge('SandboxWarmPool', all, (chart) => {
         const { templateName, autoscaling, ...rest } = v as any;
         const a = autoscaling && { ...autoscaling, metrics: autoscaling.metrics.map((f: any) => f()) };
         new SandboxWarmPool(chart, 'pool', { ...rest, autoscaling: a, template: SandboxTemplate.fromName(templateName) });
