@@ -267,7 +267,7 @@ function conflicts(p: any): string[][] {
  * a limit or one that differs from it. Parsed with parseQuantity (its own tests are in resources.test.ts).
  */
 function resourceConflicts(resources: any): string[][] {
-  const amounts = (list: unknown) => new Map(Object.entries(list !== null && typeof list === 'object' && !Array.isArray(list) ? list : {})
+  const amounts = (given: unknown) => new Map(Object.entries(given !== null && typeof given === 'object' && !Array.isArray(given) ? given : {})
     .map(([k, q]) => [k, typeof q === 'string' ? parseQuantity(q) : undefined]));
   const requests = amounts(resources?.requests);
   const limits = amounts(resources?.limits);
