@@ -33,7 +33,12 @@ export interface ContainerPort {
   readonly protocol?: Protocol;
 }
 
-/** CPU, memory and other resources of a container, as Kubernetes quantities. */
+/**
+ * CPU, memory and other resources of a container, as Kubernetes quantities. Checked at synth as the
+ * API server checks them: `cpu`, `memory`, `ephemeral-storage`, `hugepages-<size>` or a domain-prefixed
+ * extended resource such as `nvidia.com/gpu`; amounts of 0 or more; each request at most its limit; an
+ * extended resource in whole units, with a limit equal to its request.
+ */
 export interface ContainerResources {
   /** Requests such as `{ cpu: '500m', memory: '1Gi' }`. @default - none */
   readonly requests?: { [resource: string]: string };

@@ -92,7 +92,7 @@ export interface SandboxWarmPoolProps {
   readonly template: ISandboxTemplate;
   /**
    * Warm Sandboxes to keep. 0 makes a "cold-only" pool that only names a template for claims.
-   * With `autoscaling`, leave it unset: the HPA owns the count, and a value in Git would fight it.
+   * Not together with `autoscaling` (synth fails): the HPA owns the count, and a value in Git would fight it.
    * @default - unset, which the API server defaults to 1
    */
   readonly replicas?: number;
