@@ -131,8 +131,15 @@ class ChartGuard {
     return kinds;
   }
 
-  /** The object as it will be written (patches applied); undefined when it cannot render yet, which its own synth reports. */
+  /**
+   * The object as it will be written (patches applied); undefined when it cannot render yet, which its
+   * own synth reports. Objects of other charts (except CRDs, whose spec is read) are seen through their
+   * metadata, without rendering them: each guarded chart would otherwise render the whole App.
+   */
   private render(obj: ApiObject): Rendered | undefined {
+    if (!this.rendered.has(obj) && Chart.of(obj) !== this.chart && obj.kind !== 'CustomResourceDefinition') {
+      this.rendered.set(obj, { group: groupOf(obj.apiVersion), kind: obj.kind, name: obj.metadata.name, namespace: obj.metadata.namespace });
+    }
     if (!this.rendered.has(obj)) {
       let json: any;
       try {
