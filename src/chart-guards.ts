@@ -14,6 +14,11 @@ import { checkDns1123Label } from './api/validation';
  *    sync in file order) creates them in order.
  *  - Cluster-scoped objects of the chart carry no metadata.namespace.
  *  - Namespaced objects of the chart are in a namespace that is a DNS-1123 label.
+ *
+ * Scope: the charts that hold one of the library's constructs. A chart of the same App without any
+ * keeps exactly what cdk8s writes, so adding this library to an App changes no unrelated output;
+ * only the Namespace ordering reaches into other charts, because their objects need that Namespace
+ * first on a fresh cluster whichever chart made them.
  */
 
 const GUARDED = Symbol.for('cdk8s-agent-sandbox.chart-guards');
