@@ -167,7 +167,10 @@ project.package.addField('files', ['lib/**/*.js', 'lib/**/*.d.ts', '.jsii', 'API
 const tsNode = 'ts-node --transpile-only';
 
 // API.md is TypeScript; the same reference in each jsii language, with its own spellings.
-project.tasks.tryFind('docgen')!.exec('jsii-docgen -l python -l java -l csharp -l go -o docs/api/API.md');
+const docLanguages = ['python', 'java', 'csharp', 'go'];
+project.tasks.tryFind('docgen')!.exec(`jsii-docgen ${docLanguages.map((l) => `-l ${l}`).join(' ')} -o docs/api/API.md`);
+// docgen leaves `{@link X.y}` as written; this renders each as a link spelled the file's language's way.
+project.tasks.tryFind('docgen')!.exec(`${tsNode} hack/docgen-links.ts API.md ${docLanguages.map((l) => `docs/api/API.${l}.md`).join(' ')}`);
 
 // jsii type-checks src/ and jest what tests import; this checks the rest (CLI entry points included).
 const typecheck = project.addTask('typecheck', {
@@ -208,10 +211,14 @@ new TypescriptConfig(project, {
 // test/tsconfig.json (and the tools', bench's, hack's that extend it) type-check the integration
 // tests, which assemble a router from operator/src/model and operator/src/router: the same alias.
 project.tryFindObjectFile('test/tsconfig.json')?.addOverride('compilerOptions.paths', { '#api/*': ['../src/api/*'] });
-// ESLint resolves the operator's imports (`#api/...` included) with the operator's own tsconfig.
+// ESLint resolves the operator's imports (`#api/...` included) with the operator's own tsconfig, and
+// counts `#api/...` as this repository's code (not a package to list in the dependencies).
 project.eslint?.addOverride({
   files: ['operator/**/*.ts'],
-  settings: { 'import/resolver': { node: {}, typescript: { project: './tsconfig.operator.json', alwaysTryTypes: true } } },
+  settings: {
+    'import/internal-regex': '^#api/',
+    'import/resolver': { node: {}, typescript: { project: './tsconfig.operator.json', alwaysTryTypes: true } },
+  },
 } as any);
 const operatorBuild = project.addTask('operator:build', {
   description: 'Type-check and bundle the operator to operator/dist/agent-sandbox-operator.mjs',
