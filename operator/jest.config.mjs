@@ -11,6 +11,8 @@ export default {
   testMatch: ['<rootDir>/operator/test/**/*.test.ts'],
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
+  // `#api/<module>`: the v1beta1 contract in src/api (the alias tsconfig.operator.json declares).
+  moduleNameMapper: { '^#api/(.*)$': '<rootDir>/src/api/$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: path.join(rootDir, 'tsconfig.operator.json') }],
   },

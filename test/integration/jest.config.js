@@ -12,6 +12,8 @@ module.exports = {
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.json') }],
   },
+  // The operator's `#api/<module>` alias (tsconfig.operator.json): the router tests import operator/src.
+  moduleNameMapper: { '^#api/(.*)$': '<rootDir>/src/api/$1' },
   globalSetup: '<rootDir>/test/integration/setup/global-setup.ts',
   globalTeardown: '<rootDir>/test/integration/setup/global-teardown.ts',
   // Test files share one cluster and each uses its own namespace, but the operator each operator

@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { DEFAULT_SYSTEM_NAMESPACE } from '../../../src/api/labels';
+import { DEFAULT_SYSTEM_NAMESPACE } from '#api/labels';
 import { createControllers } from '../controllers';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from '../runtime/clock';

@@ -11,7 +11,7 @@
 import * as fs from 'node:fs';
 import type { AddressInfo, Server } from 'node:net';
 import * as os from 'node:os';
-import { SandboxLabels } from '../../../src/api/labels';
+import { SandboxLabels } from '#api/labels';
 import { RESOURCES, type Pod, type Sandbox, slimPod } from '../model';
 import { ActivityTracker } from '../router/activity';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';

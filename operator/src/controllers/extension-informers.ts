@@ -7,9 +7,9 @@
  * Sandboxes are the Sandbox controller's informer (unfiltered, full objects); the indexes are added
  * to it. NetworkPolicies get their own unfiltered informer: no other controller reads them.
  */
-import { SandboxLabels } from '../../../src/api/labels';
-import { NameHash } from '../../../src/api/name-hash';
-import { networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { networkPolicyNameFor } from '#api/network-policy-defaults';
 import {
   CONTROLLER_UID_INDEX, controllerRefOf, controllerUidIndex, type NetworkPolicy, RESOURCES, SANDBOX_SPEC_SHARING, type Sandbox, type SandboxClaim,
   type SandboxTemplate, type SandboxWarmPool,

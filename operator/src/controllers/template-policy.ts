@@ -3,8 +3,8 @@
  * the router is (the default policy admits it, and no template may give its Pods its labels), and
  * which templates and pools a policy event concerns.
  */
-import { parseLabelList } from '../../../src/api/controller-flags';
-import { DEFAULT_SYSTEM_NAMESPACE, SandboxAnnotations } from '../../../src/api/labels';
+import { parseLabelList } from '#api/controller-flags';
+import { DEFAULT_SYSTEM_NAMESPACE, SandboxAnnotations } from '#api/labels';
 import { type NetworkPolicy, type SandboxTemplate, type SandboxWarmPool } from '../model';
 import { POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from './extension-informers';
 import type { OperatorFlags } from '../runtime/flags';

@@ -15,10 +15,10 @@
  *   Unmanaged (which changes the Pod's DNS settings) is a real change; upstream hashes the raw
  *   blueprint and misses it.
  */
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import type { Sandbox, SandboxSpec, SandboxTemplate } from './generated';
 import { applySecureDefaults, applyUpstreamDefaults } from './secure-defaults';
-import { SandboxLabels } from '../../../src/api/labels';
-import { NameHash } from '../../../src/api/name-hash';
 
 /** The fields a SandboxTemplate and a Sandbox share (upstream's inlined SandboxBlueprint). */
 export type SandboxBlueprint = Pick<SandboxSpec, 'podTemplate' | 'volumeClaimTemplates' | 'service'>;

@@ -8,9 +8,9 @@
  * cannot erase anything on the server.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { SandboxLabels } from '#api/labels';
 import type { PodSpec, Sandbox } from './generated';
 import type { Pod } from './objects';
-import { SandboxLabels } from '../../../src/api/labels';
 
 /**
  * The cached Pod: metadata, `spec.nodeName`, and of the status the phase, conditions and pod IPs

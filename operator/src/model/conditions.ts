@@ -4,10 +4,10 @@
  * Keeping lastTransitionTime when the status does not change is what lets clients measure
  * "Ready since", and keeps a re-computed but unchanged status byte-identical so a write can be skipped.
  */
+import { ConditionType } from '#api/conditions';
 import { canonicalJson } from './blueprint';
 import type { Condition } from './generated';
 import { metaTime } from './time';
-import { ConditionType } from '../../../src/api/conditions';
 
 /** The condition to set; lastTransitionTime is filled in by setCondition. */
 export type ConditionInput = Omit<Condition, 'lastTransitionTime'>;

@@ -8,12 +8,12 @@
  * start). A Sandbox that is not Ready is never idle: nobody could have used it, and suspending a
  * Pod that is still starting would only waste the start.
  */
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations } from '#api/labels';
 import { findCondition } from './conditions';
 import type { IdlePolicy, Sandbox } from './generated';
 import { controllerNameOfKind } from './meta';
 import { timeMs } from './time';
-import { KINDS } from '../../../src/api/groups';
-import { SandboxAnnotations } from '../../../src/api/labels';
 
 /** The policy that governs `sandbox`, or undefined: none set, or an unclaimed warm-pool member (idle by design). */
 export function idlePolicyOf(sandbox: Sandbox): IdlePolicy | undefined {

@@ -2,7 +2,7 @@
  * Readers and builders of object metadata, for every controller. Ownership is always decided by
  * the controller ownerReference's UID: names can be reused after a delete, UIDs cannot.
  */
-import { apiVersionOf, type KindNames } from '../../../src/api/groups';
+import { apiVersionOf, type KindNames } from '#api/groups';
 import type { KubeObject, OwnerReference } from '../runtime/types';
 
 /** The informer index of objects by the UID of their controller ownerReference: what an owner owns. */

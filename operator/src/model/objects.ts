@@ -3,8 +3,8 @@
  * NetworkPolicy a template owns. Their specs are the generated core/v1 and networking/v1 types the
  * CRDs embed; the rest is only what the controllers and the data plane read.
  */
+import type { NetworkPolicySpecJson } from '#api/network-policy-defaults';
 import type { Condition, PersistentVolumeClaimSpec, PodSpec } from './generated';
-import type { NetworkPolicySpecJson } from '../../../src/api/network-policy-defaults';
 import type { KubeObject, ObjectMeta } from '../runtime/types';
 
 /** core/v1 PodCondition (its status is not restricted to a union on the wire). */

@@ -1,5 +1,5 @@
 /** Every resource type the operator addresses. */
-import { API_VERSION_NAME, KINDS } from '../../../src/api/groups';
+import { API_VERSION_NAME, KINDS } from '#api/groups';
 import type { ResourceType } from '../runtime/types';
 
 export const RESOURCES = {

@@ -10,10 +10,10 @@
  * Bare Sandboxes get only "no token unless asked" (see defaultBareSandboxPod): their author wrote
  * the whole Pod, and the install's admission policy refuses host access in them.
  */
+import { NetworkPolicyManagement } from '#api/enums';
+import { PUBLIC_DNS_NAMESERVERS } from '#api/network-policy-defaults';
+import { HardeningDefault, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, parseOptOuts } from '#api/secure-defaults';
 import type { Container, PodSpec, SandboxTemplate } from './generated';
-import { NetworkPolicyManagement } from '../../../src/api/enums';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../src/api/network-policy-defaults';
-import { HardeningDefault, SECURE_DEFAULTS_OPT_OUT_ANNOTATION, parseOptOuts } from '../../../src/api/secure-defaults';
 
 /** Whether the operator writes the secure-default NetworkPolicy for this template (Managed, no custom rules). */
 export function usesDefaultNetworkPolicy(template: SandboxTemplate): boolean {

@@ -4,14 +4,14 @@
  * Sandbox that would run without its NetworkPolicy, or whose Pod would pass for the router.
  * Pure: the callers read the template and its policy from their caches.
  */
+import { WarmPoolTemplateReason } from '#api/conditions';
+import { NetworkPolicyManagement } from '#api/enums';
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations } from '#api/labels';
+import { defaultRouterPodLabels, networkPolicyNameFor } from '#api/network-policy-defaults';
 import type { SandboxTemplate } from './generated';
 import { controllerRefOf, isDeleting, refIsKind } from './meta';
 import type { NetworkPolicy } from './objects';
-import { WarmPoolTemplateReason } from '../../../src/api/conditions';
-import { NetworkPolicyManagement } from '../../../src/api/enums';
-import { KINDS } from '../../../src/api/groups';
-import { SandboxAnnotations } from '../../../src/api/labels';
-import { defaultRouterPodLabels, networkPolicyNameFor } from '../../../src/api/network-policy-defaults';
 
 type Labels = { readonly [key: string]: string };
 

@@ -4,10 +4,10 @@
  * want of claims (`spec.scaleToZeroAfterSeconds`, its ScaledToZero condition). One reading, so
  * the claim's cold-start wording agrees with what the pool did (controllers/warm-pool/scale-to-zero.ts).
  */
+import { WarmPoolConditionType, WarmPoolScaledToZeroReason } from '#api/conditions';
 import { findCondition } from './conditions';
 import type { SandboxWarmPool } from './generated';
 import { timeMs } from './time';
-import { WarmPoolConditionType, WarmPoolScaledToZeroReason } from '../../../src/api/conditions';
 
 /** `spec.replicas`, with the controller's reading of an absent value (1, as upstream). */
 export function desiredReplicas(pool: SandboxWarmPool): number {

@@ -18,8 +18,8 @@
  * write must not let an open WebSocket reach its deadline). One timer per Sandbox with a policy,
  * set for its next stamp (while in use) or probe (while not), moved by the Sandbox's events.
  */
+import { SandboxAnnotations } from '#api/labels';
 import type { RouterMetrics, StampSource } from './metrics';
-import { SandboxAnnotations } from '../../../src/api/labels';
 import {
   activityStamp, activityStampIntervalMs, idleDeadlineMs, type IdlePolicy, idlePolicyOf, lastActivityMs, RESOURCES, type Sandbox,
 } from '../model';

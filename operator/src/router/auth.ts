@@ -21,8 +21,8 @@
  * server does not answer in time is a 503.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { KINDS } from '#api/groups';
 import type { TokenReviewOutcome } from './metrics';
-import { KINDS } from '../../../src/api/groups';
 import { TokenBucket } from '../runtime/rate-limit';
 import type { KubeObject, ResourceType } from '../runtime/types';
 

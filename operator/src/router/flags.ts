@@ -2,11 +2,11 @@
  * The `router` command line: its own small flag table, parsed with the controller's value rules
  * (Go-style durations, `--name=value` or `--name value`, bare booleans).
  */
-import { AUTH_MODES, ROUTER_AUDIENCE } from './auth';
-import { DEFAULT_ALLOWED_POD_CIDRS, parseCidr } from './guard';
 import {
   type ControllerFlag, type ControllerFlagValue, formatGoDuration, parseControllerFlagValue,
-} from '../../../src/api/controller-flags';
+} from '#api/controller-flags';
+import { AUTH_MODES, ROUTER_AUDIENCE } from './auth';
+import { DEFAULT_ALLOWED_POD_CIDRS, parseCidr } from './guard';
 import { UsageError } from '../runtime/flags';
 
 const bindAddress = (value: string) =>

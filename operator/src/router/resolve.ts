@@ -20,9 +20,9 @@
  * ready yet is a 503, and that still waits.
  */
 import { isIP } from 'node:net';
-import { KINDS } from '../../../src/api/groups';
-import { SandboxAnnotations, SandboxLabels } from '../../../src/api/labels';
-import { NameHash } from '../../../src/api/name-hash';
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { controllerNameOfKind, isPodReady, isReady, podIPsOf, type Pod, type Sandbox } from '../model';
 import type { SandboxAccess } from './auth';
 import { unmapIPv4 } from './guard';

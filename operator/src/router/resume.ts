@@ -9,8 +9,8 @@
  * with the resume, so the operator does not suspend it again before the request gets through, and
  * is conditional on the cached resourceVersion and uid (see `patch`).
  */
+import { SandboxAnnotations } from '#api/labels';
 import { type ResolveRequest, type Resolved, type Settled, SUSPENDED_REASON, type SettleOutcome, type Unresolved } from './resolve';
-import { SandboxAnnotations } from '../../../src/api/labels';
 import { activityStamp, activityStampIntervalMs, idlePolicyOf, isReady, lastActivityMs, RESOURCES, resumesOnRequest, type Sandbox } from '../model';
 import type { RouterMetrics } from './metrics';
 import { SYSTEM_CLOCK } from '../runtime/clock';

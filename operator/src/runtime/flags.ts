@@ -6,7 +6,7 @@
  */
 import {
   CONTROLLER_FLAGS, ControllerFlagValue, ControllerFlagValues, controllerFlag, formatGoDuration, parseControllerFlagValue,
-} from '../../../src/api/controller-flags';
+} from '#api/controller-flags';
 
 /** A command-line mistake; main prints the message and exits 2, like Go's flag package. */
 export class UsageError extends Error {

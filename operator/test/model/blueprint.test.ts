@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
-import { SandboxLabels } from '../../../src/api/labels';
-import { NameHash } from '../../../src/api/name-hash';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { applyMergePatch, mapPatch } from '../../src/model';
 import { canonicalJson, isStale, podTemplateHash, sandboxMatches, templateFingerprint } from '../../src/model/blueprint';
 import { applySecureDefaults, applyUpstreamDefaults } from '../../src/model/secure-defaults';

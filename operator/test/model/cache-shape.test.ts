@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { SandboxLabels } from '../../../src/api/labels';
+import { SandboxLabels } from '#api/labels';
 import { PodSpecSharing, slimPod, type Pod, type Sandbox } from '../../src/model';
 
 const TEMPLATE_HASH = 'a1b2c3d4';

@@ -1,4 +1,4 @@
-import { SandboxAnnotations } from '../../../src/api/labels';
+import { SandboxAnnotations } from '#api/labels';
 import {
   activityStamp, activityStampIntervalMs, idleDeadlineMs, idlePolicyOf, idleSinceMs, lastActivityMs, resumesOnRequest,
   type Condition, type IdlePolicy, type Sandbox,

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../src/api/network-policy-defaults';
-import { SECURE_DEFAULTS_OPT_OUT_ANNOTATION } from '../../../src/api/secure-defaults';
+import { PUBLIC_DNS_NAMESERVERS } from '#api/network-policy-defaults';
+import { SECURE_DEFAULTS_OPT_OUT_ANNOTATION } from '#api/secure-defaults';
 import { type PodSpec, type SandboxTemplateSpec } from '../../src/model';
 import { applyHardeningDefaults, applySecureDefaults, applyUpstreamDefaults, defaultBareSandboxPod } from '../../src/model/secure-defaults';
 import { template } from '../controllers/template/fixtures';

@@ -1,6 +1,6 @@
 import * as http from 'node:http';
+import { SandboxAnnotations } from '#api/labels';
 import { pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP } from './harness';
-import { SandboxAnnotations } from '../../../src/api/labels';
 import type { Sandbox } from '../../src/model';
 import { ActivityTracker } from '../../src/router/activity';
 import { RouterMetrics } from '../../src/router/metrics';

@@ -7,8 +7,8 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { SandboxLabels } from '../../../src/api/labels';
-import { NameHash } from '../../../src/api/name-hash';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import type { Pod, Sandbox } from '../../src/model';
 import { ALLOW_ALL, type Authorizer } from '../../src/router/auth';
 import { AddressGuard } from '../../src/router/guard';

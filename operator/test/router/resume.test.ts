@@ -1,8 +1,8 @@
 import * as http from 'node:http';
 import * as http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import { SandboxAnnotations } from '#api/labels';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP, type Upstream } from './harness';
-import { SandboxAnnotations } from '../../../src/api/labels';
 import type { Sandbox } from '../../src/model';
 import { ActivityTracker } from '../../src/router/activity';
 import type { Authorizer } from '../../src/router/auth';

@@ -1,4 +1,4 @@
-import { CONTROLLER_FLAGS } from '../../../src/api/controller-flags';
+import { CONTROLLER_FLAGS } from '#api/controller-flags';
 import { OperatorFlags, UsageError, parseControllerArgs, startupWarnings, totalWorkers, usage } from '../../src/runtime/flags';
 
 test('defaults come from the flag table', () => {

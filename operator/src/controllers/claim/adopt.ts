@@ -15,13 +15,13 @@
  * the next pass reads that back (recoverBinding in plan.ts).
  */
 import * as fs from 'node:fs';
+import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '#api/claim-rules';
+import { ClaimReadyReason } from '#api/conditions';
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { claimedActivity, claimedIdlePolicy } from './idle';
 import { fail, ok, type ClaimProblem, type Outcome } from './status';
-import { DEFAULT_ALLOWED_LABEL_DOMAINS, checkClaimPodAnnotation, checkClaimPodLabel } from '../../../../src/api/claim-rules';
-import { ClaimReadyReason } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { applyMergePatch, controllerRefTo, LaunchType, mapPatch, type MergePatch, type PodMetadata, type Sandbox, type SandboxClaim, type SandboxTemplate } from '../../model';
 
 /** Mounted from the optional ConfigMap `agent-sandbox-config`, as upstream. */

@@ -13,12 +13,12 @@
  * nodes in a heap by (most members, oldest member). Staleness depends on the template, which only
  * a claim knows: the first pick after a template change re-tiers the pool's members, once.
  */
+import { WarmPoolUpdateStrategyType } from '#api/enums';
+import { KINDS } from '#api/groups';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { PositionalHeap, type HeapItem } from './positional-heap';
 import { CandidateRanking, type Candidates, type SelectionContext, type Selection, NO_MEMBER, RECREATE_UNVERIFIABLE } from './select';
-import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox } from '../../model';
 import { staleCheck, type BlueprintFingerprint } from '../../model/blueprint';
 import { keyOf, type Informer } from '../../runtime/types';

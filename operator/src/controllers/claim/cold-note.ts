@@ -9,9 +9,9 @@
  * that: the pool turns the condition False as soon as it sees the claim, so judging again on every
  * pass would drop the note (and rewrite the status) as the pool refills.
  */
+import { ConditionType } from '#api/conditions';
+import { SandboxLabels } from '#api/labels';
 import { needsColdStart } from './select';
-import { ConditionType } from '../../../../src/api/conditions';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { findCondition, LaunchType, type Sandbox, type SandboxClaim, type SandboxWarmPool, timeMs } from '../../model';
 import { desiredReplicas, wasScaledToZeroAt } from '../../model/warm-pool-scale';
 

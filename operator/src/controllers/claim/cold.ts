@@ -4,15 +4,15 @@
  * volume claim templates merged in as far as the template's policies allow. Each refusal carries
  * upstream's reason.
  */
+import { ClaimReadyReason } from '#api/conditions';
+import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '#api/enums';
+import { KINDS, apiVersionOf } from '#api/groups';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { checkDns1035Label } from '#api/validation';
 import { claimPodMetadata, validateAdditionalPodMetadata } from './adopt';
 import { claimedActivity, claimedIdlePolicy } from './idle';
 import { fail, ok, type Outcome } from './status';
-import { ClaimReadyReason } from '../../../../src/api/conditions';
-import { EnvVarsInjectionPolicy, VolumeClaimTemplatesPolicy } from '../../../../src/api/enums';
-import { KINDS, apiVersionOf } from '../../../../src/api/groups';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
-import { checkDns1035Label } from '../../../../src/api/validation';
 import { type ClaimEnvVar, type Container, controllerRefTo, LaunchType, type PodSpec, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, type VolumeClaimTemplate } from '../../model';
 import { applySecureDefaults } from '../../model/secure-defaults';
 

@@ -3,11 +3,11 @@
  * claims-first parts it takes (controllers/claims-first). The executor is reconcile.ts, the
  * decision plan.ts.
  */
+import { ConditionType } from '#api/conditions';
+import { KINDS } from '#api/groups';
 import { readAllowedLabelDomains } from './adopt';
 import { ClaimMetrics } from './metrics';
 import { ClaimReconciler } from './reconcile';
-import { ConditionType } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
 import { controllerNameOfKind, findCondition, isReady, type Sandbox, type SandboxClaim } from '../../model';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller, onlyUpdates } from '../../runtime/controller';

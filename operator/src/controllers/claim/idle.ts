@@ -5,7 +5,7 @@
  * claim stays one write on the Sandbox and one on the claim. Pool members carry no policy (an
  * unclaimed member is idle by design), so the adoption is where a warm Sandbox gets it.
  */
-import { SandboxAnnotations } from '../../../../src/api/labels';
+import { SandboxAnnotations } from '#api/labels';
 import { activityStamp, type IdlePolicy, type SandboxClaim, type SandboxTemplate } from '../../model';
 
 /**

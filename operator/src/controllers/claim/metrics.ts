@@ -7,7 +7,7 @@
  * - `agent_sandbox_claim_creation_total`, on every warm adoption and cold create.
  */
 import { Counter, Histogram, type Registry } from 'prom-client';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
 import { isReady, type Sandbox, type SandboxClaim } from '../../model';
 
 /** Upstream's claim-latency buckets, in milliseconds. */

@@ -21,15 +21,15 @@
  * decided from the claim, its Sandbox and the time; the plan's requeue arms a timer for it (no
  * polling).
  */
+import { ClaimReadyReason, ConditionType, WarmPoolTemplateReason } from '#api/conditions';
+import { ClaimShutdownPolicy } from '#api/enums';
+import { KINDS } from '#api/groups';
+import { SandboxLabels } from '#api/labels';
 import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
 import { coldStartNote as coldStartNoteOf } from './cold-note';
 import { ADOPTION_CONFLICT_RETRY_MS, type Candidates, claimPath, fingerprintOf, needsColdStart, type SelectionContext } from './select';
 import { ClaimEvents, claimStatus, type ClaimEvent, type ClaimProblem, type StatusDecision } from './status';
-import { ClaimReadyReason, ConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
-import { ClaimShutdownPolicy } from '../../../../src/api/enums';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
 import {
   controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type MergePatch, refIsKind,
   type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs,

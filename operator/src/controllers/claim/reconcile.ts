@@ -11,6 +11,8 @@
  * write of each claim (no repeated status write, no 409 on a stale resourceVersion); `annotated`,
  * the annotations we wrote (a pass on an older claim would turn claim-first-ready-at to `unknown`).
  */
+import { KINDS } from '#api/groups';
+import { networkPolicyNameFor } from '#api/network-policy-defaults';
 import { WarmCandidateIndex } from './candidate-index';
 import { ClaimMetrics } from './metrics';
 import {
@@ -18,8 +20,6 @@ import {
   servedRequeueMs, servedStatus, type ServePlan,
 } from './plan';
 import { afterStatus, ClaimEvents, type ClaimEvent, type StatusDecision } from './status';
-import { KINDS } from '../../../../src/api/groups';
-import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, isControlledBy, LaunchType, type NetworkPolicy, RESOURCES, type Sandbox,
   type SandboxClaim, type SandboxClaimStatus, type SandboxTemplate, type SandboxWarmPool,

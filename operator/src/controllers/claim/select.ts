@@ -7,12 +7,12 @@
  * makes it from WarmCandidateIndex (candidate-index.ts), which keeps the same ranking up to date
  * from the cache's events so a pick does not walk the pool.
  */
+import { ClaimReadyReason } from '#api/conditions';
+import { WarmPoolUpdateStrategyType } from '#api/enums';
+import { KINDS } from '#api/groups';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { type ClaimProblem } from './status';
-import { ClaimReadyReason } from '../../../../src/api/conditions';
-import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, type SandboxTemplate, timeMs } from '../../model';
 import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 

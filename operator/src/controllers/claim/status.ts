@@ -14,8 +14,8 @@
  * --disable-claim-observability-annotations), and a claim that has to wait for a Sandbox does not
  * pay a second patch.
  */
-import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
-import { SandboxAnnotations } from '../../../../src/api/labels';
+import { ClaimReadyReason, ConditionType, SandboxReadyReason } from '#api/conditions';
+import { SandboxAnnotations } from '#api/labels';
 import { type Condition, findCondition, isConditionTrue, isReady, type MergePatch, metaTime, rfc3339Nano, type Sandbox, type SandboxClaim, type SandboxClaimStatus } from '../../model';
 import { canonicalJson } from '../../model/blueprint';
 

@@ -27,10 +27,10 @@
  * written. The informer cache keeps no Pod spec, so the decision on a candidate waits for the live
  * object.
  */
-import { SandboxLabels } from '../../../../src/api/labels';
+import { SandboxLabels } from '#api/labels';
 import {
   APPARMOR_ANNOTATION_PREFIX, BASELINE_CAPABILITIES, CONFINED_PROFILE_TYPES, RESTRICTED_VOLUME_TYPES, SAFE_SYSCTLS, SELINUX_TYPES,
-} from '../../../../src/api/secure-defaults';
+} from '#api/secure-defaults';
 import type { Container, Pod, PodSecurityContext, Probe, SecurityContext } from '../../model';
 
 /** The adoption decision on an unowned Pod: adopt it, fetch its spec first, or refuse with a message. */

@@ -3,10 +3,10 @@
  * carrying the sandbox-name-hash label), their indexes, and which Sandbox each child event wakes.
  */
 import { Counter, type Registry } from 'prom-client';
+import { KINDS } from '#api/groups';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { SandboxReconciler } from './reconcile';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, controllerRefOf, controllerUidIndex, type PersistentVolumeClaim, type Pod, RESOURCES,
   SANDBOX_SPEC_SHARING, type Sandbox, type Service, slimPod,

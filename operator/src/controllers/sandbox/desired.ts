@@ -3,7 +3,7 @@
  * pure functions of the Sandbox: its Pod, headless Service and PVCs, and the metadata patches that
  * bring existing children back in line. No I/O here; plan.ts chooses which of these to write.
  */
-import { EXTENSIONS_GROUP, KINDS } from '../../../../src/api/groups';
+import { EXTENSIONS_GROUP, KINDS } from '#api/groups';
 import {
   CREATED_BY_POD_VALUES,
   SandboxAnnotations,
@@ -11,8 +11,8 @@ import {
   isReservedAnnotationKey,
   isReservedLabelKey,
   withoutReserved,
-} from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
+} from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { controllerRefOf, controllerRefTo, groupOf, mapPatch, type MapPatch, type PersistentVolumeClaim, type Pod, type Sandbox, type Service, type ServicePort, type VolumeClaimTemplate } from '../../model';
 import { defaultBareSandboxPod } from '../../model/secure-defaults';
 import type { KubeObject, OwnerReference } from '../../runtime/types';

@@ -3,9 +3,9 @@
  * nobody has used for long enough, else arm a timer for the moment it will be (no polling). The
  * idle clock itself is model/idle.ts, the reading the router's activity stamps share.
  */
+import { OperatingMode } from '#api/enums';
+import { SandboxAnnotations } from '#api/labels';
 import type { Action, PlanEvent } from './plan';
-import { OperatingMode } from '../../../../src/api/enums';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { activityStamp, idleDeadlineMs, idlePolicyOf, type Sandbox } from '../../model';
 
 /** Event reason (Normal): the operator suspended the Sandbox for idleness. */

@@ -3,15 +3,15 @@
  * from the Sandbox, the children the caches hold and the clock, the writes to make, the status to
  * end up with and when to look again. reconcile.ts only executes the plan.
  */
+import { ConditionType, SandboxReadyReason } from '#api/conditions';
+import { OperatingMode, SandboxShutdownPolicy } from '#api/enums';
+import { SandboxAnnotations } from '#api/labels';
+import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '#api/validation';
 import { podAdoption } from './adoption';
 import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, nameHashOf, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
 import type { ChildKind } from './desired';
 import { idleStep } from './idle';
 import { expiredStatus, isBookkeepingOnly, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
-import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
-import { OperatingMode, SandboxShutdownPolicy } from '../../../../src/api/enums';
-import { SandboxAnnotations } from '../../../../src/api/labels';
-import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '../../../../src/api/validation';
 import { controllerRefOf, findCondition, isControlledBy, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxStatus, type Service } from '../../model';
 import { routerLabelsIn } from '../../model/template-gate';
 import type { KubeObject } from '../../runtime/types';

@@ -4,13 +4,13 @@
  * remembered between passes only covers for a lagging cache (our own writes it has not shown yet)
  * and paces progress statuses, so a restarted operator converges from the API objects alone.
  */
+import { ConditionType, SandboxReadyReason } from '#api/conditions';
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations } from '#api/labels';
 import { droppedReservedKeys, FIELD_MANAGER, pvcNameOf, type ChildKind } from './desired';
 import { IDLE_SUSPENDED } from './idle';
 import { planSandbox, isDeferrable, statusAfterFailure, type Action, type Observed, type Plan } from './plan';
 import { isProgressOnly, statusPatch, type Problem } from './status';
-import { ConditionType, SandboxReadyReason } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import {
   applyMergePatch, CONTROLLER_UID_INDEX, controllerRefOf, isReady, type PersistentVolumeClaim, type Pod, RESOURCES, type Sandbox, type Service,
 } from '../../model';

@@ -3,8 +3,8 @@
  * reasons and messages, pod and service fields, and whether the result differs enough from the
  * stored status to be worth a write.
  */
+import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '#api/conditions';
 import { selectorOf } from './desired';
-import { ConditionType, SandboxReadyReason, SandboxSuspendedReason } from '../../../../src/api/conditions';
 import {
   type Condition, type ConditionInput, findCondition, isConditionTrue, type Pod, podIPsOf, removeCondition, type Sandbox,
   type SandboxStatus, setCondition,

@@ -2,8 +2,8 @@
  * What a SandboxTemplate asks for, as objects: its shared NetworkPolicy and the template-ref-hash
  * label on the template itself. Pure; plan.ts compares these with what exists.
  */
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import {
   defaultSandboxNetworkPolicySpec,
   networkPolicyNameFor,
@@ -11,7 +11,7 @@ import {
   type NetworkPolicyEgressRuleJson,
   type NetworkPolicyIngressRuleJson,
   type NetworkPolicySpecJson,
-} from '../../../../src/api/network-policy-defaults';
+} from '#api/network-policy-defaults';
 import { type MergePatch, type NetworkPolicy, type SandboxTemplate } from '../../model';
 import { usesDefaultNetworkPolicy } from '../../model/secure-defaults';
 import { isUnmanaged } from '../../model/template-gate';

@@ -2,11 +2,11 @@
  * The template controller's plan (pure, as in every controller folder): what to do about `<template>-network-policy`, given the
  * template and the policy in the cache (upstream's extensions/controllers/sandboxtemplate_controller.go).
  */
+import { TemplateConditionReason, TemplateConditionType } from '#api/conditions';
+import { KINDS } from '#api/groups';
+import { SandboxAnnotations } from '#api/labels';
+import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '#api/network-policy-defaults';
 import { desiredNetworkPolicy, isUnmanaged, type NetworkPolicyOptions } from './desired';
-import { TemplateConditionReason, TemplateConditionType } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxAnnotations } from '../../../../src/api/labels';
-import { networkPolicyNameFor, type NetworkPolicyPortJson, type NetworkPolicySpecJson } from '../../../../src/api/network-policy-defaults';
 import { type Condition, type ConditionInput, isDeleting, refIsKind, setCondition, type NetworkPolicy, type SandboxTemplate } from '../../model';
 import { canonicalJson } from '../../model/blueprint';
 import { isTemplatePolicy, routerLabelsIn } from '../../model/template-gate';

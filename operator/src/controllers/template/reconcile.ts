@@ -3,12 +3,12 @@
  * and its `<template>-network-policy`, as decided by desired.ts/plan.ts from the caches, or from
  * our own writes while the caches have not shown them.
  */
-import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './plan';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { networkPolicyNameFor } from '#api/network-policy-defaults';
 import { TEMPLATE_HASH_INDEX } from '../extension-informers';
 import { templateRefHashLabelPatch, type NetworkPolicyOptions } from './desired';
-import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { networkPolicyAction, orphanedPolicyAction, templateConditions } from './plan';
 import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxTemplate, sameConditions } from '../../model';
 import { RACE_RETRY_MS } from '../../runtime/controller';
 import { cacheShows, decideOn, Expectations, OwnWrites, type UnseenWrite } from '../../runtime/expectations';

@@ -2,11 +2,11 @@
  * Who is in a warm pool, and in what state. The result decides what the pool counts, creates and
  * deletes; see plan.ts.
  */
+import { ConditionType } from '#api/conditions';
+import { WarmPoolUpdateStrategyType } from '#api/enums';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { type PoolFlags } from './types';
-import { ConditionType } from '../../../../src/api/conditions';
-import { WarmPoolUpdateStrategyType } from '../../../../src/api/enums';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type Sandbox, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 

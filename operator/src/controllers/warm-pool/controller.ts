@@ -2,11 +2,11 @@
  * Wiring of the SandboxWarmPool controller: which pool each Sandbox, template and pool event
  * wakes, and the Sandbox events that settle the pools' member writes.
  */
+import { ConditionType } from '#api/conditions';
+import { KINDS } from '#api/groups';
+import { SandboxLabels } from '#api/labels';
 import { WarmPoolReconciler } from './reconcile';
 import { type PoolFlags } from './types';
-import { ConditionType } from '../../../../src/api/conditions';
-import { KINDS } from '../../../../src/api/groups';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxClaim, type SandboxWarmPool } from '../../model';
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import type { ControllerContext, RunnableController } from '../../runtime/context';

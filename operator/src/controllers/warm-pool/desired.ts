@@ -2,10 +2,10 @@
  * The objects a SandboxWarmPool asks for: its members, built from the template, and the small
  * patches that bring an orphan or an unlabeled member into the pool.
  */
+import { KINDS, apiVersionOf } from '#api/groups';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { type PoolFlags } from './types';
-import { KINDS, apiVersionOf } from '../../../../src/api/groups';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { controllerRefTo, CREATED_BY_CONTROLLER, LaunchType, type MergePatch, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../model';
 import { podTemplateHash, templateFingerprint } from '../../model/blueprint';
 import { applySecureDefaults } from '../../model/secure-defaults';

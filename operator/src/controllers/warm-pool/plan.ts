@@ -6,6 +6,8 @@
  * write before the call, with the uid and resourceVersion preconditions given here), creates in
  * the given waves (each recorded first), then the status patch if changed.
  */
+import { WarmPoolConditionType, WarmPoolTemplateReason } from '#api/conditions';
+import { formatGoDuration } from '#api/controller-flags';
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
 import { claimsFirstHold } from '../claims-first';
 import { type PoolMembers } from './classify';
@@ -13,8 +15,6 @@ import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
 import { scaleToZero } from './scale-to-zero';
 import { PoolEventReason, desiredReplicas, type PoolFlags } from './types';
-import { WarmPoolConditionType, WarmPoolTemplateReason } from '../../../../src/api/conditions';
-import { formatGoDuration } from '../../../../src/api/controller-flags';
 import {
   type ConditionInput, findCondition, isReady, removeCondition, sameConditions, type Sandbox, type SandboxTemplate, type SandboxWarmPool,
   type SandboxWarmPoolStatus, setCondition, timeMs,

@@ -4,7 +4,8 @@
  * writes the cache has not shown (member-writes.ts) and the pacing state. Writes in order:
  * adoptions and label fixes, deletes, creates (slow-start waves), then the status if it changed.
  */
-import { NameHash } from '../../../../src/api/name-hash';
+import { NameHash } from '#api/name-hash';
+import { networkPolicyNameFor } from '#api/network-policy-defaults';
 import { ApiError, keyOf, splitKey, type Informer, type KubeClient, type Reconciler, type ReconcileResult, type Store } from '../../runtime/types';
 import { CLAIMS_BY_POOL_INDEX, POOL_LABEL_INDEX } from '../extension-informers';
 import { classifyMembers } from './classify';
@@ -12,7 +13,6 @@ import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch
 import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { desiredReplicas, type PoolFlags } from './types';
-import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
 import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { templateGate } from '../../model/template-gate';
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';

@@ -16,7 +16,7 @@
  * it can (plan.ts coalesces it with the replica counts). The pass is timed to the idle moment
  * (requeue), so nothing polls.
  */
-import { WarmPoolConditionType, WarmPoolScaledToZeroReason } from '../../../../src/api/conditions';
+import { WarmPoolConditionType, WarmPoolScaledToZeroReason } from '#api/conditions';
 import { type ConditionInput, metaTime, type SandboxWarmPool, timeMs } from '../../model';
 import { desiredReplicas, scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 

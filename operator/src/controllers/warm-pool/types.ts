@@ -3,7 +3,7 @@
  * defaults come from src/api/controller-flags.ts, the table the install bundle renders from, so
  * the decisions and the Deployment args cannot disagree.
  */
-import { controllerFlag, type ControllerFlagValues } from '../../../../src/api/controller-flags';
+import { controllerFlag, type ControllerFlagValues } from '#api/controller-flags';
 
 /** The flags the warm-pool decisions use, typed. Durations in milliseconds. */
 export interface PoolFlags {

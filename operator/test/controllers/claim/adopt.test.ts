@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
+import { SandboxAnnotations, SandboxLabels, isReservedLabelKey } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, TEMPLATE, claim, member, ownerRef, template } from './fixtures';
-import { SandboxAnnotations, SandboxLabels, isReservedLabelKey } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { POOL_ONLY_LABELS, adoptionPatch } from '../../../src/controllers/claim/adopt';
 import { applyMergePatch, type Sandbox } from '../../../src/model';
 

@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
 import { NOW, claim, iso, member, notReady, ownerRef, ready, sandbox } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { recoverBinding } from '../../../src/controllers/claim/plan';
 import { type Sandbox } from '../../../src/model';
 

@@ -4,9 +4,9 @@
  * as the pool grows, counted rather than timed.
  */
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, TEMPLATE, claim, iso, member, notReady, template } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { WarmCandidateIndex } from '../../../src/controllers/claim/candidate-index';
 import { CandidateRanking, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
 import { type Sandbox } from '../../../src/model';

@@ -3,8 +3,8 @@
  * the claim first reports its cold Sandbox, carried on (also once Ready mirrors the Sandbox's), and
  * absent in every other case.
  */
+import { SandboxLabels } from '#api/labels';
 import { NOW, claim, iso, member, notReady, pool, ready } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { servedStatus } from '../../../src/controllers/claim/plan';
 import { type Condition, metaTime, type Sandbox, type SandboxClaim, type SandboxWarmPool } from '../../../src/model';
 

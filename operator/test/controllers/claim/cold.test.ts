@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, NS, claim, ownerRef, pool, template } from './fixtures';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { coldSandbox, injectEnv, mergeVolumeClaimTemplates } from '../../../src/controllers/claim/cold';
 import { type ClaimEnvVar, type PodSpec, type SandboxTemplateSpec, type VolumeClaimTemplate } from '../../../src/model';
 

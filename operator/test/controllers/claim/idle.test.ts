@@ -1,5 +1,5 @@
+import { SandboxAnnotations } from '#api/labels';
 import { NOW, TEMPLATE, claim, member, pool, template } from './fixtures';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { adoptionPatch } from '../../../src/controllers/claim/adopt';
 import { coldSandbox } from '../../../src/controllers/claim/cold';
 import { claimedIdlePolicy } from '../../../src/controllers/claim/idle';

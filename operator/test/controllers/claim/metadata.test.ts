@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { claim } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { claimPodMetadata, validateAdditionalPodMetadata } from '../../../src/controllers/claim/adopt';
 
 describe('validateAdditionalPodMetadata', () => {

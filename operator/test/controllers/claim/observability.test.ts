@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
+import { SandboxAnnotations } from '#api/labels';
 import { NOW, claim } from './fixtures';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { FIRST_READY_UNKNOWN, observabilityPatch } from '../../../src/controllers/claim/status';
 import { rfc3339Nano } from '../../../src/model';
 

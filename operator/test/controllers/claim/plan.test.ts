@@ -1,6 +1,6 @@
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
 import { NOW, TEMPLATE, claim, condition, iso, member, notReady, ownerRef, pool, ready, sandbox } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
 import {
   type Acquisition, type ClaimPlan, type ClaimState, expiredStatus, planClaim, servedRequeueMs, servedStatus, type ServePlan,
 } from '../../../src/controllers/claim/plan';

@@ -4,8 +4,8 @@
  * writes does. The caches are FakeStores with the real indexes; a test decides when they catch up.
  */
 import { Registry } from 'prom-client';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
 import { ClaimReconciler, CLAIM_FIELD_MANAGER, type ClaimReconcilerOptions } from '../../../src/controllers/claim/reconcile';
 import { ClaimPressure, Deferral, DeferredSends, HeldAnnotations, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';

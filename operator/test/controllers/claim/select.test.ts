@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { CandidateRanking, claimPath, isAdoptable, needsColdStart, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
 import { isReady, type Sandbox } from '../../../src/model';
 import { templateFingerprint } from '../../../src/model/blueprint';

@@ -6,9 +6,9 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { SandboxAnnotations } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
-import { networkPolicyNameFor } from '../../../../src/api/network-policy-defaults';
+import { SandboxAnnotations } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { networkPolicyNameFor } from '#api/network-policy-defaults';
 import { readAllowedLabelDomains } from '../../../src/controllers/claim/adopt';
 import { claimRelevantChange, memberBecameUsable, waitingClaimKeys } from '../../../src/controllers/claim/controller';
 import { CLAIMS_BY_POOL_INDEX, POLICIES_BY_TEMPLATE_HASH_INDEX, POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from '../../../src/controllers/extension-informers';

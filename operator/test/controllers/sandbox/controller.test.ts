@@ -1,6 +1,6 @@
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { foreignRef, pod, sandbox } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { childOwnerKeys } from '../../../src/controllers/sandbox/controller';
 import { type Sandbox } from '../../../src/model';
 

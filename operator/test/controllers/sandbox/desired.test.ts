@@ -1,7 +1,7 @@
 import fc from 'fast-check';
+import { RESERVED_PREFIXES, SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { foreignRef, pod, sandbox, service, vct } from './fixtures';
-import { RESERVED_PREFIXES, SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { buildPod, buildPvc, buildService, desiredPodLabels, extensionLabels, podMetadataPatch, servicePorts, serviceDriftPatch } from '../../../src/controllers/sandbox/desired';
 import { type Container } from '../../../src/model';
 

@@ -1,6 +1,6 @@
 /** Builders of Sandboxes and their children for the Sandbox controller's unit tests. */
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { sandboxOwnerRef } from '../../../src/controllers/sandbox/desired';
 import type { Observed } from '../../../src/controllers/sandbox/plan';
 import { type Condition, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxSpec, type Service } from '../../../src/model';

@@ -1,6 +1,6 @@
 /** The Sandbox reconciler over the fake API server and its (lagging) caches, as the unit tests drive it. */
+import { SandboxAnnotations } from '#api/labels';
 import { NOW, sandbox } from './fixtures';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import type { Deferral } from '../../../src/controllers/claims-first';
 import { SandboxReconciler } from '../../../src/controllers/sandbox/reconcile';
 import { CONTROLLER_UID_INDEX, controllerUidIndex, type PersistentVolumeClaim, type Pod, type Sandbox, type Service } from '../../../src/model';

@@ -1,6 +1,6 @@
+import { SandboxAnnotations } from '#api/labels';
 import { NOW, condition, observed, pod, sandbox } from './fixtures';
 import { KEY, catchUp, setup } from './harness';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { IDLE_SUSPENDED } from '../../../src/controllers/sandbox/idle';
 import { planSandbox, type Plan } from '../../../src/controllers/sandbox/plan';
 import { activityStamp, type Condition, type IdlePolicy, RESOURCES, type Sandbox } from '../../../src/model';

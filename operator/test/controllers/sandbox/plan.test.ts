@@ -1,6 +1,6 @@
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, condition, foreignRef, observed, pod, pvc, sandbox, service, vct } from './fixtures';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { buildPod } from '../../../src/controllers/sandbox/desired';
 import { planSandbox, invalidConfiguration, type Action, type Plan } from '../../../src/controllers/sandbox/plan';
 import { type Condition, type Pod, type PodSpec, type Sandbox, type Service } from '../../../src/model';

@@ -1,6 +1,6 @@
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
 import { NOW, condition, foreignRef, pod, sandbox, service, vct } from './fixtures';
 import { KEY, created, setup, statusBody } from './harness';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
 import { ClaimPressure, Deferral, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
 import { SandboxReconcileError, priorityOf } from '../../../src/controllers/sandbox/reconcile';
 import { RACE_RETRY_MS } from '../../../src/runtime/controller';

@@ -1,9 +1,9 @@
 import * as fc from 'fast-check';
+import { controllerFlag, parseControllerFlagValue } from '#api/controller-flags';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { defaultSandboxNetworkPolicySpec, networkPolicyNameFor, sandboxTemplateSelector } from '#api/network-policy-defaults';
 import { NS, ownerRef, template } from './fixtures';
-import { controllerFlag, parseControllerFlagValue } from '../../../../src/api/controller-flags';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
-import { defaultSandboxNetworkPolicySpec, networkPolicyNameFor, sandboxTemplateSelector } from '../../../../src/api/network-policy-defaults';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
 import { networkPolicyAction, orphanedPolicyAction, templateConditions, type NetworkPolicyAction } from '../../../src/controllers/template/plan';
 import { routerLocation } from '../../../src/controllers/template-policy';

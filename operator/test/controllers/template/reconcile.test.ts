@@ -2,9 +2,9 @@
  * The TemplateReconciler over the fake API server and its caches: the writes of a pass, and what a
  * lagging cache, a 409, a foreign policy, a lost event or a crash between the two writes does.
  */
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { NOW, NS, ownerRef, template } from './fixtures';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
 import { TEMPLATE_HASH_INDEX } from '../../../src/controllers/extension-informers';
 import { desiredNetworkPolicy } from '../../../src/controllers/template/desired';
 import { LIVE_CHECK_RETRY_MS, TEMPLATE_FIELD_MANAGER, TemplateReconciler } from '../../../src/controllers/template/reconcile';

@@ -1,8 +1,8 @@
 import * as fc from 'fast-check';
+import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
+import { PUBLIC_DNS_NAMESERVERS } from '#api/network-policy-defaults';
 import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
-import { SandboxAnnotations, SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
-import { PUBLIC_DNS_NAMESERVERS } from '../../../../src/api/network-policy-defaults';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch, poolSelector, withMemberName } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';

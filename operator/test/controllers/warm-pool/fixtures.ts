@@ -1,6 +1,6 @@
 /** Builders for the warm-pool tests: a pool, its template, and members in every state. */
-import { SandboxLabels } from '../../../../src/api/labels';
-import { NameHash } from '../../../../src/api/name-hash';
+import { SandboxLabels } from '#api/labels';
+import { NameHash } from '#api/name-hash';
 import { buildPoolSandbox } from '../../../src/controllers/warm-pool/desired';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
 import { type Condition, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';

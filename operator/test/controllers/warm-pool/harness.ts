@@ -1,6 +1,6 @@
 /** The warm-pool reconciler's caches as FakeStores, and how the fake API server files the objects. */
+import { SandboxLabels } from '#api/labels';
 import { TEMPLATE } from './fixtures';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { POOL_LABEL_INDEX } from '../../../src/controllers/extension-informers';
 import { desiredNetworkPolicy } from '../../../src/controllers/template/desired';
 import { type NetworkPolicy, type Sandbox, type SandboxTemplate, type SandboxWarmPool } from '../../../src/model';

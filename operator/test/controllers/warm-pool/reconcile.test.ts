@@ -2,9 +2,9 @@
  * The WarmPoolReconciler over the fake API server and its caches: which writes a pass makes, and
  * what a lagging cache, a lost event, a 409, an unknown outcome or a crash between writes does.
  */
+import { SandboxAnnotations } from '#api/labels';
 import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { RESOURCE_OF, policyOf, poolStores } from './harness';
-import { SandboxAnnotations } from '../../../../src/api/labels';
 import { ClaimPressure } from '../../../src/controllers/claims-first';
 import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { isControlledBy, type Sandbox, type SandboxWarmPool } from '../../../src/model';

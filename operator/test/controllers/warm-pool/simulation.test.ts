@@ -6,9 +6,9 @@
  * cannot wedge the pool".
  */
 import * as fc from 'fast-check';
+import { SandboxLabels } from '#api/labels';
 import { NOW, TEMPLATE, pool } from './fixtures';
 import { poolStores, RESOURCE_OF } from './harness';
-import { SandboxLabels } from '../../../../src/api/labels';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { poolFlags } from '../../../src/controllers/warm-pool/types';
