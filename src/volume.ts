@@ -1,6 +1,6 @@
 import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS, ReferencedKind } from './api/object-kinds';
-import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkQuantity } from './api/validation';
+import { ErrorList, checkDns1123Label, checkDns1123Subdomain, checkNonNegativeQuantity, checkPositiveQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { ObjectRef, _checkRef, _resolveRef } from './object-ref';
 
@@ -78,7 +78,7 @@ export class SandboxVolume {
       return;
     }
     const s = (this.fixedSource ?? {}) as { emptyDir?: { sizeLimit?: string; medium?: string } };
-    if (s.emptyDir?.sizeLimit !== undefined) errors.prop(`${field}.sizeLimit`, checkQuantity(s.emptyDir.sizeLimit));
+    if (s.emptyDir?.sizeLimit !== undefined) errors.prop(`${field}.sizeLimit`, checkNonNegativeQuantity(s.emptyDir.sizeLimit));
     if (s.emptyDir?.medium !== undefined && !['', 'Memory', 'HugePages'].includes(s.emptyDir.medium) && !/^HugePages-/.test(String(s.emptyDir.medium))) {
       errors.prop(`${field}.medium`, `${JSON.stringify(s.emptyDir.medium)} is not a storage medium; use "Memory" for tmpfs, or leave it out for node disk`);
     }
@@ -114,7 +114,8 @@ const ACCESS_MODES = ['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWri
 /** @internal Problems with a volume claim template; `field` names it, e.g. `volumeClaimTemplates[0]`. */
 export function _validateVolumeClaimTemplate(errors: ErrorList, field: string, t: VolumeClaimTemplate): void {
   errors.prop(`${field}.name`, checkDns1123Label(t?.name));
-  errors.prop(`${field}.storage`, checkQuantity(t?.storage));
+  // The API server refuses a claim that requests no storage.
+  errors.prop(`${field}.storage`, checkPositiveQuantity(t?.storage));
   if (t?.storageClassName !== undefined) errors.prop(`${field}.storageClassName`, checkDns1123Subdomain(t.storageClassName));
   if (t?.accessModes !== undefined) {
     if (!Array.isArray(t.accessModes)) {

@@ -3,7 +3,11 @@ import {
   checkContainerResourceName, checkNonNegativeQuantity, checkPositiveQuantity, checkQuantity, compareQuantities, parseQuantity,
 } from '../src/api/validation';
 import { ContainerResources } from '../src/container';
+import { AgentSandboxSystem } from '../src/install';
+import { SandboxRuntimeClass } from '../src/runtime-class';
+import { Sandbox } from '../src/sandbox';
 import { SandboxTemplate } from '../src/template';
+import { SandboxVolume } from '../src/volume';
 
 const NANO = BigInt(1);
 const UNIT = BigInt(10) ** BigInt(9);
@@ -157,5 +161,37 @@ describe('container resources at synth', () => {
     expect(synth({ limits: { 'hugepages-2Mi': '3Mi', 'memory': '1Gi' } })).toThrow(/"3Mi" is not a whole number of 2Mi pages/);
     expect(synth({ limits: { 'hugepages-2Mi': '4Mi' } })).toThrow(/containers\[0\]\.resources: huge pages need a cpu or memory request or limit as well/);
     expect(synth({ limits: { 'hugepages-2Mi': '4Mi', 'memory': '1Gi' } })).not.toThrow();
+  });
+});
+
+describe('the same rules wherever the library takes resource amounts', () => {
+  const run = (build: (chart: any) => void) => () => {
+    const chart = Testing.chart();
+    build(chart);
+    return Testing.synth(chart);
+  };
+
+  test('the operator\'s and the router\'s resources', () => {
+    expect(run((c) => new AgentSandboxSystem(c, 'system', { resources: { limits: { memory: '-1Gi' } } })))
+      .toThrow(/resources\.limits\["memory"\]: "-1Gi" is negative/);
+    expect(run((c) => new AgentSandboxSystem(c, 'system', { router: { resources: { requests: { cpu: '2' }, limits: { cpu: '1' } } } })))
+      .toThrow(/router\.resources\.requests\["cpu"\]: "2" is more than the cpu limit \("1"\)/);
+    expect(run((c) => new AgentSandboxSystem(c, 'system', { resources: { limits: { gpu: '1' } } }))).toThrow(/"gpu" is not a container resource/);
+    expect(run((c) => new AgentSandboxSystem(c, 'system', { resources: { requests: { cpu: '1' }, limits: { cpu: '1', memory: '1Gi' } } }))).not.toThrow();
+  });
+
+  test('a RuntimeClass overhead', () => {
+    expect(run((c) => new SandboxRuntimeClass(c, 'rc', { handler: 'kata', overhead: { memory: '-160Mi' } }))).toThrow(/overhead\["memory"\]: "-160Mi" is negative/);
+    expect(run((c) => new SandboxRuntimeClass(c, 'rc', { handler: 'kata', overhead: { gpu: '1' } }))).toThrow(/overhead\["gpu"\]: "gpu" is not a container resource/);
+    expect(run((c) => new SandboxRuntimeClass(c, 'rc', { handler: 'kata', overhead: { cpu: '250m', memory: '160Mi' } }))).not.toThrow();
+  });
+
+  test('volume sizes: an emptyDir limit of 0 or more, a claim of more than 0', () => {
+    const sandbox = (props: object) => run((c) => new Sandbox(c, 'sb', { containers: [{ image: 'python:3.12-slim' }], ...props }));
+    expect(sandbox({ volumes: [SandboxVolume.emptyDir('scratch', { sizeLimit: '-1Gi' })] })).toThrow(/volumes\[0\]\.sizeLimit: "-1Gi" is negative/);
+    expect(sandbox({ volumes: [SandboxVolume.emptyDir('scratch', { sizeLimit: '1Gi' })] })).not.toThrow();
+    expect(sandbox({ volumeClaimTemplates: [{ name: 'data', storage: '0' }] })).toThrow(/volumeClaimTemplates\[0\]\.storage: "0" must be more than 0/);
+    expect(sandbox({ volumeClaimTemplates: [{ name: 'data', storage: '-5Gi' }] })).toThrow(/volumeClaimTemplates\[0\]\.storage: "-5Gi" must be more than 0/);
+    expect(sandbox({ volumeClaimTemplates: [{ name: 'data', storage: '1Gi' }] })).not.toThrow();
   });
 });

@@ -1,7 +1,7 @@
 import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS } from '../api/object-kinds';
 import { propName } from '../api/spelling';
-import { ErrorList, checkQualifiedName, checkQuantity, checkStringMap } from '../api/validation';
+import { ErrorList, checkContainerResources, checkQualifiedName, checkStringMap } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, dropUndefined } from '../container';
 import { EnvFrom, EnvValue, _checkEnvName } from '../env';
@@ -37,12 +37,9 @@ export function checkImage(errors: ErrorList, prefix: string, image: string | un
   }
 }
 
+/** Check an install container's resources as the API server does (see checkContainerResources). */
 export function checkResources(errors: ErrorList, field: string, resources: ContainerResources | undefined): void {
-  for (const kind of ['requests', 'limits'] as const) {
-    for (const [resource, quantity] of Object.entries(resources?.[kind] ?? {})) {
-      errors.check(`${field}.${kind}["${resource}"]`, checkQuantity(quantity));
-    }
-  }
+  checkContainerResources(errors, field, resources);
 }
 
 /**

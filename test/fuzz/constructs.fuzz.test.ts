@@ -98,7 +98,7 @@ function generators() {
       .map(([n, s]) => ({ v: SandboxVolume.configMap(n.v as string, s.v as string), bad: [...n.bad, ...s.bad] })),
   );
   const vct = rec(
-    { name: field(fc.constantFrom(...VOLUME_NAMES), BAD_DNS_LABEL, ['volumeClaimTemplates']), storage: field(QUANTITY, BAD_QUANTITY, ['storage']) },
+    { name: field(fc.constantFrom(...VOLUME_NAMES), BAD_DNS_LABEL, ['volumeClaimTemplates']), storage: field(QUANTITY.filter((q) => q !== '0'), fc.oneof(BAD_QUANTITY, fc.constant('0')), ['storage']) },
     {
       storageClassName: field(DNS_LABEL, NOT_STRING, ['storageClassName']),
       accessModes: field(fc.constantFrom(['ReadWriteOnce'], ['ReadWriteOncePod', 'ReadOnlyMany']), fc.oneof(NOT_LIST, fc.constant(['Sometimes'])), ['accessModes']),
