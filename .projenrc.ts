@@ -12,7 +12,8 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   projenrcTs: true,
   packageManager: javascript.NodePackageManager.NPM,
   // Node 20 reached end of life in April 2026, but it is the only Node these machines (and the
-  // workflows) run the tests on, so the packages claim no more than that (README, Development).
+  // workflows) run the tests on, so the packages claim no more than that: engines `node >= 20.16`,
+  // nothing said of 22 or 24 until something here tests them.
   minNodeVersion: '20.16.0',
   // 0.x: the API may still change between minor releases. jsii marks every type experimental (the
   // Python wheel says "Development Status :: 4 - Beta", Java @Stability(Experimental)), not stable.
@@ -125,10 +126,13 @@ project.eslint?.addOverride({
 });
 // The operator's layers: src/api, then runtime (no sandbox knowledge), then model (wire types and
 // object helpers), then one folder per controller. An import back up, or across controllers, fails lint.
+// So does an import loop (import/no-cycle; it skips `import type`, which operator/test/architecture.test.ts
+// checks too, beside runtime/'s freedom from sandbox vocabulary).
 const controllerFolders = ['sandbox', 'template', 'warm-pool', 'claim'];
 project.eslint?.addOverride({
   files: ['operator/src/**/*.ts'],
   rules: {
+    'import/no-cycle': ['error', { ignoreExternal: true }],
     'import/no-restricted-paths': ['error', {
       zones: [
         {
@@ -145,7 +149,7 @@ project.eslint?.addOverride({
         ...controllerFolders.map((folder) => ({
           target: `./operator/src/controllers/${folder}`,
           from: controllerFolders.filter((other) => other !== folder).map((other) => `./operator/src/controllers/${other}`),
-          message: 'a controller does not import another controller\'s folder; shared pieces live in model/ or runtime/',
+          message: 'a controller does not import another controller\'s folder; shared pieces live in model/, runtime/ or beside the folders (controllers/claims-first/, extension-informers.ts)',
         })),
       ],
     }],
