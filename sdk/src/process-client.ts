@@ -27,13 +27,15 @@ import {
   SandboxError, SandboxGrpcError, SandboxResumingError, SandboxSuspendedError, RESUMING_REASON, SUSPENDED_REASON, REASON_HEADER,
 } from './errors.js';
 import {
-  FrameReader, SIGNAL_SIGKILL, StartRequest, decodeStartResponse, encodeResizeTty, encodeSendSignal, encodeStartRequest, encodeWriteStdin, frame,
-} from './process-wire.js';
+  PROCESS_SERVICE, Signal, StartEvent, StartRequest,
+  decodeStartResponse, encodeResizeTtyRequest, encodeSendSignalRequest, encodeStartRequest, encodeWriteStdinRequest,
+} from './process-proto.js';
+import { FrameReader, frame } from './process-wire.js';
 import { resumeRetryDelay, sleep } from './retry.js';
 import { Endpoint } from './runtime-api.js';
 import { RouterHeader } from './wire.js';
 
-const SERVICE = '/process.v1.ProcessService';
+const SERVICE = `/${PROCESS_SERVICE}`;
 /** gRPC status codes the SDK names. */
 const GRPC_OK = 0;
 const GRPC_PERMISSION_DENIED = 7;
@@ -56,6 +58,15 @@ const UNREACHABLE_REASONS: Record<string, string> = {
 /** What the client says to do when its grpcPort serves no gRPC. */
 export const GRPC_PORT_HINT = 'the client\'s grpcPort must be the port the sandbox\'s runtime serves gRPC on (the SandboxTemplate\'s runtime.grpcPort, '
   + 'the runtime\'s --grpc-port); or leave grpcPort unset: run() then uses the runtime\'s HTTP API';
+
+/** What to start: the command line, its environment and directory, and a PTY's size to run it on one. */
+export interface ProcessRequest {
+  readonly command: readonly string[];
+  readonly env?: Readonly<Record<string, string>>;
+  readonly cwd?: string;
+  /** Run on a new pseudo-terminal of this size: its output arrives as stdout. */
+  readonly pty?: { readonly cols: number; readonly rows: number };
+}
 
 export interface ProcessRunOptions {
   readonly stdin?: Uint8Array;
@@ -82,7 +93,7 @@ export interface LiveProcess {
   /** Closes the process's stdin. */
   closeStdin(): Promise<void>;
   resize(cols: number, rows: number): Promise<void>;
-  /** One of process-wire's SIGNAL_* values, to the process's group. */
+  /** A process-proto Signal value, to the process's group. */
   signal(signal: number): Promise<void>;
   /** Cancels the stream (sandboxd kills the process when it sees that) and lets go of the connection. */
   cancel(): void;
@@ -107,7 +118,7 @@ export class ProcessClient {
   ) {}
 
   /** Starts the command and resolves when it has exited (or was killed at its time limit). */
-  public async run(request: StartRequest, options: ProcessRunOptions): Promise<ProcessResult> {
+  public async run(request: ProcessRequest, options: ProcessRunOptions): Promise<ProcessResult> {
     return this.whileWaking(options.signal, (resumeBy) => this.runOnce(request, options, resumeBy));
   }
 
@@ -125,7 +136,7 @@ export class ProcessClient {
     }
   }
 
-  private async runOnce(request: StartRequest, options: ProcessRunOptions, resumeBy: number): Promise<ProcessResult> {
+  private async runOnce(request: ProcessRequest, options: ProcessRunOptions, resumeBy: number): Promise<ProcessResult> {
     options.signal?.throwIfAborted();
     const endpoint = await this.endpoint();
     const session = http2.connect(endpoint.baseUrl);
@@ -147,12 +158,12 @@ export class ProcessClient {
    * process; `onOutput` gets its output as it comes. Rejects when it does not start (a status, no
    * gRPC at the port, the stream cut first).
    */
-  public start(request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, signal?: AbortSignal): Promise<LiveProcess> {
+  public start(request: ProcessRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, signal?: AbortSignal): Promise<LiveProcess> {
     return this.whileWaking(signal, (resumeBy) => this.startOnce(request, onOutput, resumeBy, signal));
   }
 
   private async startOnce(
-    request: StartRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, resumeBy: number, signal?: AbortSignal,
+    request: ProcessRequest, onOutput: (kind: 'stdout' | 'stderr', data: Buffer) => void, resumeBy: number, signal?: AbortSignal,
   ): Promise<LiveProcess> {
     signal?.throwIfAborted();
     const endpoint = await this.endpoint();
@@ -166,7 +177,7 @@ export class ProcessClient {
       void call.catch(() => undefined).finally(() => pending.delete(call));
       return call;
     };
-    const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
+    const stream = this.call(session, metadata, 'Start', encodeStartRequest(startRequest(request)));
     const reader = new FrameReader();
     let processId: number | undefined;
     let exitCode: number | undefined;
@@ -199,23 +210,21 @@ export class ProcessClient {
       void Promise.allSettled([...pending]).then(() => session.close());
     };
     stream.on('data', (chunk: Buffer) => {
-      let messages: Buffer[];
+      let events: StartEvent[];
       try {
-        messages = reader.push(chunk);
+        events = startEvents(reader, chunk);
       } catch (err) {
         stream.close(http2.constants.NGHTTP2_CANCEL);
         return finish({ kind: 'error', error: new SandboxGrpcError(GRPC_INTERNAL, (err as Error).message, this.sandbox) });
       }
-      for (const message of messages) {
-        const event = decodeStartResponse(message);
-        if (!event) continue;
-        if (event.kind === 'init') {
-          processId = event.processId;
+      for (const event of events) {
+        if ('init' in event) {
+          processId = event.init.processId;
           started(processId);
-        } else if (event.kind === 'exit') {
-          exitCode = event.exitCode;
+        } else if ('exit' in event) {
+          exitCode = event.exit.exitCode;
         } else {
-          onOutput(event.kind, event.data);
+          onOutput(...outputOf(event));
         }
       }
     });
@@ -234,10 +243,10 @@ export class ProcessClient {
     return {
       processId: id,
       exited,
-      write: (data) => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(id, data))),
-      closeStdin: () => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(id, 'eof'))),
-      resize: (cols, rows) => track(this.unary(session, metadata, port, 'ResizeTTY', encodeResizeTty(id, cols, rows))),
-      signal: (sig) => track(this.unary(session, metadata, port, 'SendSignal', encodeSendSignal(id, sig), SIGNAL_DEADLINE_MS)),
+      write: (data) => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdinRequest({ processId: id, payload: { input: Buffer.from(data) } }))),
+      closeStdin: () => track(this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdinRequest({ processId: id, payload: { eof: true } }))),
+      resize: (cols, rows) => track(this.unary(session, metadata, port, 'ResizeTTY', encodeResizeTtyRequest({ processId: id, cols, rows }))),
+      signal: (sig) => track(this.unary(session, metadata, port, 'SendSignal', encodeSendSignalRequest({ processId: id, signal: sig }), SIGNAL_DEADLINE_MS)),
       cancel: () => {
         stream.close(http2.constants.NGHTTP2_CANCEL);
         session.close();
@@ -246,11 +255,11 @@ export class ProcessClient {
   }
 
   private runOn(
-    session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, request: StartRequest, options: ProcessRunOptions,
+    session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, request: ProcessRequest, options: ProcessRunOptions,
     signals: Promise<void>[], wakeLeftMs: number,
   ): Promise<ProcessResult> {
     return new Promise<ProcessResult>((resolve, reject) => {
-      const stream = this.call(session, metadata, 'Start', encodeStartRequest(request));
+      const stream = this.call(session, metadata, 'Start', encodeStartRequest(startRequest(request)));
       const reader = new FrameReader();
       const decoders = { stdout: new StringDecoder('utf8'), stderr: new StringDecoder('utf8') };
       const output = { stdout: '', stderr: '' };
@@ -269,7 +278,7 @@ export class ProcessClient {
       };
       const kill = () => {
         if (processId !== undefined) {
-          signals.push(this.unary(session, metadata, port, 'SendSignal', encodeSendSignal(processId, SIGNAL_SIGKILL), SIGNAL_DEADLINE_MS).catch(() => undefined));
+          signals.push(this.unary(session, metadata, port, 'SendSignal', encodeSendSignalRequest({ processId, signal: Signal.SIGKILL }), SIGNAL_DEADLINE_MS).catch(() => undefined));
         } else {
           stream.close(http2.constants.NGHTTP2_CANCEL);
         }
@@ -312,18 +321,16 @@ export class ProcessClient {
 
       stream.on('data', (chunk: Buffer) => {
         if (settled) return;
-        let messages: Buffer[];
+        let events: StartEvent[];
         try {
-          messages = reader.push(chunk);
+          events = startEvents(reader, chunk);
         } catch (err) {
           stream.close(http2.constants.NGHTTP2_CANCEL);
           return finish(() => reject(new SandboxGrpcError(GRPC_INTERNAL, (err as Error).message, this.sandbox)));
         }
-        for (const message of messages) {
-          const event = decodeStartResponse(message);
-          if (!event) continue;
-          if (event.kind === 'init') {
-            processId = event.processId;
+        for (const event of events) {
+          if ('init' in event) {
+            processId = event.init.processId;
             if (timedOut) {
               kill();
             } else {
@@ -332,12 +339,13 @@ export class ProcessClient {
               timer = setTimeout(onTimeLimit, options.timeoutMs);
               if (options.stdin !== undefined) void this.writeStdin(session, metadata, port, processId, options.stdin).catch(() => undefined);
             }
-          } else if (event.kind === 'exit') {
-            exitCode = event.exitCode;
+          } else if ('exit' in event) {
+            exitCode = event.exit.exitCode;
           } else {
-            const text = decoders[event.kind].write(event.data);
-            output[event.kind] += text;
-            if (!emit(event.kind, text)) return;
+            const [kind, data] = outputOf(event);
+            const text = decoders[kind].write(data);
+            output[kind] += text;
+            if (!emit(kind, text)) return;
           }
         }
       });
@@ -360,8 +368,8 @@ export class ProcessClient {
   private async writeStdin(
     session: http2.ClientHttp2Session, metadata: Record<string, string>, port: string, processId: number, input: Uint8Array,
   ): Promise<void> {
-    if (input.length > 0) await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(processId, input));
-    await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdin(processId, 'eof'));
+    if (input.length > 0) await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdinRequest({ processId, payload: { input: Buffer.from(input) } }));
+    await this.unary(session, metadata, port, 'WriteStdin', encodeWriteStdinRequest({ processId, payload: { eof: true } }));
   }
 
   private unary(
@@ -472,6 +480,21 @@ function metadataOf(endpoint: Endpoint, wakeLeftMs: number): Record<string, stri
 function portOf(endpoint: Endpoint): string {
   const routed = Object.entries(endpoint.headers).find(([k]) => k.toLowerCase() === RouterHeader.PORT.toLowerCase());
   return routed ? routed[1] : new URL(endpoint.baseUrl).port;
+}
+
+/** The StartRequest message of `request`. */
+function startRequest(request: ProcessRequest): StartRequest {
+  return { config: { command: request.command, envVars: request.env ?? {}, cwd: request.cwd }, ...(request.pty ? { pty: request.pty } : {}) };
+}
+
+/** The Start stream's events in `chunk` (a message that sets no event is passed over); throws on a malformed frame or message. */
+function startEvents(reader: FrameReader, chunk: Buffer): StartEvent[] {
+  return reader.push(chunk).flatMap((message) => decodeStartResponse(message).event ?? []);
+}
+
+/** An output event as [its stream, its bytes]. */
+function outputOf(event: { readonly stdout: Buffer } | { readonly stderr: Buffer }): ['stdout' | 'stderr', Buffer] {
+  return 'stdout' in event ? ['stdout', event.stdout] : ['stderr', event.stderr];
 }
 
 /** grpc-message is percent-encoded; a malformed one is kept as it came. */

@@ -13,7 +13,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { SandboxConfigError, SandboxError, SandboxGrpcError } from './errors.js';
 import { sendJson } from './http.js';
 import { LiveProcess, ProcessClient } from './process-client.js';
-import { SIGNAL_SIGINT, SIGNAL_SIGKILL, SIGNAL_SIGTERM } from './process-wire.js';
+import { Signal } from './process-proto.js';
 import { withRetries } from './retry.js';
 import { Endpoint } from './runtime-api.js';
 import { RouterHeader } from './wire.js';
@@ -71,7 +71,7 @@ export interface PtyAccess {
 }
 
 const DEFAULT_COMMAND = ['/bin/sh', '-i'];
-const SIGNALS: Record<PtySignal, number> = { SIGKILL: SIGNAL_SIGKILL, SIGTERM: SIGNAL_SIGTERM, SIGINT: SIGNAL_SIGINT };
+const SIGNALS: Record<PtySignal, Signal> = { SIGKILL: Signal.SIGKILL, SIGTERM: Signal.SIGTERM, SIGINT: Signal.SIGINT };
 const GRPC_NOT_FOUND = 5;
 const GRPC_FAILED_PRECONDITION = 9;
 /** A resize right after the start can come before the command is on its terminal: tried again this often, this far apart. */

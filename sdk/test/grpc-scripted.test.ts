@@ -8,9 +8,9 @@
  */
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
-import * as runtime from '../../operator/src/sandboxd/process-proto';
 import { SandboxGrpcError } from '../src/errors';
 import { ProcessClient } from '../src/process-client';
+import { encodeStartResponse, type StartEvent } from '../src/process-proto';
 import { frame } from '../src/process-wire';
 
 interface Scripted {
@@ -48,7 +48,7 @@ async function scriptedServer(handlers: Record<string, Handler>): Promise<Script
   };
 }
 
-const event = (e: runtime.StartEvent) => frame(runtime.encodeStartResponse({ event: e }));
+const event = (e: StartEvent) => frame(encodeStartResponse({ event: e }));
 const GRPC = { ':status': 200, 'content-type': 'application/grpc' };
 const clientFor = (url: string) => new ProcessClient(async () => ({ baseUrl: url, headers: {}, viaRouter: false }), 'sb-test');
 

@@ -13,9 +13,9 @@ import * as http2 from 'node:http2';
 import { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { handleFor } from './handle';
-import * as runtime from '../../operator/src/sandboxd/process-proto';
 import { SandboxGrpcError, SandboxHttpError, SandboxResumingError, SandboxSuspendedError, httpErrorOf } from '../src/errors';
 import { ProcessClient } from '../src/process-client';
+import { encodeStartResponse, type StartEvent } from '../src/process-proto';
 import { frame } from '../src/process-wire';
 
 interface Seen {
@@ -174,7 +174,7 @@ describe('HTTP calls are tried again while the sandbox wakes', () => {
 
 describe('gRPC Start is tried again while the sandbox wakes', () => {
   const GRPC = { ':status': 200, 'content-type': 'application/grpc' };
-  const event = (e: runtime.StartEvent) => frame(runtime.encodeStartResponse({ event: e }));
+  const event = (e: StartEvent) => frame(encodeStartResponse({ event: e }));
   let h2: http2.Http2Server | undefined;
   let calls: Array<{ method: string; timeout: unknown }>;
 

@@ -10,6 +10,9 @@ module.exports = {
   testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
   testEnvironment: 'node',
   transform: {
+    // The SDK's sources are ES modules (sdk/package.json): the tests that load its process.v1 codec
+    // (data-plane/process-proto.ts) get it compiled to CommonJS, as jest runs them.
+    '^.+/sdk/src/.+\\.ts$': path.join(__dirname, 'setup', 'sdk-commonjs-transform.js'),
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.json') }],
   },
   // The operator's `#api/<module>` alias (tsconfig.operator.json): the router tests import operator/src.

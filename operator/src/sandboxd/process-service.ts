@@ -25,11 +25,11 @@ import type { CommandCgroup, CommandCgroups } from './cgroup';
 import { killCommand, killGroup, newCommandId, withCommandId } from './descendants';
 import { Capture, type CommandSlots, type ProcessGroups } from './exec';
 import { confine } from './paths';
+import { ptyArgv, ptyChildPid, resizePty } from './pty';
 import {
   type ExecuteRequest, type ExecuteResponse, type Empty, type ProcessConfig, type ResizeTtyRequest, type SendSignalRequest, Signal,
   type StartRequest, type StartResponse, type WriteStdinRequest,
-} from './process-proto';
-import { ptyArgv, ptyChildPid, resizePty } from './pty';
+} from '../../../sdk/src/process-proto';
 
 export interface ProcessServiceOptions {
   /** The workspace (a real path): default cwd and the confinement root. */

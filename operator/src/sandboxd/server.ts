@@ -42,9 +42,9 @@ import { accessDenied, discard, methodNotAllowed, readJson, sendJson } from './h
 import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart';
 import { confine, confineEntry, decodePathParam } from './paths';
 import { DEFAULT_PING_MS, ProcessApi, RETRY_AFTER_SECONDS, acceptsNdjson } from './process-api';
-import { PROCESS_SERVICE_DEFINITION } from './process-proto';
 import { DEFAULT_MAX_BACKGROUND_PROCESSES, DEFAULT_RETENTION, ProcessRegistry, RetentionLimits } from './process-registry';
 import { ProcessService } from './process-service';
+import { PROCESS_SERVICE_DEFINITION } from '../../../sdk/src/process-proto';
 
 type FileHandle = fsp.FileHandle;
 

@@ -6,7 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import {
   type ExecuteRequest, type ExecuteResponse, PROCESS_SERVICE_DEFINITION, type StartRequest, type StartResponse,
-} from '../../src/sandboxd/process-proto';
+} from '../../../sdk/src/process-proto';
 
 const Client = grpc.makeGenericClientConstructor(PROCESS_SERVICE_DEFINITION, 'ProcessService');
 export type ProcessClient = InstanceType<typeof Client>;

@@ -8,8 +8,8 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { DataPlane, ECHO_PORT, MAX_OUTPUT_BYTES, multipartFile, send } from './data-plane';
+import { type ExecuteRequest, type ExecuteResponse, PROCESS_SERVICE_DEFINITION, type StartRequest, type StartResponse } from './process-proto';
 import { WebSocketClient } from './ws-client';
-import { PROCESS_SERVICE_DEFINITION, type ExecuteRequest, type ExecuteResponse, type StartRequest, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { sleep } from '../../../tools/control-plane/processes';
 import { OperatorProcess } from '../../../tools/shared/operator-process';

@@ -10,7 +10,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { DataPlane, send } from './data-plane';
 import { NdjsonLines } from './ndjson-lines';
-import { PROCESS_SERVICE_DEFINITION, type StartResponse } from '../../../operator/src/sandboxd/process-proto';
+import { PROCESS_SERVICE_DEFINITION, type StartResponse } from './process-proto';
 import { OperatorProcess } from '../../../tools/shared/operator-process';
 
 const GRPC_PORT = 9090;

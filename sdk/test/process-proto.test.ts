@@ -1,11 +1,16 @@
+/**
+ * The process.v1 codec the SDK and the runtime share (sdk/src/process-proto.ts): round trips of every
+ * message with unknown fields of every wire type around them, fixed byte vectors (the encodings
+ * upstream's generated code produces: operator/test/sandboxd/python-sdk.test.ts drives the runtime
+ * with those), and malformed input as ProtoDecodeError.
+ */
 import fc from 'fast-check';
 import {
   decodeExecuteRequest, decodeExecuteResponse, decodeProcessConfig, decodeResizeTtyRequest, decodeSendSignalRequest, decodeStartRequest,
   decodeStartResponse, decodeWriteStdinRequest, decodeEmpty, encodeExecuteRequest, encodeExecuteResponse, encodeProcessConfig,
   encodeResizeTtyRequest, encodeSendSignalRequest, encodeStartRequest, encodeStartResponse, encodeWriteStdinRequest,
-  type StartResponse, type WriteStdinRequest,
-} from '../../src/sandboxd/process-proto';
-import { ProtoDecodeError, ProtoWriter } from '../../src/sandboxd/protowire';
+  ProtoDecodeError, ProtoWriter, type StartResponse, type WriteStdinRequest,
+} from '../src/process-proto';
 
 const hex = (b: Buffer) => b.toString('hex');
 const int32 = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
