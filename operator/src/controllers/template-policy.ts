@@ -7,7 +7,7 @@ import { parseLabelList } from '#api/controller-flags';
 import { DEFAULT_SYSTEM_NAMESPACE, SandboxAnnotations } from '#api/labels';
 import { type NetworkPolicy, type SandboxTemplate, type SandboxWarmPool } from '../model';
 import { POOLS_BY_TEMPLATE_INDEX, TEMPLATES_BY_POLICY_NAME_INDEX } from './extension-informers';
-import type { OperatorFlags } from '../runtime/flags';
+import type { Flags } from '../runtime/flags';
 import { keyOf, type Store } from '../runtime/types';
 
 /** Where the router Pods run and what labels they carry. */
@@ -39,7 +39,7 @@ export function templateKeysOfPolicy(policy: NetworkPolicy, templates: Pick<Stor
  * it to where it deploys the router), else the operator's own namespace; `--router-pod-labels`,
  * else app=sandbox-router.
  */
-export function routerLocation(flags: OperatorFlags, ownNamespace: string | undefined): RouterLocation {
+export function routerLocation(flags: Flags, ownNamespace: string | undefined): RouterLocation {
   const labels = parseLabelList(flags.string('router-pod-labels'));
   // The flag table validated the value at startup; an unparsable one cannot get here.
   const routerPodLabels = typeof labels === 'string' || Object.keys(labels).length === 0 ? undefined : labels;

@@ -6,7 +6,7 @@
  * and this replica holds the leader Lease.
  */
 import { Clock } from './clock';
-import { OperatorFlags } from './flags';
+import type { Flags } from './flags';
 import { InformerFactory } from './informer-factory';
 import { Logger } from './log';
 import { OperatorMetrics } from './metrics';
@@ -17,7 +17,7 @@ export interface ControllerContext {
   /** Shared informers: ask for the types you read; one cache and one watch per type. */
   readonly informers: InformerFactory;
   /** Every flag of src/api/controller-flags.ts, typed, defaults filled in. */
-  readonly flags: OperatorFlags;
+  readonly flags: Flags;
   readonly log: Logger;
   /** controller-runtime metric hooks plus `registry` for a controller's own series. */
   readonly metrics: OperatorMetrics;

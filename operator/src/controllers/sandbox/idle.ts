@@ -5,7 +5,7 @@
  */
 import { OperatingMode } from '#api/enums';
 import { SandboxAnnotations } from '#api/labels';
-import type { Action, PlanEvent } from './plan';
+import type { Action, PlanEvent } from './actions';
 import { activityStamp, idleDeadlineMs, idlePolicyOf, type Sandbox } from '../../model';
 
 /** Event reason (Normal): the operator suspended the Sandbox for idleness. */

@@ -7,9 +7,9 @@ import { ConditionType, SandboxReadyReason } from '#api/conditions';
 import { OperatingMode, SandboxShutdownPolicy } from '#api/enums';
 import { SandboxAnnotations } from '#api/labels';
 import { checkDns1035Label, checkDns1123Label, checkDns1123Subdomain } from '#api/validation';
+import type { Action, PlanEvent } from './actions';
 import { podAdoption } from './adoption';
 import { adoptionMetadata, buildPod, buildPvc, buildService, isAdoptable, nameHashOf, podMetadataPatch, pvcNameOf, serviceDriftPatch } from './desired';
-import type { ChildKind } from './desired';
 import { idleStep } from './idle';
 import { expiredStatus, isBookkeepingOnly, liveStatus, statusNeedsWrite, type Problem, type StatusView } from './status';
 import { controllerRefOf, findCondition, isControlledBy, type PersistentVolumeClaim, type Pod, type Sandbox, type SandboxStatus, type Service } from '../../model';
@@ -31,13 +31,7 @@ export interface Observed {
   readonly routerPodLabels?: { readonly [key: string]: string };
 }
 
-export type Action =
-  | { readonly op: 'create'; readonly kind: ChildKind; readonly object: KubeObject }
-  | { readonly op: 'patch'; readonly kind: ChildKind; readonly name: string; readonly patch: object }
-  | { readonly op: 'delete'; readonly kind: ChildKind; readonly name: string; readonly uid: string }
-  /** Merge patch of the Sandbox's own metadata (the pod-name annotation). */
-  | { readonly op: 'patch-sandbox'; readonly patch: object }
-  | { readonly op: 'delete-sandbox'; readonly uid: string };
+export type { Action, PlanEvent } from './actions';
 
 export interface Plan {
   /** Writes in dependency order: PVCs, then Pod and Service, then the Sandbox itself. */
@@ -59,14 +53,6 @@ export interface Plan {
   readonly inspectPod?: string;
 }
 
-export interface PlanEvent {
-  /** Warning (the default) is recorded whatever the actions did; Normal reports a write, so only when the actions succeeded. */
-  readonly type?: 'Normal' | 'Warning';
-  readonly reason: string;
-  /** @default Reconciling */
-  readonly action?: string;
-  readonly note: string;
-}
 
 /** Event reason: an unowned Pod named like the Sandbox's was not adopted (see adoption.ts). */
 export const POD_ADOPTION_REFUSED = 'PodAdoptionRefused';

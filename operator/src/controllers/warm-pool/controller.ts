@@ -11,7 +11,7 @@ import { controllerRefOf, findCondition, refIsKind, type Sandbox, type SandboxCl
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
-import type { OperatorFlags } from '../../runtime/flags';
+import type { Flags } from '../../runtime/flags';
 import { podNamespace } from '../../runtime/kubeconfig';
 import { keyOf, type Store } from '../../runtime/types';
 import type { ClaimsFirst } from '../claims-first';
@@ -19,7 +19,7 @@ import { POOLS_BY_HASH_INDEX, POOLS_BY_TEMPLATE_INDEX, extensionInformers } from
 import { poolCreationsCounter, registerPoolGauges } from '../pool-metrics';
 import { poolKeysOfPolicy, routerLocation } from '../template-policy';
 
-export function poolFlagsOf(flags: OperatorFlags): PoolFlags {
+export function poolFlagsOf(flags: Flags): PoolFlags {
   return {
     maxBatchSize: flags.number('sandbox-warm-pool-max-batch-size'),
     replenishDelayMs: flags.duration('sandbox-warm-pool-replenish-delay'),

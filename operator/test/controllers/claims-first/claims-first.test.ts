@@ -1,6 +1,6 @@
 /** ClaimsFirst, the one claims-first object the controllers share: what it hands out under --claims-first-max-defer. */
+import { OperatorFlags } from '../../../src/commands/controller-flags';
 import { ClaimsFirst, HeldAnnotations } from '../../../src/controllers/claims-first';
-import { OperatorFlags } from '../../../src/runtime/flags';
 import { FakeClock } from '../../runtime/fake-clock';
 
 const NOW = 1_000_000;

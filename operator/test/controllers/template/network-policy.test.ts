@@ -4,11 +4,11 @@ import { SandboxAnnotations, SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
 import { defaultSandboxNetworkPolicySpec, networkPolicyNameFor, sandboxTemplateSelector } from '#api/network-policy-defaults';
 import { NS, ownerRef, template } from './fixtures';
+import { OperatorFlags } from '../../../src/commands/controller-flags';
 import { desiredNetworkPolicy, templateRefHashLabelPatch } from '../../../src/controllers/template/desired';
 import { networkPolicyAction, orphanedPolicyAction, templateConditions, type NetworkPolicyAction } from '../../../src/controllers/template/plan';
 import { routerLocation } from '../../../src/controllers/template-policy';
 import { applyMergePatch, type Condition, type NetworkPolicy, type SandboxTemplate } from '../../../src/model';
-import { OperatorFlags } from '../../../src/runtime/flags';
 
 const CUSTOM = {
   ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }], ports: [{ protocol: 'TCP', port: 8080 }] }],

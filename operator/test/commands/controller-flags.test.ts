@@ -1,5 +1,6 @@
 import { CONTROLLER_FLAGS } from '#api/controller-flags';
-import { OperatorFlags, UsageError, parseControllerArgs, startupWarnings, totalWorkers, usage } from '../../src/runtime/flags';
+import { OperatorFlags, parseControllerArgs, startupWarnings, totalWorkers, usage } from '../../src/commands/controller-flags';
+import { UsageError } from '../../src/runtime/flags';
 
 test('defaults come from the flag table', () => {
   const { flags, version, help } = parseControllerArgs([]);
