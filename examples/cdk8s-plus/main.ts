@@ -46,20 +46,21 @@ export function build(app: App): void {
   agent.exposeViaService({ name: 'agent' });
 
   // The sandboxes its agents claim: the same ServiceAccount, Secret, ConfigMap and pull secret,
-  // passed as constructs.
+  // passed as constructs (ObjectRef.fromConstruct(c) is the same; ObjectRef.fromName for an object
+  // made elsewhere).
   const template = new SandboxTemplate(chart, 'template', {
     metadata: { name: 'agent-tools' },
-    serviceAccount: ObjectRef.fromConstruct(serviceAccount),
-    imagePullSecrets: [ObjectRef.fromConstruct(registry)],
+    serviceAccount,
+    imagePullSecrets: [registry],
     podLabels: { app: 'agent-tools' },
     containers: [{
       image: 'registry.example.com/agent-tools:1.4.2',
       ports: [{ number: 8888, name: 'api' }],
       envValues: {
-        MODEL_TOKEN: EnvValue.fromSecretKey(ObjectRef.fromConstruct(modelToken), 'token'),
+        MODEL_TOKEN: EnvValue.fromSecretKey(modelToken, 'token'),
         POD_NAME: EnvValue.fromField('metadata.name'),
       },
-      envFrom: [EnvFrom.configMap(ObjectRef.fromConstruct(settings))],
+      envFrom: [EnvFrom.configMap(settings)],
       readinessProbe: Probe.httpGet('/healthz', { portName: 'api', period: Duration.seconds(5) }),
       livenessProbe: Probe.tcpSocket({ portName: 'api', initialDelay: Duration.seconds(10) }),
       resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { memory: '1Gi' } },
