@@ -405,6 +405,7 @@ describe('AgentSandboxSystem', () => {
       [{ controller: { sandboxWarmPoolMaxRefillRate: Infinity } }, 'controller.sandboxWarmPoolMaxRefillRate: must be a finite number'],
       [{ controller: { sandboxWarmPoolReadinessGracePeriod: Duration.seconds(0) } }, 'controller.sandboxWarmPoolReadinessGracePeriod: must be greater than 0s (it is 0s)'],
       [{ controller: { sandboxWarmPoolUnschedulableRecheckInterval: Duration.millis(0.5) } }, 'controller.sandboxWarmPoolUnschedulableRecheckInterval: must be a whole number of milliseconds'],
+      [{ controller: { sandboxWarmPoolReplenishDelay: 30 as unknown as Duration } }, 'controller.sandboxWarmPoolReplenishDelay: must be a Duration (it is number 30); use Duration.seconds(n) or Duration.millis(n)'],
       [{ controller: { metricsBindAddress: '8080' } }, 'controller.metricsBindAddress: "8080" must be [host]:port'],
       [{ controller: { healthProbeBindAddress: 'localhost' } }, 'controller.healthProbeBindAddress: "localhost" must be [host]:port'],
       [{ controller: { leaderElectionNamespace: 'Kube' } }, 'controller.leaderElectionNamespace: "Kube" must consist of lowercase letters'],

@@ -132,6 +132,11 @@ export function resolveOperator(
         : 'is not a ControllerOptions field; check the spelling against the ControllerOptions docs');
       continue;
     }
+    if (controllerFlag(flag)!.type === 'duration' && !(value instanceof Duration)) {
+      // A bare number would otherwise pass as milliseconds: seconds or milliseconds is the caller's guess.
+      errors.check(`controller.${field}`, `must be a Duration (it is ${typeof value} ${JSON.stringify(value)}); use Duration.seconds(n) or Duration.millis(n)`);
+      continue;
+    }
     values[flag] = value instanceof Duration ? value.toMilliseconds({ integral: false })
       : Array.isArray(value) ? value.join(',')
         : value !== null && typeof value === 'object' && !Array.isArray(value) ? formatLabelList(value) : value as ControllerFlagValue;
