@@ -108,7 +108,8 @@ export class OperatorProcess {
   public readonly lines: any[] = [];
   public readonly logFile: string;
   private readonly child: ChildProcess;
-  private readonly exited: Promise<number | string | null>;
+  /** Resolves with the exit code (or the signal's name) once the process has exited. */
+  public readonly exited: Promise<number | string | null>;
   private partial = '';
 
   private constructor(opts: OperatorOptions, command: keyof typeof DEFAULT_ARGS) {
@@ -160,6 +161,11 @@ export class OperatorProcess {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Sends `signal` and returns at once (stop() and kill() wait for the exit). */
+  public signal(signal: NodeJS.Signals): void {
+    this.child.kill(signal);
   }
 
   /** kill -9: no drain, no cleanup, exactly like a node failure or an OOM kill. */

@@ -11,14 +11,11 @@
  * read), yet cannot write to other test files' objects. This also exercises bearer-token auth
  * against the real API server.
  */
-import { ChildProcess, spawn } from 'child_process';
-import * as fs from 'fs';
 import * as http from 'http';
-import * as path from 'path';
 import { BundleRbac } from './bundle-rbac';
 import { ApiClient, connectionFromKubeconfig } from '../../../tools/control-plane/api';
 import { Kube, waitFor } from '../../../tools/control-plane/kube';
-import { OPERATOR_BUNDLE, ensureOperatorBundle } from '../../../tools/shared/operator-process';
+import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 
 const LEASE = 'a3317529.agent-sandbox.x-k8s.io';
 const MICRO_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
@@ -29,44 +26,26 @@ let rbac: BundleRbac;
 let kubeconfig: string;
 const replicas: Replica[] = [];
 
-/** One `controller --leader-elect` process, with its JSON log parsed as it arrives. */
+/** One `controller --leader-elect` replica: the operator process with leader election on, by name. */
 class Replica {
-  public readonly lines: any[] = [];
-  public readonly exited: Promise<number | string | null>;
-  private readonly child: ChildProcess;
-  private partial = '';
+  private readonly op: OperatorProcess;
 
   public constructor(public readonly name: string) {
-    const logDir = process.env.CONTROL_PLANE_WORKDIR ? path.join(process.env.CONTROL_PLANE_WORKDIR, 'logs') : fs.mkdtempSync('/tmp/operator-');
-    const log = fs.createWriteStream(path.join(logDir, `leader-election-${process.pid}-${name}.log`));
-    this.child = spawn(process.execPath, [OPERATOR_BUNDLE, 'controller', `--kubeconfig=${kubeconfig}`,
-      `--leader-election-namespace=${ns}`, '--metrics-bind-address=127.0.0.1:0', '--health-probe-bind-address=127.0.0.1:0'],
-    { stdio: ['ignore', 'pipe', 'pipe'] });
-    const onData = (chunk: Buffer) => {
-      log.write(chunk);
-      this.partial += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = this.partial.indexOf('\n')) >= 0) {
-        const text = this.partial.slice(0, nl);
-        this.partial = this.partial.slice(nl + 1);
-        try {
-          this.lines.push({ ...JSON.parse(text), receivedAt: Date.now() });
-        } catch {
-          this.lines.push({ msg: text, receivedAt: Date.now() });
-        }
-      }
-    };
-    this.child.stdout!.on('data', onData);
-    this.child.stderr!.on('data', onData);
-    this.exited = new Promise((resolve) => this.child.on('exit', (code, signal) => {
-      log.end();
-      resolve(code ?? signal);
-    }));
+    // A repeated flag takes its last value: this turns on what OperatorProcess's defaults turn off.
+    this.op = OperatorProcess.launch({ kubeconfig, args: ['--leader-elect=true', `--leader-election-namespace=${ns}`] });
     replicas.push(this);
   }
 
+  public get lines(): any[] {
+    return this.op.lines;
+  }
+
+  public get exited(): Promise<number | string | null> {
+    return this.op.exited;
+  }
+
   public get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null;
+    return this.op.alive;
   }
 
   public async identity(): Promise<string> {
@@ -75,12 +54,7 @@ class Replica {
 
   /** The first log line with this message, waiting for it. */
   public log(msg: string, timeoutMs = 60_000): Promise<any> {
-    return waitFor(() => {
-      const hit = this.lines.find((l) => l.msg === msg);
-      if (hit) return hit;
-      if (!this.alive) throw new Error(`${this.name} exited; log tail:\n${this.tail()}`);
-      return undefined;
-    }, timeoutMs, `${this.name} to log "${msg}"`);
+    return this.op.waitForLog((l) => l.msg === msg, timeoutMs, `${this.name} to log "${msg}"`);
   }
 
   public has(msg: string): boolean {
@@ -88,7 +62,7 @@ class Replica {
   }
 
   public async get(endpoint: 'health probes' | 'metrics', urlPath: string): Promise<{ status: number; body: string }> {
-    const { port } = await this.log(`serving ${endpoint}`);
+    const port = await this.op.port(endpoint);
     return new Promise((resolve, reject) => {
       http.get({ host: '127.0.0.1', port, path: urlPath, agent: false }, (res) => {
         let body = '';
@@ -99,11 +73,7 @@ class Replica {
   }
 
   public signal(signal: NodeJS.Signals): void {
-    this.child.kill(signal);
-  }
-
-  public tail(n = 30): string {
-    return this.lines.slice(-n).map((l) => JSON.stringify(l)).join('\n');
+    this.op.signal(signal);
   }
 }
 
