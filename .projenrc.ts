@@ -302,7 +302,7 @@ const mcpPack = releasedPackage('mcp', ['@cdk8s-agent-sandbox/sdk']);
 project.addTask('demo', {
   description: 'Start everything locally, run the example agent (examples/agent-typescript) through the router, stop everything',
   exec: `${tsNode} tools/demo/demo.ts`,
-  // --real-nodes: the same against a real node (root; tools/demo/real-system.ts).
+  // --real-nodes: the same against a real node (root; tools/shared/real-system.ts).
   receiveArgs: true,
 });
 

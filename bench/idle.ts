@@ -8,7 +8,7 @@
  *    is Ready. Timed from the request to its first byte (the response head) and to the whole answer.
  *    On the KWOK control plane with the pod runner (the runtime as a local process), and, unless
  *    --no-real-nodes, on a real node (kubelet, containerd) under runc and under gVisor, with the
- *    operator and router as Pods of the local image (tools/demo/real-system.ts).
+ *    operator and router as Pods of the local image (tools/shared/real-system.ts).
  * 2. Reservations given back: N agents on the KWOK control plane each hold a claim for
  *    --churn-seconds and alternate bursts of two commands with think times of 1, 4 or 10 s,
  *    once without an idle policy and once with a 2 s one, the same schedule both times. Every
@@ -30,9 +30,9 @@ import { SandboxTemplate } from '../src/template';
 import { SandboxWarmPool } from '../src/warm-pool';
 import { ApiClient, connectionFromKubeconfig } from '../tools/control-plane/api';
 import { sleep } from '../tools/control-plane/processes';
-import { NAMESPACE, startLocalSystem } from '../tools/demo/local-system';
-import { agentServiceAccount } from '../tools/demo/real-pool';
-import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/demo/real-system';
+import { NAMESPACE, startLocalSystem } from '../tools/shared/local-system';
+import { agentServiceAccount } from '../tools/shared/real-pool';
+import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/shared/real-system';
 
 const log = (m: string) => process.stderr.write(`[bench idle] ${m}\n`);
 const CLAIMS = (ns: string) => `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxclaims`;

@@ -2,7 +2,7 @@
  * Real nodes against KWOK, in one run: `npx ts-node --transpile-only bench/real-nodes.ts [--cold N] [--warm N]`
  * (root; `npm run bench:real-nodes`).
  *
- * On a real node (tools/demo/real-system.ts: the operator and router as Pods of the local image):
+ * On a real node (tools/shared/real-system.ts: the operator and router as Pods of the local image):
  * - cold sandbox create → Ready, one claim at a time on a pool with no warm members (the operator
  *   builds the Sandbox from the template): under runc, under gVisor, and under runc without the
  *   runtime injected (a stock `python3 -m http.server` behind the same readiness probe), whose
@@ -11,7 +11,7 @@
  * - warm claim → first command result through the router (`POST /execute` of `echo ok` to the router
  *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool.
  * Then the same warm measurement on the KWOK control plane with the pod runner
- * (tools/demo/local-system.ts: the same operator and router as local processes, the runtime as a
+ * (tools/shared/local-system.ts: the same operator and router as local processes, the runtime as a
  * local process on a loopback address). Each claim is timed from its create request until the
  * claim's Ready condition is seen (polling every 10 ms) and, for warm claims, until the command's
  * answer arrives. Results: bench/results/real-nodes-<date>.json and .md.
@@ -26,9 +26,9 @@ import { SandboxWarmPool } from '../src/warm-pool';
 import { ApiClient, connectionFromKubeconfig } from '../tools/control-plane/api';
 import { Kube } from '../tools/control-plane/kube';
 import { sleep } from '../tools/control-plane/processes';
-import { NAMESPACE, startLocalSystem } from '../tools/demo/local-system';
-import { agentServiceAccount } from '../tools/demo/real-pool';
-import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/demo/real-system';
+import { NAMESPACE, startLocalSystem } from '../tools/shared/local-system';
+import { agentServiceAccount } from '../tools/shared/real-pool';
+import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/shared/real-system';
 import { ROOT } from './controllers';
 import { flagValue } from './flags';
 import { Stats, round, stats } from './measure';

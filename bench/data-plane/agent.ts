@@ -2,7 +2,7 @@
  * The SDK's cost: `npm run bench -- --scenarios agent` (or
  * `npx ts-node --transpile-only bench/data-plane/agent.ts [flags]`).
  *
- * The whole system on a fresh local control plane (tools/demo/local-system.ts: operator, router
+ * The whole system on a fresh local control plane (tools/shared/local-system.ts: operator, router
  * with --auth=none, the pod runner running each sandbox Pod's runtime as a local process, a warm pool
  * of `--replicas`). An agent's first moments, claim → first `run("echo ok")` result → close, timed
  * from the claim to that result: through the TypeScript SDK, and as the same steps in bare HTTP calls
@@ -18,7 +18,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { NAMESPACE, startLocalSystem } from '../../tools/demo/local-system';
+import { NAMESPACE, startLocalSystem } from '../../tools/shared/local-system';
 import { ROOT } from '../controllers';
 import { flagValue } from '../flags';
 import { load, Load, loadText, round, stats, Stats } from '../measure';

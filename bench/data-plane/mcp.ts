@@ -2,7 +2,7 @@
  * The MCP server's cost: `npm run bench -- --scenarios mcp` (or
  * `npx ts-node --transpile-only bench/data-plane/mcp.ts [flags]`).
  *
- * On a fresh local system (tools/demo/local-system.ts: operator, router with --auth=none, the pod
+ * On a fresh local system (tools/shared/local-system.ts: operator, router with --auth=none, the pod
  * runner running each sandbox Pod's runtime as a local process, a warm pool of 4), a tool call →
  * its result, sequentially, four ways, each on a sandbox of its own claimed first, all direct to the
  * router (bench/data-plane/agent-driver/mcp-driver.ts): `sandbox.run("echo ok")` on the SDK (sdk); the
@@ -21,7 +21,7 @@
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
-import { NAMESPACE, startLocalSystem } from '../../tools/demo/local-system';
+import { NAMESPACE, startLocalSystem } from '../../tools/shared/local-system';
 import { ROOT } from '../controllers';
 import { flagValue } from '../flags';
 import { load, Load, loadText, round, stats, Stats } from '../measure';

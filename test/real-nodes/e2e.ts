@@ -12,8 +12,8 @@ import { SandboxTemplate, SandboxTemplateProps } from '../../src/template';
 import { SandboxWarmPool } from '../../src/warm-pool';
 import { ENV, Kube } from '../../tools/control-plane/kube';
 import { sleep } from '../../tools/control-plane/processes';
-import { agentServiceAccount } from '../../tools/demo/real-pool';
-import { ROUTER_SERVICE, SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
+import { agentServiceAccount } from '../../tools/shared/real-pool';
+import { ROUTER_SERVICE, SYSTEM_NAMESPACE } from '../../tools/shared/real-system';
 
 export const IMAGES_ENV = 'REAL_NODE_IMAGES';
 

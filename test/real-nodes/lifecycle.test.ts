@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'child_process';
 import { TestNamespace, containerProcess, eventually, execute, openNamespace, pods, pythonPool } from './e2e';
-import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
+import { SYSTEM_NAMESPACE } from '../../tools/shared/real-system';
 
 let t: TestNamespace;
 

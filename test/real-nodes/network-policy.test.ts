@@ -9,7 +9,7 @@ import * as fs from 'fs';
 import { parse as parseYaml } from 'yaml';
 import { TestNamespace, claimSandbox, eventually, execute, openNamespace, pods, probeCommand, pythonPool, writeArtifact } from './e2e';
 import { KUBERNETES_SERVICE_IP } from '../../tools/control-plane/real-node';
-import { SYSTEM_NAMESPACE } from '../../tools/demo/real-system';
+import { SYSTEM_NAMESPACE } from '../../tools/shared/real-system';
 
 let t: TestNamespace;
 

@@ -14,10 +14,10 @@
  */
 import { execFileSync, spawn } from 'child_process';
 import * as path from 'path';
-import { LocalSystem, NAMESPACE, startLocalSystem } from './local-system';
-import { agentServiceAccount, pythonPoolObjects } from './real-pool';
-import { startRealSystem } from './real-system';
 import { Kube } from '../control-plane/kube';
+import { LocalSystem, NAMESPACE, startLocalSystem } from '../shared/local-system';
+import { agentServiceAccount, pythonPoolObjects } from '../shared/real-pool';
+import { startRealSystem } from '../shared/real-system';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const AGENT_SOURCE = path.join(ROOT, 'examples', 'agent-typescript', 'agent.ts');

@@ -1,6 +1,6 @@
 /**
  * Starts the local control plane with one real node and installs the platform on it as a user
- * would (tools/demo/real-system.ts), once per jest run; test files find it through environment
+ * would (tools/shared/real-system.ts), once per jest run; test files find it through environment
  * variables (workers are forked after global setup and inherit them).
  *
  * REAL_NODES_REUSE=1 uses a cluster left running by `tools/control-plane/cli.ts up --real-nodes 1`
@@ -9,7 +9,7 @@
 import { ENV, Kube } from '../../../tools/control-plane/kube';
 import { isRunning } from '../../../tools/control-plane/processes';
 import { readState, stateFile } from '../../../tools/control-plane/state';
-import { installPlatform, startRealSystem } from '../../../tools/demo/real-system';
+import { installPlatform, startRealSystem } from '../../../tools/shared/real-system';
 import { IMAGES_ENV } from '../e2e';
 
 export default async function globalSetup(): Promise<void> {

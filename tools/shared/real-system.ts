@@ -10,12 +10,12 @@ import * as fs from 'fs';
 import * as path from 'path';
 import { Chart, Testing } from 'cdk8s';
 import { stringify as toYaml } from 'yaml';
+import { writeCrds } from './crds';
 import { AgentSandboxSystem } from '../../src/install';
 import { SandboxRuntimeClass } from '../../src/runtime-class';
 import { ControlPlane, startControlPlane } from '../control-plane/control-plane';
 import { Kube } from '../control-plane/kube';
 import { CLUSTER_CIDR, POD_CIDR } from '../control-plane/real-node';
-import { writeCrds } from '../shared/crds';
 
 export const SYSTEM_NAMESPACE = 'agent-sandbox-system';
 export const ROUTER_SERVICE = 'sandbox-router-svc';

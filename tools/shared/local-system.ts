@@ -8,12 +8,12 @@
  */
 import { execFileSync } from 'child_process';
 import * as path from 'path';
+import { writeCrds } from './crds';
+import { OperatorProcess } from './operator-process';
 import { pythonPoolObjects } from './real-pool';
 import { startControlPlane } from '../control-plane/control-plane';
 import { Kube } from '../control-plane/kube';
 import { RUN_LABEL } from '../control-plane/pod-runner';
-import { writeCrds } from '../shared/crds';
-import { OperatorProcess } from '../shared/operator-process';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export const NAMESPACE = 'default';
