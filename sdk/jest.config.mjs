@@ -14,7 +14,9 @@ export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   // The SDK's sources import './x.js' (Node ESM); jest resolves those to the .ts files.
-  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  // Some tests drive the operator's router and runtime from operator/src, whose imports use the
+  // `#api/<module>` alias for src/api (tsconfig.operator.json declares it).
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1', '^#api/(.*)$': '<rootDir>/src/api/$1' },
   transform: {
     '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: path.join(sdkDir, 'test', 'tsconfig.json') }],
   },
