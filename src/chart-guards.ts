@@ -8,17 +8,18 @@ import { checkDns1123Label } from './api/validation';
  * at synth (as a validation of that chart, so after every construct has been added). They cover
  * every ApiObject, whoever made it (this library, cdk8s-plus, an imported L1, a plain ApiObject):
  *
- *  - A Namespace in the chart comes before every object of the App that lives in it (in another
- *    chart, that chart is written after this one), and a CustomResourceDefinition before every
- *    custom resource of its kind in the chart, so that one `kubectl apply -f` of the output (or a
- *    sync in file order) creates them in order.
+ *  - A Namespace in the chart comes before every object of the chart that lives in it, and a
+ *    CustomResourceDefinition before every custom resource of its kind in the chart, so that one
+ *    `kubectl apply -f` of the chart's file (or a sync in file order) creates them in order.
+ *    Within the chart only: a dependency across charts makes cdk8s number every file of the App
+ *    (0000-platform.k8s.yaml, ...), renaming the files GitOps tools point at, and ties charts that
+ *    have nothing else to do with this library. Across charts the user orders the charts
+ *    (`chart.addDependency(platform)`), which is cdk8s's own way and keeps that choice theirs.
  *  - Cluster-scoped objects of the chart carry no metadata.namespace.
  *  - Namespaced objects of the chart are in a namespace that is a DNS-1123 label.
  *
  * Scope: the charts that hold one of the library's constructs. A chart of the same App without any
- * keeps exactly what cdk8s writes, so adding this library to an App changes no unrelated output;
- * only the Namespace ordering reaches into other charts, because their objects need that Namespace
- * first on a fresh cluster whichever chart made them.
+ * keeps exactly what cdk8s writes, so adding this library to an App changes no unrelated output.
  */
 
 const GUARDED = Symbol.for('cdk8s-agent-sandbox.chart-guards');
@@ -49,7 +50,6 @@ class ChartGuard {
   private readonly objects: ApiObject[];
   private readonly rendered = new Map<ApiObject, Rendered>();
   private readonly expanded = new Map<IConstruct, ApiObject[]>();
-  private chartEdges?: Map<IConstruct, Set<IConstruct>>;
 
   public constructor(private readonly chart: Chart) {
     this.objects = chart.node.root.node.findAll().filter((c): c is ApiObject => ApiObject.isApiObject(c));
@@ -92,23 +92,15 @@ class ChartGuard {
       }
     }
     if (errors.length > 0) return errors;
-    const namespaces = this.objects.filter((o) => this.isNamespace(this.render(o)));
     for (const obj of own) {
       const r = this.render(obj);
       if (this.isNamespace(r)) {
-        // Several charts of one App can each carry the same Namespace (alternative bundles, one file each,
-        // such as the release's sandbox.yaml and sandbox-with-extensions.yaml): an object follows the one
-        // in its own chart, and one in another chart only when that is the App's only Namespace of the name.
-        const same = namespaces.filter((n) => this.render(n)!.name === r!.name);
-        for (const other of this.objects) {
+        for (const other of own) {
           const o = this.render(other);
-          if (other === obj || o === undefined || o.namespace !== r!.name || clusterScoped.has(`${o.group}/${o.kind}`)) continue;
-          const otherChart = Chart.of(other);
-          if (otherChart === this.chart || (same.length === 1 && !same.some((n) => Chart.of(n) === otherChart))) this.order(other, obj);
+          if (other !== obj && o !== undefined && o.namespace === r!.name && !clusterScoped.has(`${o.group}/${o.kind}`)) this.order(other, obj);
         }
       } else if (r?.group === 'apiextensions.k8s.io' && r.kind === 'CustomResourceDefinition') {
-        // Within the chart only: across charts cdk8s would number every chart file (0000-platform.yaml, ...)
-        // and rename files that GitOps tools point at; a CRD in another chart is that chart's to order.
+        // Within the chart only, as for Namespaces (see the header).
         const group = r.spec?.group;
         const kind = r.spec?.names?.kind;
         for (const other of own) {
@@ -164,23 +156,13 @@ class ChartGuard {
   }
 
   /**
-   * Make `later` come after `first`, unless `first` already comes after `later` (a dependency the user
-   * or another construct declared): cdk8s cannot order a cycle, and an explicit order wins.
+   * Make `later` come after `first` (both of this chart), unless `first` already comes after `later`
+   * (a dependency the user or another construct declared): cdk8s cannot order a cycle, and an
+   * explicit order wins.
    */
   private order(later: ApiObject, first: ApiObject): void {
-    if (later.node.dependencies.includes(first)) return;
-    const [laterChart, firstChart] = [Chart.of(later), Chart.of(first)];
-    if (laterChart === firstChart) {
-      if (this.objectReaches(first, later)) return;
-      later.addDependency(first);
-      return;
-    }
-    if (this.chartReaches(firstChart, laterChart)) return;
+    if (later.node.dependencies.includes(first) || this.objectReaches(first, later)) return;
     later.addDependency(first);
-    // cdk8s turns a dependency across charts into one between the charts only in App.synth; add it
-    // here as well, so synthYaml and Chart.toJson order the charts the same way.
-    laterChart.addDependency(firstChart);
-    this.chartGraph().get(laterChart)!.add(firstChart);
   }
 
   /** Whether `from` comes after `to` in its chart, directly or through other objects. */
@@ -218,61 +200,5 @@ class ChartGuard {
     if (ApiObject.isApiObject(c)) return [c];
     if (!this.expanded.has(c)) this.expanded.set(c, c.node.findAll().filter((x): x is ApiObject => ApiObject.isApiObject(x)));
     return this.expanded.get(c)!;
-  }
-
-  /** Whether chart `from` comes after chart `to`, directly or through other charts. */
-  private chartReaches(from: Chart, to: Chart): boolean {
-    const graph = this.chartGraph();
-    const seen = new Set<IConstruct>([from]);
-    const queue: IConstruct[] = [from];
-    while (queue.length > 0) {
-      for (const next of graph.get(queue.pop()!) ?? []) {
-        if (next === to) return true;
-        if (!seen.has(next)) {
-          seen.add(next);
-          queue.push(next);
-        }
-      }
-    }
-    return false;
-  }
-
-  /**
-   * Which chart comes after which, as App.synth will resolve it: a chart after the charts it contains,
-   * and after every chart that something in it depends on.
-   */
-  private chartGraph(): Map<IConstruct, Set<IConstruct>> {
-    if (this.chartEdges) return this.chartEdges;
-    const edges = new Map<IConstruct, Set<IConstruct>>();
-    const add = (from: IConstruct, to: IConstruct) => {
-      if (from === to) return;
-      if (!edges.has(from)) edges.set(from, new Set());
-      edges.get(from)!.add(to);
-    };
-    for (const c of this.chart.node.root.node.findAll()) {
-      let mine: Chart;
-      try {
-        mine = Chart.of(c);
-      } catch {
-        continue; // the App
-      }
-      if (!edges.has(mine)) edges.set(mine, new Set());
-      if (c === mine && c.node.scope !== undefined) {
-        try {
-          add(Chart.of(c.node.scope), mine); // a parent chart comes after the charts it contains
-        } catch {
-          // a top-level chart
-        }
-      }
-      for (const dep of c.node.dependencies) {
-        try {
-          add(mine, Chart.of(dep));
-        } catch {
-          // a dependency outside any chart
-        }
-      }
-    }
-    this.chartEdges = edges;
-    return edges;
   }
 }

@@ -47,29 +47,33 @@ describe('objects in a namespace come after the Namespace, whoever made them', (
     expect(template.apiObject.node.dependencies.map((d) => d.node.path)).toEqual(['tenant/ns']);
   });
 
-  test('across two charts of one App: the chart with the Namespace comes first, in every synth path', () => {
-    const build = () => {
+  test('across charts: no dependency is added, so cdk8s keeps the file names; the user orders charts with addDependency', () => {
+    const build = (ordered: boolean) => {
       const app = new App({ outdir: fs.mkdtempSync(path.join(os.tmpdir(), 'guards-')) });
-      // Defined first, so cdk8s alone would write it first.
+      // Defined first, so cdk8s alone writes it first.
       const secrets = new Chart(app, 'secrets', { namespace: 'agent-sandbox-system' });
       new kplus.DockerConfigSecret(secrets, 'pull', { metadata: { name: 'regcred' }, data: { auths: {} } });
       const platform = new Chart(app, 'platform');
       new AgentSandboxSystem(platform, 'system', { crds: false });
+      if (ordered) secrets.addDependency(platform);
       return app;
     };
-    const kindsIn = (docs: any[]) => ids(docs);
-
-    const yaml = build().synthYaml();
-    expect(before(kindsIn(parseYaml(yaml)), 'Namespace/agent-sandbox-system', 'Secret/regcred')).toBe(true);
-
-    const app = build();
-    app.synth();
-    const files = fs.readdirSync(app.outdir).sort();
+    // A dependency across charts would make cdk8s number every file of the App (0000-platform.k8s.yaml):
+    // the files GitOps tools point at keep their names instead.
+    const plain = build(false);
+    plain.synth();
+    expect(fs.readdirSync(plain.outdir).sort()).toEqual(['platform.k8s.yaml', 'secrets.k8s.yaml']);
+    expect(before(ids(parseYaml(build(false).synthYaml())), 'Secret/regcred', 'Namespace/agent-sandbox-system')).toBe(true);
+    // The user's chart order is cdk8s's own: it holds, and the guard adds no cycle to it.
+    const ordered = build(true);
+    ordered.synth();
+    const files = fs.readdirSync(ordered.outdir).sort();
     expect(files).toEqual(['0000-platform.k8s.yaml', '0001-secrets.k8s.yaml']);
-    expect(ids(Yaml.load(path.join(app.outdir, files[1])))).toEqual(['Secret/regcred']);
+    expect(ids(Yaml.load(path.join(ordered.outdir, files[1])))).toEqual(['Secret/regcred']);
+    expect(before(ids(parseYaml(build(true).synthYaml())), 'Namespace/agent-sandbox-system', 'Secret/regcred')).toBe(true);
   });
 
-  test('control: across charts without the library the Secret chart stays first', () => {
+  test('across charts without the library: cdk8s's order as well', () => {
     const app = Testing.app();
     const secrets = new Chart(app, 'secrets', { namespace: 'team' });
     new kplus.DockerConfigSecret(secrets, 'pull', { metadata: { name: 'regcred' }, data: { auths: {} } });
