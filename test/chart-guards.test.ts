@@ -73,7 +73,7 @@ describe('objects in a namespace come after the Namespace, whoever made them', (
     expect(before(ids(parseYaml(build(true).synthYaml())), 'Namespace/agent-sandbox-system', 'Secret/regcred')).toBe(true);
   });
 
-  test('across charts without the library: cdk8s's order as well', () => {
+  test('across charts without the library: the order cdk8s alone writes as well', () => {
     const app = Testing.app();
     const secrets = new Chart(app, 'secrets', { namespace: 'team' });
     new kplus.DockerConfigSecret(secrets, 'pull', { metadata: { name: 'regcred' }, data: { auths: {} } });
