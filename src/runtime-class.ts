@@ -2,7 +2,7 @@ import { ApiObject } from 'cdk8s';
 import { Construct, IConstruct } from 'constructs';
 import { PART_OF_LABEL } from './api/crd-manifests';
 import { REFERENCED_KINDS } from './api/object-kinds';
-import { ErrorList, checkContainerResourceName, checkDns1123Subdomain, checkNonNegativeQuantity } from './api/validation';
+import { ErrorList, checkContainerResources, checkDns1123Subdomain } from './api/validation';
 import { _guardChart } from './chart-guards';
 import { dropUndefined } from './container';
 import { ObjectRef, _dropClusterScopedNamespaces } from './object-ref';
@@ -96,10 +96,9 @@ export class SandboxRuntimeClass extends Construct implements IRuntimeClass {
     if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(props.handler) || props.handler.length > 63) {
       errors.prop('handler', `"${props.handler}" must be a DNS-1123 label, the handler name in the nodes' CRI config`);
     }
-    // The API server checks podFixed as it checks a container's limits: resource names and amounts of 0 or more.
-    for (const [resource, quantity] of Object.entries(props.overhead ?? {})) {
-      errors.prop(`overhead["${resource}"]`, checkContainerResourceName(resource) ?? checkNonNegativeQuantity(quantity));
-    }
+    // The API server checks podFixed as it checks a container's limits (names, amounts of 0 or more,
+    // whole extended resources, whole huge pages next to cpu or memory).
+    checkContainerResources(errors, 'overhead', props.overhead === undefined ? undefined : { limits: props.overhead }, { limits: 'overhead' });
     errors.throwIfAny(`SandboxRuntimeClass ${this.node.path}`);
 
     const scheduling = dropUndefined({

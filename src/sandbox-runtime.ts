@@ -124,11 +124,11 @@ export function _checkRuntime(errors: ErrorList, opts: SandboxRuntimeOptions, sp
       errors.prop(`runtime.${field}`, `${port} is not a port; use an integer from 1 to 65535`);
       continue;
     }
-    if (seen.has(port)) errors.prop(`runtime.${field}`, `${port} is also runtime.${seen.get(port)}; give each runtime port its own number`);
+    if (seen.has(port)) errors.prop(`runtime.${field}`, `${port} is also ${propName(`runtime.${seen.get(port)}`)}; give each runtime port its own number`);
     seen.set(port, field);
     for (const c of [...containers, ...(spec.initContainers ?? [])]) {
       if ((c.ports ?? []).some((p: Json) => p.containerPort === port)) {
-        errors.prop(`runtime.${field}`, `${port} is already a port of container "${c.name}" (containers of a Pod share its ports); remove that port from the container or choose another runtime.${field}`);
+        errors.prop(`runtime.${field}`, `${port} is already a port of container "${c.name}" (containers of a Pod share its ports); remove that port from the container or choose another ${propName(`runtime.${field}`)}`);
       }
     }
     if ((target.ports ?? []).some((p: Json) => p.name === PORT_NAMES[field])) {

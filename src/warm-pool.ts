@@ -2,7 +2,7 @@ import { ApiObject, ApiObjectMetadata, Chart, Duration } from 'cdk8s';
 import { Construct } from 'constructs';
 import { WarmPoolUpdateStrategyType } from './api/enums';
 import { KINDS, apiVersionOf } from './api/groups';
-import { propName } from './api/spelling';
+import { propName, staticMethodName } from './api/spelling';
 import { ErrorList, checkDns1123Subdomain, checkPositiveQuantity } from './api/validation';
 import { dropUndefined } from './container';
 import { _checkSpecSchema, _customResource } from './custom-resource';
@@ -185,7 +185,7 @@ export class SandboxWarmPool extends Construct implements ISandboxWarmPool {
       } else {
         autoscaling.metrics.forEach((m, i) => {
           if (m instanceof WarmPoolScalingMetric) m._validate(errors, `autoscaling.metrics[${i}]`);
-          else errors.prop(`autoscaling.metrics[${i}]`, 'must be a WarmPoolScalingMetric; make one with WarmPoolScalingMetric.resourceUtilization, pods or external');
+          else errors.prop(`autoscaling.metrics[${i}]`, `must be a WarmPoolScalingMetric; make one with ${staticMethodName('WarmPoolScalingMetric', 'resourceUtilization')}, ${staticMethodName('WarmPoolScalingMetric', 'pods')} or ${staticMethodName('WarmPoolScalingMetric', 'external')}`);
         });
       }
     }

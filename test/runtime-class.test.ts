@@ -38,4 +38,19 @@ describe('SandboxRuntimeClass', () => {
     expect(() => new SandboxRuntimeClass(chart, 'bad', { handler: 'Run SC', overhead: { memory: 'much' } }))
       .toThrow(/SandboxRuntimeClass test\/bad: invalid props:[^]*- handler: "Run SC" must be a DNS-1123 label[^]*overhead\["memory"\]: "much" is not a Kubernetes quantity/);
   });
+
+  test.each([
+    [{ 'example.com/fpga': '500m' }, /overhead\["example.com\/fpga"\]: "500m" must be a whole number/],
+    [{ 'hugepages-2Mi': '3Mi', 'memory': '1Gi' }, /overhead\["hugepages-2Mi"\]: "3Mi" is not a whole number of 2Mi pages/],
+    [{ 'hugepages-2Mi': '4Mi' }, /overhead: huge pages need a cpu or memory request or limit as well/],
+    [{ memory: '-1Gi' }, /overhead\["memory"\]: .*negative|overhead\["memory"\]: .*0 or more/],
+  ])('overhead is checked as the API server checks a container\'s limits: %j', (overhead, error) => {
+    expect(() => new SandboxRuntimeClass(Testing.chart(), 'bad', { handler: 'kata', overhead })).toThrow(error);
+  });
+
+  test('valid neighbours: whole units, whole pages next to memory', () => {
+    const chart = Testing.chart();
+    new SandboxRuntimeClass(chart, 'ok', { handler: 'kata', overhead: { 'cpu': '250m', 'memory': '160Mi', 'hugepages-2Mi': '4Mi', 'example.com/fpga': '1' } });
+    expect(Testing.synth(chart)[0].overhead.podFixed).toEqual({ 'cpu': '250m', 'memory': '160Mi', 'hugepages-2Mi': '4Mi', 'example.com/fpga': '1' });
+  });
 });

@@ -220,8 +220,12 @@ interface ResourceLists {
  * resources and huge pages, huge pages in whole pages and only together with cpu or memory.
  * `field` names the resources prop, such as `containers[0].resources`.
  */
-export function checkContainerResources(errors: ErrorList, field: string, resources: ResourceLists | undefined): void {
+export function checkContainerResources(
+  errors: ErrorList, field: string, resources: ResourceLists | undefined, listFields?: { readonly requests?: string; readonly limits?: string },
+): void {
   if (resources === undefined) return;
+  // Where a list is, as the prop spells it: `<field>.limits` unless the caller names it (a RuntimeClass's overhead is one list).
+  const at = (kind: 'requests' | 'limits') => listFields?.[kind] ?? `${field}.${kind}`;
   if (resources === null || typeof resources !== 'object' || Array.isArray(resources)) {
     errors.prop(field, `must be an object with ${propName('requests')} and/or ${propName('limits')}, each a map from resource name to quantity, such as cpu: "500m"`);
     return;
@@ -232,11 +236,11 @@ export function checkContainerResources(errors: ErrorList, field: string, resour
     if (list === undefined) continue;
     const form = checkStringMap(list);
     if (form !== undefined) {
-      errors.prop(`${field}.${kind}`, form);
+      errors.prop(at(kind), form);
       continue;
     }
     for (const [name, quantity] of Object.entries(list)) {
-      const where = `${field}.${kind}["${name}"]`;
+      const where = `${at(kind)}["${name}"]`;
       const nameError = checkContainerResourceName(name);
       const amountError = checkNonNegativeQuantity(quantity);
       errors.prop(where, nameError);
@@ -262,11 +266,11 @@ export function checkContainerResources(errors: ErrorList, field: string, resour
     const overcommit = !isExtendedResource(name) && !name.startsWith(HUGEPAGES);
     const requested = resources.requests![name];
     if (limit === undefined) {
-      if (!overcommit) errors.prop(`${field}.limits["${name}"]`, `is required when ${name} is requested: give a limit equal to the request ("${requested}")`);
+      if (!overcommit) errors.prop(`${at('limits')}["${name}"]`, `is required when ${name} is requested: give a limit equal to the request ("${requested}")`);
     } else if (!overcommit && request !== limit) {
-      errors.prop(`${field}.requests["${name}"]`, `"${requested}" must equal the ${name} limit ("${resources.limits![name]}"): ${name} cannot be overcommitted; give both the same amount`);
+      errors.prop(`${at('requests')}["${name}"]`, `"${requested}" must equal the ${name} limit ("${resources.limits![name]}"): ${name} cannot be overcommitted; give both the same amount`);
     } else if (request > limit) {
-      errors.prop(`${field}.requests["${name}"]`, `"${requested}" is more than the ${name} limit ("${resources.limits![name]}"); lower the request or raise the limit`);
+      errors.prop(`${at('requests')}["${name}"]`, `"${requested}" is more than the ${name} limit ("${resources.limits![name]}"); lower the request or raise the limit`);
     }
   }
   const names = [...valid.requests.keys(), ...valid.limits.keys()];

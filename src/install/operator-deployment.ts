@@ -163,7 +163,7 @@ export function resolveOperator(
     if (flag && controllerFlag(flag)) {
       errors.check(`extraArgs[${i}]`, flag === 'extensions'
         ? `"${arg}" is set by the install; use the extensions prop`
-        : `"${arg}" is a flag ControllerOptions covers; set controller.${flagPropertyName(flag)} instead, so it is validated and not given twice`);
+        : `"${arg}" is a flag ControllerOptions covers; set ${propName(`controller.${flagPropertyName(flag)}`)} instead, so it is validated and not given twice`);
     }
   }
   (props.imagePullSecrets ?? []).forEach((r, i) => _checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, namespace));

@@ -1,6 +1,6 @@
 import { IConstruct } from 'constructs';
 import { REFERENCED_KINDS } from '../api/object-kinds';
-import { propName } from '../api/spelling';
+import { propName, staticMethodName } from '../api/spelling';
 import { ErrorList, checkContainerResources, checkQualifiedName, checkStringMap } from '../api/validation';
 import { SandboxToleration } from '../blueprint';
 import { ContainerResources, dropUndefined } from '../container';
@@ -72,7 +72,7 @@ export function checkEnv(errors: ErrorList, prefix: string, p: InstallEnvOptions
   for (const name of env === undefined ? Object.keys(p.env ?? {}) : []) errors.check(`${prefix}env["${name}"]`, _checkEnvName(name));
   const values = p.envValues;
   if (values !== undefined && (values === null || typeof values !== 'object' || Array.isArray(values))) {
-    errors.check(`${prefix}envValues`, 'must be a map from variable name to EnvValue, such as { TOKEN: EnvValue.fromSecretKey(ObjectRef.fromName("creds"), "token") }');
+    errors.check(`${prefix}envValues`, `must be a map from variable name to EnvValue, such as TOKEN to ${staticMethodName('EnvValue', 'fromSecretKey')} of a Secret and its key`);
   } else {
     for (const [name, value] of Object.entries(values ?? {})) {
       const field = `${prefix}envValues["${name}"]`;
