@@ -44,12 +44,12 @@ export async function ensureOperatorBundle(log?: (message: string) => void): Pro
       fs.mkdirSync(lock);
       return true;
     } catch {
-      // A lock older than a build can take is left over from a killed run.
+      // A lock older than a build can take (the build is killed at 170 s) is left over from a killed run.
       const since = fs.statSync(lock, { throwIfNoEntry: false })?.mtimeMs;
-      if (since !== undefined && Date.now() - since > 120_000) fs.rmSync(lock, { recursive: true, force: true });
+      if (since !== undefined && Date.now() - since > 200_000) fs.rmSync(lock, { recursive: true, force: true });
       return false;
     }
-  }, 180_000, 'the operator bundle build lock');
+  }, 240_000, 'the operator bundle build lock');
   try {
     const stale = !fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < Math.max(...SOURCES.map(newestMtime));
     if (stale) {
@@ -57,7 +57,7 @@ export async function ensureOperatorBundle(log?: (message: string) => void): Pro
       execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });
     }
   } finally {
-    fs.rmdirSync(lock);
+    fs.rmSync(lock, { recursive: true, force: true });
   }
 }
 
