@@ -24,7 +24,7 @@ const DEPENDENCIES = ['cdk8s', 'constructs', 'cdk8s-plus-30'];
 
 const CHART = `import { App, Chart } from 'cdk8s';
 import * as kplus from 'cdk8s-plus-30';
-import { AgentSandboxSystem, ObjectRef, SandboxAccess, SandboxTemplate, SandboxWarmPool } from 'cdk8s-agent-sandbox';
+import { AgentSandboxSystem, SandboxAccess, SandboxTemplate, SandboxWarmPool } from 'cdk8s-agent-sandbox';
 
 const app = new App();
 
@@ -34,7 +34,7 @@ const agents = new Chart(app, 'agents', { namespace: 'agents', disableResourceNa
 const serviceAccount = new kplus.ServiceAccount(agents, 'agent', { metadata: { name: 'agent' } });
 const template = new SandboxTemplate(agents, 'python', {
   metadata: { name: 'python' },
-  serviceAccount: ObjectRef.fromConstruct(serviceAccount),
+  serviceAccount,
   containers: [{
     image: 'python:3.12-slim',
     security: { runAsUser: 1000, runAsGroup: 1000 },
