@@ -7,7 +7,8 @@
  * so Python reads `ObjectRef.from_construct`, Java `ObjectRef.fromConstruct`, C# and Go
  * `ObjectRef.FromConstruct`. A bare member (`{@link namespace}`) is one of the type the text
  * documents. A target with no section (not public) is still rendered, as a code span spelled by the
- * language's rule. The docgen task runs it (.projenrc.ts): `docgen-links.ts API.md docs/api/API.*.md`.
+ * language's rule. Code spans that name a public type's member (`ObjectRef.fromName`) are respelled
+ * the same way. The docgen task runs it (.projenrc.ts): `docgen-links.ts API.md docs/api/API.*.md`.
  */
 import * as fs from 'fs';
 import * as path from 'path';
@@ -16,6 +17,8 @@ export type Language = 'typescript' | 'python' | 'java' | 'csharp' | 'go';
 
 const LINK = /\{@link\s+([^\s}|\\]+)\s*(?:\\?\|\s*)?([^}]*)\}/g;
 const ANCHOR = /<a name="([^"]*)" id="([^"]+)"/g;
+const CODE_SPAN = /`[^`\n]+`/g;
+const TYPE_MEMBER = /\b([A-Z][A-Za-z0-9]*)\.([a-z][A-Za-z0-9]*)\b/g;
 
 /** The language of an API doc by its file name: API.md is TypeScript, API.<language>.md the others. */
 export function languageOf(file: string): Language {
@@ -74,12 +77,16 @@ export function renderLinks(markdown: string, language: Language): string {
       const label = text.trim() !== '' ? text.trim() : `\`${found?.text ?? target.split('.').map((part, i) => (i === 0 ? part : spellMember(part, language))).join('.')}\``;
       return found ? `[${label}](#${found.id})` : label;
     });
+    // Code spans that name a member of a public type (`ObjectRef.fromName`, also inside a call such as
+    // `EnvValue.fromSecretKey(ObjectRef.fromName("creds"), "token")`), spelled the way this file spells it.
+    const spelled = language === 'typescript' ? rendered : rendered.replace(CODE_SPAN, (span: string) =>
+      span.replace(TYPE_MEMBER, (whole: string, type: string, member: string) => resolve(`${type}.${member}`, undefined)?.text ?? whole));
     // The type the following text documents: the last section anchor before it.
     for (const [, , id] of line.matchAll(ANCHOR)) {
       const type = id.slice(prefix.length + 1).split('.')[0];
       if (id.startsWith(`${prefix}.`) && type) context = type;
     }
-    return rendered;
+    return spelled;
   }).join('\n');
 }
 

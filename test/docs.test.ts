@@ -64,6 +64,7 @@ describe('hack/docgen-links.ts', () => {
     `##### \`${names.prop}\` <a name="${names.prop}" id="cdk8s-agent-sandbox.ObjectRef.property.routerPodLabels"></a>`,
     'See {@link ObjectRef.fromConstruct}, {@link ObjectRef}, {@link routerPodLabels}, {@link ObjectRef.fromConstruct | the construct form},',
     '{@link ObjectRef.fromConstruct the construct form} and {@link Missing.someMember}.',
+    'Or pass `ObjectRef.fromConstruct(sa)`, `Missing.someMember` or `ObjectRef.fromConstruct`; fromConstruct outside a span stays.',
     '```',
     '{@link ObjectRef.fromConstruct} in a code block stays',
     '```',
@@ -84,6 +85,8 @@ describe('hack/docgen-links.ts', () => {
       + `[\`${prop}\`](#cdk8s-agent-sandbox.ObjectRef.property.routerPodLabels), [the construct form]${anchor},`);
     expect(out).toContain(`[the construct form]${anchor} and \`Missing.${missing}\`.`);
     expect(out).toContain('{@link ObjectRef.fromConstruct} in a code block stays');
+    // Code spans naming a public member are respelled; an unknown type's member and plain text are not.
+    expect(out).toContain(`Or pass \`ObjectRef.${method}(sa)\`, \`Missing.someMember\` or \`ObjectRef.${method}\`; fromConstruct outside a span stays.`);
     expect(out.split('\n').filter((line) => line.includes('{@link'))).toHaveLength(1);
   });
 
