@@ -32,6 +32,8 @@ python_smoke() {
     "$venv/bin/python" test/bindings/smoke.py
 }
 step python-smoke python_smoke
+# README's Python install program, run as written, writes what its TypeScript twin writes.
+step readme-python-install python3 test/bindings/readme_install.py "$venv/bin/python"
 rm -rf "$(dirname "$venv")"
 
 echo "{\"passed\": $passed, \"failed\": $failed}" > "$results/bindings.json"
