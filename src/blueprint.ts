@@ -7,7 +7,7 @@ import { ErrorList, checkQualifiedName, checkLabelValue, checkDns1123Subdomain, 
 import { SandboxContainerProps, _checkId, _containerToKube, _listOf, _validateContainer, dropUndefined } from './container';
 import { _checkDuration } from './custom-resource';
 import { ObjectRef, _checkRef, _resolveRef } from './object-ref';
-import { IRuntimeClass, _runtimeClassRefOf } from './runtime-class';
+import { IRuntimeClass, _runtimeClassOf, _runtimeClassRefOf } from './runtime-class';
 import {
   SchedulingAffinity, TopologySpreadConstraint, _affinityToKube, _checkAffinity, _checkNodeSelector, _checkSpread,
   _checkTolerations, _spreadToKube, _tolerationsToKube,
@@ -52,8 +52,12 @@ export interface SandboxBlueprintProps {
   readonly volumes?: SandboxVolume[];
   /** One PVC per entry per Sandbox, kept across suspend/resume. @default - none */
   readonly volumeClaimTemplates?: VolumeClaimTemplate[];
-  /** Isolation runtime, such as `SandboxRuntimeClass.gvisor(...)`. @default - the cluster default runtime */
-  readonly runtimeClass?: IRuntimeClass;
+  /**
+   * Isolation runtime, such as `SandboxRuntimeClass.gvisor(...)`, or any construct that wraps a
+   * RuntimeClass (an imported `KubeRuntimeClass`), checked at synth to be one.
+   * @default - the cluster default runtime
+   */
+  readonly runtimeClass?: IRuntimeClass | IConstruct;
   /** Labels for the Pod (keys under agents.x-k8s.io/ are reserved). @default - none */
   readonly podLabels?: { [key: string]: string };
   /** Annotations for the Pod. @default - none */
@@ -178,7 +182,8 @@ export abstract class SandboxBlueprint extends Construct {
     _checkRef(errors, 'serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns);
     (Array.isArray(p.imagePullSecrets) ? p.imagePullSecrets : []).forEach((r, i) => _checkRef(errors, `imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns));
     _checkRef(errors, 'priorityClass', p.priorityClass, REFERENCED_KINDS.priorityClass, undefined);
-    const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
+    const runtimeClass = p.runtimeClass && _runtimeClassOf(p.runtimeClass);
+    const runtimeClassRef = runtimeClass && _runtimeClassRefOf(runtimeClass);
     runtimeClassRef?._check(errors, 'runtimeClass', REFERENCED_KINDS.runtimeClass, undefined);
     _checkNodeSelector(errors, 'nodeSelector', p.nodeSelector);
     _checkTolerations(errors, 'tolerations', p.tolerations);
@@ -233,7 +238,8 @@ export abstract class SandboxBlueprint extends Construct {
   protected _blueprintToKube(): { [key: string]: unknown } {
     const p = this.blueprint;
     const ns = this.podNamespace;
-    const runtimeClassRef = p.runtimeClass && _runtimeClassRefOf(p.runtimeClass);
+    const runtimeClass = p.runtimeClass && _runtimeClassOf(p.runtimeClass);
+    const runtimeClassRef = runtimeClass && _runtimeClassRefOf(runtimeClass);
     const sec = p.security ?? {};
     const hardened = sec.hardenContainers ?? true;
     const podSecurityContext = dropUndefined({
@@ -244,7 +250,7 @@ export abstract class SandboxBlueprint extends Construct {
     const spec = dropUndefined({
       automountServiceAccountToken: sec.automountServiceAccountToken ?? false,
       runtimeClassName: runtimeClassRef
-        ? runtimeClassRef._resolve('runtimeClass', REFERENCED_KINDS.runtimeClass, undefined) : p.runtimeClass?.runtimeClassName,
+        ? runtimeClassRef._resolve('runtimeClass', REFERENCED_KINDS.runtimeClass, undefined) : runtimeClass?.runtimeClassName,
       serviceAccountName: _resolveRef('serviceAccount', p.serviceAccount, REFERENCED_KINDS.serviceAccount, ns) ?? p.serviceAccountName,
       imagePullSecrets: p.imagePullSecrets?.length
         ? p.imagePullSecrets.map((r, i) => ({ name: _resolveRef(`imagePullSecrets[${i}]`, r, REFERENCED_KINDS.secret, ns) })) : undefined,

@@ -131,6 +131,16 @@ class RuntimeClassReference implements IRuntimeClass {
   }
 }
 
+/**
+ * @internal A `runtimeClass` prop as a runtime class: one already (a SandboxRuntimeClass, `fromName`,
+ * `fromConstruct`), or any construct that wraps a RuntimeClass (an imported `KubeRuntimeClass`), taken
+ * as {@link SandboxRuntimeClass.fromConstruct} takes it.
+ */
+export function _runtimeClassOf(value: IRuntimeClass | IConstruct): IRuntimeClass {
+  // `in`, not a read: a construct reference's name resolves only at synth.
+  return 'runtimeClassName' in value ? value as IRuntimeClass : new RuntimeClassReference(ObjectRef.fromConstruct(value as IConstruct));
+}
+
 /** @internal The construct reference behind a runtime class from {@link SandboxRuntimeClass.fromConstruct}, if it is one. */
 export function _runtimeClassRefOf(runtimeClass: IRuntimeClass): ObjectRef | undefined {
   return runtimeClass instanceof RuntimeClassReference ? runtimeClass._ref : undefined;

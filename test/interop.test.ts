@@ -347,6 +347,21 @@ describe('constructs passed directly where a reference is taken (cdk8s-plus-30)'
       .toThrow(/imagePullSecrets\[0\]: construct system\/not-a-secret\/Resource is a ServiceAccount \(v1\) but a Secret is expected; pass a Secret/);
   });
 
+  test('runtimeClass takes a RuntimeClass construct as SandboxRuntimeClass.fromConstruct does; another kind fails naming the prop', () => {
+    const chart = new Chart(Testing.app(), 'c', { namespace: 'agents' });
+    const kata = new kplus.k8s.KubeRuntimeClass(chart, 'kata', { metadata: { name: 'kata-qemu' }, handler: 'kata-qemu' });
+    new SandboxTemplate(chart, 'direct', { metadata: { name: 'direct' }, runtimeClass: kata, containers: [{ image: 'python:3.12-slim' }] });
+    new SandboxTemplate(chart, 'wrapped', { metadata: { name: 'wrapped' }, runtimeClass: SandboxRuntimeClass.fromConstruct(kata), containers: [{ image: 'python:3.12-slim' }] });
+    new SandboxTemplate(chart, 'named', { metadata: { name: 'named' }, runtimeClass: SandboxRuntimeClass.fromName('gvisor'), containers: [{ image: 'python:3.12-slim' }] });
+    const runtimeOf = (name: string) => Testing.synth(chart).find((o) => o.kind === 'SandboxTemplate' && o.metadata.name === name).spec.podTemplate.spec.runtimeClassName;
+    expect([runtimeOf('direct'), runtimeOf('wrapped'), runtimeOf('named')]).toEqual(['kata-qemu', 'kata-qemu', 'gvisor']);
+
+    const bad = new Chart(Testing.app(), 'bad', { namespace: 'agents' });
+    const config = new kplus.ConfigMap(bad, 'config', { metadata: { name: 'settings' } });
+    new SandboxTemplate(bad, 'template', { runtimeClass: config, containers: [{ image: 'python:3.12-slim' }] });
+    expect(() => Testing.synth(bad)).toThrow(/runtimeClass: construct bad\/config\/Resource is a ConfigMap \(v1\) but a RuntimeClass \(node.k8s.io\) is expected/);
+  });
+
   test('a construct that defines no Kubernetes object is refused with the fix', () => {
     const chart = new Chart(Testing.app(), 'c', { namespace: 'agents' });
     new Sandbox(chart, 'sb', { serviceAccount: new Construct(chart, 'empty'), containers: [{ image: 'python:3.12-slim' }] });
