@@ -11,6 +11,9 @@ export const DEFAULT_ALLOWED_POD_CIDRS: readonly string[] = ['10.0.0.0/8', '172.
 
 const NEVER: readonly string[] = ['169.254.0.0/16', 'fe80::/10', '0.0.0.0/32', '::/128'];
 
+/** Most answers the guard keeps (one per pod address it was asked about). */
+const MAX_CACHED = 4096;
+
 export interface Cidr {
   readonly network: string;
   readonly prefix: number;
@@ -39,6 +42,12 @@ export class AddressGuard {
   private readonly never = new BlockList();
   /** A BlockList, not a set of strings: one address has many spellings (`fd00::1`, `fd00:0::1`, `::ffff:a00:5`). */
   private readonly own = new BlockList();
+  /**
+   * Answers by address as given: a check runs twice per request (at admission and at dial) and
+   * BlockList.check parses the address into a new SocketAddress each time. Pod addresses are few; the
+   * map is emptied when it reaches MAX_CACHED or the router learns another of its own addresses.
+   */
+  private readonly answers = new Map<string, string | undefined>();
 
   public constructor(allowedCidrs: readonly string[], ownAddresses: readonly string[] = []) {
     for (const c of allowedCidrs.map(parseCidr)) this.allowed.addSubnet(c.network, c.prefix, c.family);
@@ -48,6 +57,7 @@ export class AddressGuard {
 
   /** An address the router listens on (added once the server is bound). */
   public addOwnAddress(ip: string): void {
+    this.answers.clear();
     const plain = unmapIPv4(ip);
     const version = isIP(plain);
     if (version !== 0) this.own.addAddress(plain, version === 4 ? 'ipv4' : 'ipv6');
@@ -55,6 +65,14 @@ export class AddressGuard {
 
   /** undefined when the router may connect to `ip`; otherwise why not. */
   public check(address: string): string | undefined {
+    if (this.answers.has(address)) return this.answers.get(address);
+    const answer = this.decide(address);
+    if (this.answers.size >= MAX_CACHED) this.answers.clear();
+    this.answers.set(address, answer);
+    return answer;
+  }
+
+  private decide(address: string): string | undefined {
     const ip = unmapIPv4(address);
     const version = isIP(ip);
     if (version === 0) return `"${address}" is not an IP address`;

@@ -191,22 +191,26 @@ export class Router {
     const log = this.opts.log.child({ requestId });
     let namespace = '';
     let clientGone = false;
+    let admitting = true;
     const left = new AbortController();
     res.on('close', () => {
       clientGone = true;
-      left.abort();
+      // Only an admission still under way listens: aborting after it makes a DOMException for nobody.
+      if (admitting) left.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
       log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
+      admitting = false;
       // The client left while it was being admitted (an auth review or a ready-wait can take a while): send nothing.
       if (clientGone) return 'detail' in admitted ? undefined : admitted.release();
       if ('detail' in admitted) return json(res, admitted.status, refusalBody(admitted), refusalHeaders(admitted));
       namespace = admitted.target.namespace;
       this.forward(req, res, admitted, log);
     }, (err: Error) => {
+      admitting = false;
       log.error({ err }, 'admitting the request failed');
       json(res, 500, { detail: 'An internal error occurred in the proxy.' });
     });

@@ -99,3 +99,21 @@ test('text that is not an address is refused, never thrown on', () => {
     if (!/^[0-9a-fA-F:.]+$/.test(text)) expect(verdict).toBe(`"${text}" is not an IP address`);
   }));
 });
+
+test('answers are remembered per address, and forgotten when the router learns another of its own addresses', () => {
+  const guard = new AddressGuard(['10.0.0.0/8']);
+  expect(guard.check('10.0.0.5')).toBeUndefined();
+  expect(guard.check('10.0.0.5')).toBeUndefined(); // the remembered answer
+  guard.addOwnAddress('10.0.0.5');
+  expect(guard.check('10.0.0.5')).toMatch(/own addresses/);
+  expect(guard.check('::ffff:10.0.0.5')).toMatch(/own addresses/);
+});
+
+test('a guard asked the same addresses again answers as a fresh guard does (remembering changes nothing)', () => {
+  const cidrs = ['10.0.0.0/8', 'fc00::/7'];
+  const remembering = new AddressGuard(cidrs, ['10.1.2.3']);
+  const address = fc.oneof(fc.ipV4(), fc.ipV6(), fc.constantFrom('10.1.2.3', '169.254.169.254', 'fd00::1', 'not-an-ip'));
+  fc.assert(fc.property(fc.array(address, { maxLength: 20 }), (addresses) => {
+    for (const a of [...addresses, ...addresses]) expect([a, remembering.check(a)]).toEqual([a, new AddressGuard(cidrs, ['10.1.2.3']).check(a)]);
+  }));
+});
