@@ -11,6 +11,14 @@ import { Sandbox } from '../../src/sandbox';
 import { SandboxTemplate } from '../../src/template';
 import { fullSandboxProps } from '../fixtures/full-sandbox';
 
+/** The operator's own module resolution (its `#api/*` alias), as tsconfig.operator.json sets it. */
+const OPERATOR_CONFIG = (() => {
+  const root = path.resolve(__dirname, '../..');
+  const file = path.join(root, 'tsconfig.operator.json');
+  const { options } = ts.parseJsonConfigFileContent(ts.readConfigFile(file, ts.sys.readFile).config, ts.sys, root);
+  return { paths: options.paths, pathsBasePath: options.pathsBasePath };
+})();
+
 /** The generated type each kind's objects must satisfy. */
 const TYPE_OF_KIND: Record<string, string> = {
   [KINDS.sandbox.kind]: 'Sandbox',
@@ -84,6 +92,7 @@ function typeCheck(objects: Array<{ where: string; type: string; json: unknown }
       module: ts.ModuleKind.ESNext,
       moduleResolution: ts.ModuleResolutionKind.Bundler,
       types: [],
+      ...OPERATOR_CONFIG,
     });
     return ts.getPreEmitDiagnostics(program).map((d) => {
       const text = ts.flattenDiagnosticMessageText(d.messageText, '\n');
