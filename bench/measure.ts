@@ -256,18 +256,50 @@ export function procSample(pid: number): ProcSample {
   return { cpuSeconds, rssKiB: kib('VmRSS'), hwmKiB: kib('VmHWM') };
 }
 
-/** Samples a process every `intervalMs` and keeps the highest RSS seen (VmHWM covers start-up too). */
+/** The pid and all its descendants (through /proc/<pid>/task/<tid>/children). */
+export function processTree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    let tasks: string[] = [];
+    try { tasks = fs.readdirSync(`/proc/${out[i]}/task`); } catch { continue; }
+    for (const tid of tasks) {
+      try {
+        for (const child of fs.readFileSync(`/proc/${out[i]}/task/${tid}/children`, 'utf8').split(' ')) if (child.trim()) out.push(Number(child));
+      } catch { /* the task ended */ }
+    }
+  }
+  return out;
+}
+
+/** procSample summed over a process and its descendants (a process with worker processes); hwmKiB is the sum of each one's peak. */
+export function procTreeSample(pid: number): ProcSample {
+  const total: ProcSample = { cpuSeconds: 0, rssKiB: 0, hwmKiB: 0 };
+  for (const p of processTree(pid)) {
+    try {
+      const s = procSample(p);
+      total.cpuSeconds += s.cpuSeconds;
+      total.rssKiB += s.rssKiB;
+      total.hwmKiB += s.hwmKiB;
+    } catch { /* it exited between the listing and the read */ }
+  }
+  return total;
+}
+
+/**
+ * Samples a process (with `tree`, it and its descendants together) every `intervalMs` and keeps the
+ * highest RSS seen (VmHWM covers start-up too).
+ */
 export class ProcMonitor {
   public peakRssKiB = 0;
   private readonly timer: NodeJS.Timeout;
-  public constructor(private readonly pid: number, intervalMs = 200) {
+  public constructor(private readonly pid: number, intervalMs = 200, private readonly tree = false) {
     this.timer = setInterval(() => this.sample(), intervalMs);
     this.sample();
   }
 
   public sample(): ProcSample | undefined {
     try {
-      const s = procSample(this.pid);
+      const s = this.tree ? procTreeSample(this.pid) : procSample(this.pid);
       this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
       return s;
     } catch {

@@ -14,7 +14,7 @@
  *        --scale-sandboxes 10000 --scale-pools 1000 --scale-rate 10 --scale-duration 60 (give --nodes 100), not in the default set; soak: bench/scenarios/soak.ts, ours only unless --controllers
  *        is given, with --duration 60m (a duration: 3m, 90s, 1h; seconds when bare), --rates 20 (the first rate), --ttl 30 (s),
  *        --window 300 (s), --sample 10 (s), --delete-every 10, --drain 180 (s), --headroom 5;
- *        router: bench/data-plane/router.ts, with --duration, --warmup, --concurrency;
+ *        router: bench/data-plane/router.ts (ours, upstream's Go router and direct to a Go backend), with --duration, --warmup, --concurrency, --sandboxes, --workers;
  *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas, --concurrency (as router's, when both run), --no-python;
  *        mcp: bench/data-plane/mcp.ts, a tool call through the MCP server vs the SDK, with --calls, --warmup-calls, --file-pairs)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
@@ -278,7 +278,7 @@ export async function main(argv: string[]): Promise<number> {
   // own harness and report (bench/data-plane/router.ts), run before the controller scenarios.
   let routerFailed = false;
   if (o.scenarios.includes('router')) {
-    const flags = [...(o.smoke ? ['--smoke'] : []), ...(o.cpuProf ? ['--cpu-prof'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency'])];
+    const flags = [...(o.smoke ? ['--smoke'] : []), ...(o.cpuProf ? ['--cpu-prof'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency', 'sandboxes', 'workers'])];
     routerFailed = (await routerBench(flags)) !== 0;
     o.scenarios = o.scenarios.filter((s) => s !== 'router');
     if (!o.scenarios.length) return routerFailed ? 1 : 0;
