@@ -94,6 +94,7 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     maxConnectionsPerSandbox: flags.number('max-connections-per-sandbox'),
     maxConnections: flags.number('max-connections'),
     cachesSynced: () => informers.hasSynced,
+    accessLog: flags.bool('access-log'),
   });
 
   const life = new ProcessLifecycle(log);

@@ -89,6 +89,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
   },
   { flag: 'max-connections-per-sandbox', type: 'int', default: 256, description: 'Concurrent requests and upgraded connections per sandbox; more get 429.', validate: positive },
   { flag: 'max-connections', type: 'int', default: 8192, description: 'Concurrent requests and upgraded connections in total; more get 429.', validate: positive },
+  { flag: 'access-log', type: 'bool', default: false, description: 'One info line per request, upgrade and HTTP/2 stream (method, namespace, status, duration); off, the hot path writes no log line. Failures are logged either way.' },
   {
     flag: 'log-level',
     type: 'string',

@@ -20,7 +20,7 @@ import { isIP } from 'node:net';
 import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import { isGrpcRequest, trailersOnly } from './grpc-status';
 import { type Admitted, refusalBody, refusalHeaders, type Router, upstreamRefusal } from './proxy';
-import type { Logger } from '../runtime/log';
+import { lazyChild, type Logger } from '../runtime/log';
 
 const { NGHTTP2_CANCEL, NGHTTP2_FLAG_END_STREAM, NGHTTP2_INTERNAL_ERROR } = http2.constants;
 
@@ -63,7 +63,7 @@ export class H2Proxy {
     const requestId = requestIdOf(headers['x-request-id']);
     const method = String(headers[':method'] ?? '');
     const url = String(headers[':path'] ?? '');
-    const ex: Exchange = { stream, requestId, grpc: isGrpcRequest(headers), log: opts.log.child({ requestId }), status: 0 };
+    const ex: Exchange = { stream, requestId, grpc: isGrpcRequest(headers), log: lazyChild(opts.log, { requestId }), status: 0 };
     let namespace = '';
     // A client reset shows up as 'close'; the error itself needs no handling.
     stream.on('error', () => undefined);
@@ -72,7 +72,7 @@ export class H2Proxy {
       left.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       opts.metrics?.observe(method, ex.status, namespace, seconds);
-      ex.log.info({ method, namespace, status: ex.status, http2: true, grpc: ex.grpc, durationMs: Math.round(seconds * 1000), rstCode: stream.rstCode }, 'request');
+      if (opts.accessLog) ex.log.info({ method, namespace, status: ex.status, http2: true, grpc: ex.grpc, durationMs: Math.round(seconds * 1000), rstCode: stream.rstCode }, 'request');
     });
     if (url.split('?')[0] === '/healthz' && method === 'GET') return this.refuse(ex, 200, '', { status: 'ok' });
     if (method === 'CONNECT' || url === '') return this.refuse(ex, 400, 'CONNECT and requests without a path are not proxied.');

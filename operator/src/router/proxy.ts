@@ -23,7 +23,7 @@ import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './resolve';
 import type { Resumer } from './resume';
-import type { Logger } from '../runtime/log';
+import { lazyChild, type Logger } from '../runtime/log';
 
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
 export type Dial = (host: string, port: number) => net.Socket;
@@ -52,6 +52,8 @@ export interface RouterOptions {
   readonly resumer?: Pick<Resumer, 'resumeFor' | 'hold' | 'held'>;
   /** Told of every admitted request, connection and stream, until it ends (the idle clock's activity). */
   readonly activity?: Pick<ActivityTracker, 'track'>;
+  /** One info line per request, upgrade and stream (--access-log); failures are logged either way. */
+  readonly accessLog?: boolean;
 }
 
 /** The request headers to send to the sandbox. */
@@ -188,7 +190,7 @@ export class Router {
     const started = process.hrtime.bigint();
     const requestId = requestIdOf(req.headers['x-request-id']);
     res.setHeader('x-request-id', requestId);
-    const log = this.opts.log.child({ requestId });
+    const log = lazyChild(this.opts.log, { requestId });
     let namespace = '';
     let clientGone = false;
     let admitting = true;
@@ -199,7 +201,7 @@ export class Router {
       if (admitting) left.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
-      log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
+      if (this.opts.accessLog) log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
     void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
@@ -418,7 +420,7 @@ export class Router {
 
   public handleUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     const requestId = requestIdOf(req.headers['x-request-id']);
-    const log = this.opts.log.child({ requestId });
+    const log = lazyChild(this.opts.log, { requestId });
     const started = process.hrtime.bigint();
     socket.on('error', () => socket.destroy());
     let clientGone = false;
@@ -430,7 +432,7 @@ export class Router {
     const finish = (status: number, namespace: string) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', status, namespace, seconds);
-      log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
+      if (this.opts.accessLog) log.info({ method: req.method, namespace, status, upgrade: req.headers.upgrade, durationMs: Math.round(seconds * 1000) }, 'upgrade');
     };
     void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
       if ('detail' in admitted) {

@@ -34,3 +34,14 @@ const noop: LogFn = () => {};
 
 /** Discards everything; for tests and optional loggers. */
 export const SILENT_LOGGER: Logger = { debug: noop, info: noop, warn: noop, error: noop, child: () => SILENT_LOGGER };
+
+/**
+ * `base.child(bindings)`, made only when something is logged: a request's logger costs nothing
+ * on the path where it logs nothing.
+ */
+export function lazyChild(base: Logger, bindings: Record<string, unknown>): Logger {
+  let child: Logger | undefined;
+  const get = () => (child ??= base.child(bindings));
+  const fn = (level: 'debug' | 'info' | 'warn' | 'error'): LogFn => ((...args: unknown[]) => (get()[level] as (...a: unknown[]) => void)(...args)) as LogFn;
+  return { debug: fn('debug'), info: fn('info'), warn: fn('warn'), error: fn('error'), child: (more) => get().child(more) };
+}
