@@ -24,10 +24,11 @@ import { processProbe } from '../router/process-probe';
 import { Router } from '../router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
 import { Resumer } from '../router/resume';
+import { isRouterWorker, joinPrimary, runPrimary, workerCount } from '../router/workers';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
-import { closeServer, listen, listenOn, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
+import { closeServer, listen, listenOn, type ListenAddress, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
 import type { ClusterConnection } from '../runtime/kubeconfig';
@@ -48,7 +49,13 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   }
   const flags = parsed.flags;
   const build = buildInfo();
-  const log = createLogger(flags.string('log-level'), { component: 'router' });
+  const workers = workerCount(flags.number('workers'));
+  const worker = isRouterWorker();
+  const log = createLogger(flags.string('log-level'), { component: 'router', ...(worker ? { worker: process.pid } : {}) });
+  if (workers > 1 && !worker) {
+    log.info({ version: build.version, flags: flags.nonDefaults() }, 'starting the router');
+    return runPrimary({ workers, metricsBindAddress: flags.string('metrics-bind-address'), log });
+  }
   const connection = await loadClusterConnection({ kubeconfig: flags.string('kubeconfig'), log });
   log.info({ version: build.version, apiServer: connection.server, credentials: connection.source, flags: flags.nonDefaults() }, 'starting the router');
 
@@ -104,7 +111,9 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     liveness: () => undefined,
     readiness: () => (life.shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
   }), log, 'health probes');
-  const metricsServer = await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
+  // A worker's series are summed and served by its primary.
+  const metricsServer = worker ? undefined : await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
+  if (worker) joinPrimary(metrics.registry, life);
   const h2 = new H2Proxy(router);
   let lastRefusalLog = 0;
   const proxy = new ProxyListener({}, {
@@ -124,9 +133,13 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   h2.attach(proxy.http2);
   const bind = parseBindAddress(flags.string('bind-address'));
   if (!bind) throw new Error('--bind-address cannot be "0": the proxy is the router\'s reason to run');
+  // A worker takes connections once its caches have synced: the primary hands them only to workers
+  // that listen, so a late worker never answers 503 beside a ready one.
+  if (worker) await informers.synced();
   // "serving proxy": tests and tools find the port by that message. HTTP/1.1, upgrades and h2c share it.
   await listenOn(proxy.server, bind, log, 'proxy');
   for (const server of [proxy.server, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
+  if (worker) for (const ip of boundAddresses(parseBindAddress(flags.string('metrics-bind-address')))) guard.addOwnAddress(ip);
   void informers.synced().then(() => log.info('caches synced; ready'));
 
   life.onShutdown(async () => {
@@ -172,7 +185,12 @@ function makeAuthorizer(flags: RouterFlags, connection: ClusterConnection, build
 /** The addresses a server accepts connections on (every interface's, when bound to all). */
 function ownAddresses(server: Server | undefined): string[] {
   if (!server) return [];
-  const bound = (server.address() as AddressInfo).address;
-  if (bound !== '::' && bound !== '0.0.0.0') return [bound];
+  return boundAddresses({ host: (server.address() as AddressInfo).address, port: 0 });
+}
+
+/** The addresses a bind address accepts connections on (the primary's metrics port, seen from a worker). */
+function boundAddresses(bind: ListenAddress | undefined): string[] {
+  if (!bind) return [];
+  if (bind.host !== undefined && bind.host !== '::' && bind.host !== '0.0.0.0') return [bind.host];
   return Object.values(os.networkInterfaces()).flatMap((list) => (list ?? []).map((i) => i.address));
 }

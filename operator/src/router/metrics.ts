@@ -45,7 +45,7 @@ export class RouterMetrics {
   public constructor(build?: BuildInfo, defaults = true) {
     const registers = [this.registry];
     if (defaults) collectDefaultMetrics({ register: this.registry });
-    const info = new Gauge({ name: 'sandbox_router_build_info', help: 'Build information of the running router; always 1.', labelNames: ['git_version', 'git_commit', 'build_date', 'node_version'], registers });
+    const info = new Gauge({ name: 'sandbox_router_build_info', help: 'Build information of the running router; always 1.', labelNames: ['git_version', 'git_commit', 'build_date', 'node_version'], registers, aggregator: 'first' });
     if (build) info.set({ git_version: build.version, git_commit: build.gitCommit, build_date: build.buildDate, node_version: process.version }, 1);
     const labels = ['method', 'code', 'sandbox_namespace'] as const;
     this.requests = new Counter({ name: 'sandbox_router_requests_total', help: 'Requests handled by the router.', labelNames: labels, registers });

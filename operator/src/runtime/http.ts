@@ -5,7 +5,6 @@
  */
 import * as http from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
-import { Registry } from 'prom-client';
 import { Logger } from './log';
 
 export interface ListenAddress {
@@ -57,7 +56,8 @@ export function closeServer(server: http.Server | undefined): Promise<void> {
   });
 }
 
-export function metricsHandler(registry: Registry): http.RequestListener {
+/** GET /metrics from `registry` (or anything that renders series, such as a cluster primary's sum over its workers). */
+export function metricsHandler(registry: { readonly contentType: string; metrics(): Promise<string> }): http.RequestListener {
   return (req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') return text(res, 404, 'not found: use GET /metrics\n');
     registry.metrics().then(

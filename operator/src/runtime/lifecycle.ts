@@ -27,6 +27,11 @@ export class ProcessLifecycle {
     this.steps = steps;
   }
 
+  /** Begin the shutdown as a first signal would (`why` is logged); nothing if one has begun. */
+  public requestShutdown(why: string): void {
+    if (!this.stopping) void this.shutDown(why);
+  }
+
   public exit(code: number): void {
     this.resolveExit(code);
   }
