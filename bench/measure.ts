@@ -286,11 +286,28 @@ export function procTreeSample(pid: number): ProcSample {
 }
 
 /**
- * Samples a process (with `tree`, it and its descendants together) every `intervalMs` and keeps the
- * highest RSS seen (VmHWM covers start-up too).
+ * Proportional set size (Pss of /proc/<pid>/smaps_rollup) summed over a process and its
+ * descendants: pages they share (the Node.js binary and code of worker processes) counted once in
+ * total, where summed RSS counts them once per process.
+ */
+export function procTreePssKiB(pid: number): number {
+  let total = 0;
+  for (const p of processTree(pid)) {
+    try {
+      total += Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${p}/smaps_rollup`, 'utf8'))?.[1] ?? 0);
+    } catch { /* it exited */ }
+  }
+  return total;
+}
+
+/**
+ * Samples a process (with `tree`, it and its descendants together, and their PSS as well) every
+ * `intervalMs` and keeps the highest RSS seen (VmHWM covers start-up too).
  */
 export class ProcMonitor {
   public peakRssKiB = 0;
+  /** With `tree`: the highest summed PSS seen. */
+  public peakPssKiB = 0;
   private readonly timer: NodeJS.Timeout;
   public constructor(private readonly pid: number, intervalMs = 200, private readonly tree = false) {
     this.timer = setInterval(() => this.sample(), intervalMs);
@@ -300,6 +317,7 @@ export class ProcMonitor {
   public sample(): ProcSample | undefined {
     try {
       const s = this.tree ? procTreeSample(this.pid) : procSample(this.pid);
+      if (this.tree) this.peakPssKiB = Math.max(this.peakPssKiB, procTreePssKiB(this.pid));
       this.peakRssKiB = Math.max(this.peakRssKiB, s.rssKiB);
       return s;
     } catch {

@@ -255,7 +255,8 @@ export interface RouterBenchReport {
   commands: { ours: string[]; upstream: string[]; backend: string[] };
   cases: CaseResult[];
   summary: CaseSummary[];
-  rss: { oursPeakMiB: number; upstreamPeakMiB: number; ratio: number; goal: boolean };
+  /** Peak RSS summed over each router's processes; PSS counts the pages its processes share once. */
+  rss: { oursPeakMiB: number; upstreamPeakMiB: number; ratio: number; goal: boolean; oursPeakPssMiB: number; upstreamPeakPssMiB: number };
   totalSeconds: number;
 }
 
@@ -407,7 +408,14 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
           + `${result.routerCpuSeconds === undefined ? '' : `, router CPU ${result.routerCpuSeconds} s`}${result.firstError ? ` (first error: ${result.firstError})` : ''}`);
       }
     }
-    const rss = { oursPeakMiB: round(peak.ours.peakRssKiB / 1024), upstreamPeakMiB: round(peak.upstream.peakRssKiB / 1024), ratio: 0, goal: false };
+    const rss = {
+      oursPeakMiB: round(peak.ours.peakRssKiB / 1024),
+      upstreamPeakMiB: round(peak.upstream.peakRssKiB / 1024),
+      ratio: 0,
+      goal: false,
+      oursPeakPssMiB: round(peak.ours.peakPssKiB / 1024),
+      upstreamPeakPssMiB: round(peak.upstream.peakPssKiB / 1024),
+    };
     rss.ratio = rss.upstreamPeakMiB ? round(rss.oursPeakMiB / rss.upstreamPeakMiB, 2) : 0;
     rss.goal = rss.ratio <= 2;
     const hide = (a: string) => a.replace(cp.kubeconfig, '<kubeconfig>').replace(ROOT, '.');
@@ -454,7 +462,8 @@ export function routerMarkdown(r: RouterBenchReport): string {
       + `| ${s.cpuPerMiB ? `${s.cpuPerMiB.ours} vs ${s.cpuPerMiB.upstream} (${s.cpuPerMiB.ratio}×)${yes(s.goals.cpuPerMiB)}` : '–'} |`),
     '',
     ...r.summary.filter((s) => s.goals.overheadP50 !== undefined).map((s) => `Small-request overhead over direct at c=1, p50: ${s.overheadP50Ms} ms (goal ≤ 0.3 ms)${yes(s.goals.overheadP50)}.`),
-    `Peak RSS: ours ${r.rss.oursPeakMiB} MiB (all its processes), upstream ${r.rss.upstreamPeakMiB} MiB: ${r.rss.ratio}× (goal ≤ 2×)${yes(r.rss.goal)}. Total ${r.totalSeconds} s.`, '',
+    `Peak RSS: ours ${r.rss.oursPeakMiB} MiB (summed over its processes), upstream ${r.rss.upstreamPeakMiB} MiB: ${r.rss.ratio}× (goal ≤ 2×)${yes(r.rss.goal)}; `
+      + `peak PSS (shared pages counted once): ours ${r.rss.oursPeakPssMiB} MiB, upstream ${r.rss.upstreamPeakPssMiB} MiB. Total ${r.totalSeconds} s.`, '',
   ];
   return lines.join('\n');
 }

@@ -34,7 +34,7 @@ export const MAX_UNSEEN_WAITS_PER_CALLER = 16;
 export const defaultDial: Dial = (host, port) => net.connect({ host, port });
 
 export interface RouterOptions {
-  readonly resolver: Pick<Resolver, 'settle' | 'accessOf'>;
+  readonly resolver: Pick<Resolver, 'resolve' | 'settle' | 'accessOf'>;
   /** How long a request for a sandbox the caches do not show serving waits for them to (0: answer at once). */
   readonly readyWaitMs?: number;
   readonly guard: AddressGuard;
@@ -266,31 +266,14 @@ export class Router {
       }
       this.unseenWaits.set(principal.key, waiting + 1);
     }
-    // The wait ends when the client leaves or the router closes, and never outlasts the request's own
-    // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
-    const cut = new AbortController();
-    const onLeft = () => cut.abort();
-    signal?.addEventListener('abort', onLeft, { once: true });
-    if (signal?.aborted) cut.abort();
-    this.waits.add(cut);
     const waitStarted = performance.now();
     const resumer = this.opts.resumer;
     // Only a sandbox the cache showed, for a caller authorized for it above, is resumed; a held request is its activity from the start.
     const resume = seen ? resumer?.resumeFor(target) : undefined;
-    const holding = resume ? this.opts.activity?.track(target.namespace, target.id, () => undefined) : undefined;
-    let settled: Settled | Refused;
-    try {
-      // A resume is held up to --resume-wait (its patch included), any other wait up to --ready-wait; neither past X-Sandbox-Timeout.
-      settled = resume ? await resumer!.hold(resume, target.timeoutMs, waitStarted, cut.signal, (ms) => resolver.settle(target, ms, cut.signal, true))
-        : await resolver.settle(target, Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity), cut.signal);
-    } finally {
-      holding?.();
-      this.waits.delete(cut);
-      signal?.removeEventListener('abort', onLeft);
-      const left = seen ? -1 : (this.unseenWaits.get(principal.key) ?? 1) - 1;
-      if (left === 0) this.unseenWaits.delete(principal.key);
-      else if (left > 0) this.unseenWaits.set(principal.key, left);
-    }
+    // The common case, a sandbox the cache shows serving, needs no wait and so no abort wiring.
+    const ready = seen && !resume ? resolver.resolve(target) : undefined;
+    const settled: Settled | Refused = ready && !('detail' in ready) ? { result: ready, outcome: 'immediate' }
+      : await this.wait(target, seen !== undefined, principal, resume, waitStarted, signal);
     if (!('outcome' in settled)) return settled;
     const { result: resolved, outcome } = settled;
     // Authorized again when the wait changed what controls the sandbox (a pool member just claimed), or first now.
@@ -318,6 +301,32 @@ export class Router {
     // X-Sandbox-Timeout bounds the whole request: what the wait took comes off the forward's share.
     const timed = target.timeoutMs === undefined || waited === 0 ? target : { ...target, timeoutMs: Math.max(1, target.timeoutMs - waited) };
     return { target: timed, resolved, release: this.opts.activity?.track(target.namespace, target.id, release) ?? release };
+  }
+
+  /** The wait of admitWithin: for a resume (held), or for the caches to show the sandbox serving. */
+  private async wait(target: Target, seen: boolean, principal: Principal, resume: ReturnType<Resumer['resumeFor']>, waitStarted: number,
+    signal?: AbortSignal): Promise<Settled | Refused> {
+    const { resolver, resumer } = this.opts;
+    // The wait ends when the client leaves or the router closes, and never outlasts the request's own
+    // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
+    const cut = new AbortController();
+    const onLeft = () => cut.abort();
+    signal?.addEventListener('abort', onLeft, { once: true });
+    if (signal?.aborted) cut.abort();
+    this.waits.add(cut);
+    const holding = resume ? this.opts.activity?.track(target.namespace, target.id, () => undefined) : undefined;
+    try {
+      // A resume is held up to --resume-wait (its patch included), any other wait up to --ready-wait; neither past X-Sandbox-Timeout.
+      return resume ? await resumer!.hold(resume, target.timeoutMs, waitStarted, cut.signal, (ms) => resolver.settle(target, ms, cut.signal, true))
+        : await resolver.settle(target, Math.min(this.opts.readyWaitMs ?? 0, target.timeoutMs ?? Infinity), cut.signal);
+    } finally {
+      holding?.();
+      this.waits.delete(cut);
+      signal?.removeEventListener('abort', onLeft);
+      const left = seen ? -1 : (this.unseenWaits.get(principal.key) ?? 1) - 1;
+      if (left === 0) this.unseenWaits.delete(principal.key);
+      else if (left > 0) this.unseenWaits.set(principal.key, left);
+    }
   }
 
   private denied(decision: Refused): Refused {
