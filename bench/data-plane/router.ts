@@ -21,7 +21,7 @@
  * Results: bench/results/router-<id>.json and .md.
  *
  * Flags: --duration 10  --warmup 1  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
- *        --smoke  --cpu-prof (our router's)  --workers N (our router's --workers)
+ *        --smoke  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
@@ -57,6 +57,8 @@ export interface RouterBenchOptions {
   cpuProf: boolean;
   /** Our router's --workers (unset: its default). */
   workers?: number;
+  /** Only the cases whose name contains one of these (case-insensitive); all when empty. */
+  cases: string[];
 }
 
 export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
@@ -71,6 +73,7 @@ export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
     smoke,
     cpuProf: argv.includes('--cpu-prof'),
     workers: get('workers') === undefined ? undefined : Number(get('workers')),
+    cases: (get('cases') ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean),
   };
   for (const [name, v] of [['duration', o.durationS], ['warmup', o.warmupS]] as const) {
     if (!(v >= 0) || !Number.isFinite(v)) throw new Error(`--${name} must be a number of seconds, got ${v}`);
@@ -102,7 +105,7 @@ export interface CaseSpec {
 export function caseSpecs(o: RouterBenchOptions): CaseSpec[] {
   const small = (c: number): CaseSpec => ({ name: `GET ${SMALL_BYTES} B`, tool: 'wrk', concurrency: c, method: 'GET', path: '/small', receiveBytes: SMALL_BYTES });
   const c = (full: number) => (o.smoke ? Math.min(full, 2) : full);
-  return [
+  const all: CaseSpec[] = [
     ...o.concurrency.map(small),
     { name: 'GET 1 MiB', tool: 'wrk', concurrency: 1, method: 'GET', path: '/blob', receiveBytes: MIB },
     ...(o.smoke ? [] : [{ name: 'GET 1 MiB', tool: 'wrk', concurrency: 10, method: 'GET', path: '/blob', receiveBytes: MIB } as CaseSpec]),
@@ -111,6 +114,9 @@ export function caseSpecs(o: RouterBenchOptions): CaseSpec[] {
     { name: 'WebSocket 1 KiB echo', tool: 'ws', concurrency: c(10), sendBytes: 1024, receiveBytes: 1024 },
     { name: 'gRPC stream 1 KiB echo', tool: 'grpc', concurrency: c(10), sendBytes: 1024, receiveBytes: 1024 },
   ];
+  const chosen = all.filter((spec) => !o.cases.length || o.cases.some((c) => spec.name.toLowerCase().includes(c)));
+  if (!chosen.length) throw new Error(`--cases ${o.cases.join(',')} matches none of: ${[...new Set(all.map((s) => s.name))].join('; ')}`);
+  return chosen;
 }
 
 export interface CaseResult {
