@@ -25,6 +25,13 @@ import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './res
 import type { Resumer } from './resume';
 import { lazyChild, type Logger } from '../runtime/log';
 
+/** Aborted when the client leaves: a signal, or a function that makes one when first needed. */
+export type ClientLeft = AbortSignal | (() => AbortSignal);
+
+function signalOf(left: ClientLeft | undefined): AbortSignal | undefined {
+  return typeof left === 'function' ? left() : left;
+}
+
 /** Opens a TCP connection; the router's only way to reach a sandbox. */
 export type Dial = (host: string, port: number) => net.Socket;
 
@@ -194,17 +201,23 @@ export class Router {
     let namespace = '';
     let clientGone = false;
     let admitting = true;
-    const left = new AbortController();
+    // Made only if the admission waits (most never do): it is aborted when the client leaves.
+    let left: AbortController | undefined;
+    const clientLeft = () => {
+      left ??= new AbortController();
+      if (clientGone) left.abort();
+      return left.signal;
+    };
     res.on('close', () => {
       clientGone = true;
       // Only an admission still under way listens: aborting after it makes a DOMException for nobody.
-      if (admitting) left.abort();
+      if (admitting) left?.abort();
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       this.opts.metrics?.observe(req.method ?? '', res.statusCode, namespace, seconds);
       if (this.opts.accessLog) log.info({ method: req.method, namespace, status: res.statusCode, durationMs: Math.round(seconds * 1000), completed: res.writableFinished }, 'request');
     });
     if ((req.url ?? '').split('?')[0] === '/healthz' && req.method === 'GET') return json(res, 200, { status: 'ok' });
-    void this.admit(req.url ?? '/', req.headers, left.signal, req.socket.remoteAddress).then((admitted) => {
+    void this.admit(req.url ?? '/', req.headers, clientLeft, req.socket.remoteAddress).then((admitted) => {
       admitting = false;
       // The client left while it was being admitted (an auth review or a ready-wait can take a while): send nothing.
       if (clientGone) return 'detail' in admitted ? undefined : admitted.release();
@@ -226,7 +239,7 @@ export class Router {
    * refused caller gets 403 either way and never learns whether the sandbox exists. A caller may
    * have only MAX_UNSEEN_WAITS_PER_CALLER such waits at once.
    */
-  public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: AbortSignal, remoteAddress?: string): Promise<Admitted | Refused> {
+  public async admit(url: string, headers: http.IncomingHttpHeaders, signal?: ClientLeft, remoteAddress?: string): Promise<Admitted | Refused> {
     const target = parseTarget(url, headers, this.opts.pathRoutingPrefix ?? '');
     if ('detail' in target) return target;
     const principal = await this.opts.authorizer.authenticate({ authorization: headers.authorization, remoteAddress });
@@ -251,7 +264,7 @@ export class Router {
     }
   }
 
-  private async admitWithin(target: Target, principal: Principal, release: () => void, signal?: AbortSignal): Promise<Admitted | Refused> {
+  private async admitWithin(target: Target, principal: Principal, release: () => void, signal?: ClientLeft): Promise<Admitted | Refused> {
     const { authorizer, resolver, metrics } = this.opts;
     if (this.opts.cachesSynced && !this.opts.cachesSynced()) return { status: 503, detail: 'The router\'s caches have not synced yet.' };
     const seen = resolver.accessOf(target.namespace, target.id);
@@ -289,7 +302,7 @@ export class Router {
     if (outcome !== 'immediate' && !resume) metrics?.readyWait(target.namespace, outcome);
     if (outcome === 'aborted') {
       // 499 (client closed request) is for the log only: nobody is left to read it.
-      if (signal?.aborted) return { status: 499, detail: 'The client closed the request.' };
+      if (signalOf(signal)?.aborted) return { status: 499, detail: 'The client closed the request.' };
       return { status: 503, detail: 'The router is shutting down.', headers: { 'retry-after': '1' } };
     }
     if ('detail' in resolved) return resolved;
@@ -305,8 +318,9 @@ export class Router {
 
   /** The wait of admitWithin: for a resume (held), or for the caches to show the sandbox serving. */
   private async wait(target: Target, seen: boolean, principal: Principal, resume: ReturnType<Resumer['resumeFor']>, waitStarted: number,
-    signal?: AbortSignal): Promise<Settled | Refused> {
+    clientLeft?: ClientLeft): Promise<Settled | Refused> {
     const { resolver, resumer } = this.opts;
+    const signal = signalOf(clientLeft);
     // The wait ends when the client leaves or the router closes, and never outlasts the request's own
     // timeout. (Not AbortSignal.any: combining with a long-lived signal leaks in Node, nodejs/node#55351.)
     const cut = new AbortController();
