@@ -77,6 +77,11 @@ export class InformerFactory {
       onRecovered: () => {
         for (const other of this.informers) other.wake();
       },
+      // The watches share the API server connection path: a stall of one means the others' are
+      // likely frozen too, each otherwise found only at its own deadline (up to its 36 s timeout plus grace).
+      onStalled: () => {
+        for (const other of this.informers) if ((other as unknown) !== informer) other.restartWatch();
+      },
     });
     this.entries.set(id, { informer, request });
     if (this.started) informer.start();

@@ -27,7 +27,7 @@ import {
 
 /** Hooks for informer metrics; all optional. */
 export interface InformerMetrics {
-  /** A watch ended and will be reopened; reason: closed, gone, stalled, error, error-event, list-error. */
+  /** A watch ended and will be reopened; reason: closed, gone, stalled, peer-stalled, error, error-event, list-error. */
   watchRestarted?(reason: string): void;
   relisted?(objects: number, ms: number): void;
   /** One watch event applied: transform, cache update and every handler (the queue adds), in ms. */
@@ -58,6 +58,8 @@ export interface InformerOptions<T extends KubeObject> {
   readonly unreachableBackoffMaxMs?: number;
   /** Called when a list or watch works again after failures. */
   readonly onRecovered?: () => void;
+  /** Called when this informer found its watch stalled (the factory restarts its peers' watches: they share the path). */
+  readonly onStalled?: () => void;
   /** A watch that ran this long was healthy: the next failure starts the backoff over. @default 10_000 */
   readonly healthyWatchMs?: number;
   readonly clock?: Clock;
@@ -80,6 +82,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private running = false;
   private stopper = new AbortController();
   private currentWatch?: WatchHandle;
+  /** Ends the current watch as restartWatch() asks; set while one is open. */
+  private restartCurrent?: () => void;
   /** When the current run of failed lists/watches began; undefined while connected. */
   private failingSince?: number;
   private wakeUp?: () => void;
@@ -114,6 +118,15 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   /** End the current backoff, if any, and try again now. */
   public wake(): void {
     this.wakeUp?.();
+  }
+
+  /**
+   * End the current watch, if one is open, and reopen it from the last resourceVersion (no relist):
+   * a peer's watch on the same connection path stalled, so this one most likely did too, and
+   * would otherwise wait for its own deadline, serving a stale cache meanwhile.
+   */
+  public restartWatch(): void {
+    this.restartCurrent?.();
   }
 
   public get(namespace: string | undefined, name: string): T | undefined {
@@ -301,6 +314,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       }
     });
     this.currentWatch = handle;
+    this.restartCurrent = () => {
+      outcome ??= 'peer-stalled';
+      handle.abort();
+    };
     // One timer per watch, re-armed only when it fires: per-event timers would cost too much.
     const check = () => {
       const now = this.clock.now();
@@ -312,6 +329,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
           : 'watch still open past its server-side timeout; restarting it');
         handle.abort();
         this.client.dropIdleConnections?.();
+        this.options.onStalled?.();
       } else {
         watchdog = this.clock.setTimeout(check, Math.min(limit - silentFor, endBy - now));
       }
@@ -319,7 +337,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     watchdog = this.clock.setTimeout(check, Math.min(limit, endBy - lastActivity));
     return handle.done.then(() => outcome ?? 'closed').finally(() => {
       this.clock.clearTimeout(watchdog);
-      if (this.currentWatch === handle) this.currentWatch = undefined;
+      if (this.currentWatch === handle) {
+        this.currentWatch = undefined;
+        this.restartCurrent = undefined;
+      }
     });
   }
 
