@@ -93,7 +93,7 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     flag: 'workers',
     type: 'int',
     default: 1,
-    description: 'Router processes sharing the ports, each a whole router as a replica is (its own caches and limits; --max-connections and the other limits apply to each); a primary process serves /metrics summed over them. 0 means one per available core.',
+    description: 'Router processes sharing the ports, each a whole router as a replica is (its own caches and limits; --max-connections and the other limits apply to each); a primary process serves /metrics summed over them. 0 means one per core it may use (capped by its cgroup CPU limit, rounded up).',
     validate: (v: number) => (v >= 0 ? undefined : `must be 0 (one per core) or more (it is ${v})`),
   },
   { flag: 'access-log', type: 'bool', default: false, description: 'One info line per request, upgrade and HTTP/2 stream (method, namespace, status, duration); off, the hot path writes no log line. Failures are logged either way.' },

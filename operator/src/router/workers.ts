@@ -11,15 +11,42 @@
  * The workers share the proxy and probe ports (the primary accepts and hands connections round).
  */
 import cluster, { type Worker } from 'node:cluster';
+import * as fs from 'node:fs';
 import * as os from 'node:os';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { closeServer, listen, metricsHandler } from '../runtime/http';
 import { ProcessLifecycle } from '../runtime/lifecycle';
 import type { Logger } from '../runtime/log';
 
-/** `--workers=0`: one per core this process may use. */
-export function workerCount(flag: number): number {
-  return flag > 0 ? flag : os.availableParallelism();
+/**
+ * `--workers=0`: one per core this process may use: the cores it may run on, capped by its cgroup's
+ * CPU quota (a container's CPU limit), rounded up. `read` reads a file (injectable for tests).
+ */
+export function workerCount(flag: number, read: (file: string) => string | undefined = readOrUndefined, cores = os.availableParallelism()): number {
+  if (flag > 0) return flag;
+  const quota = cpuQuota(read);
+  return Math.max(1, Math.min(cores, quota === undefined ? cores : Math.ceil(quota)));
+}
+
+/** The cgroup CPU limit in cores (v2 cpu.max, else v1 cfs quota/period); undefined when unlimited or unknown. */
+export function cpuQuota(read: (file: string) => string | undefined): number | undefined {
+  const v2 = read('/sys/fs/cgroup/cpu.max')?.trim().split(/\s+/);
+  if (v2 && v2.length === 2) return v2[0] === 'max' ? undefined : positiveRatio(Number(v2[0]), Number(v2[1]));
+  const quota = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us') ?? read('/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us'));
+  const period = Number(read('/sys/fs/cgroup/cpu/cpu.cfs_period_us') ?? read('/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_period_us'));
+  return quota > 0 ? positiveRatio(quota, period) : undefined;
+}
+
+function positiveRatio(quota: number, period: number): number | undefined {
+  return quota > 0 && period > 0 ? quota / period : undefined;
+}
+
+function readOrUndefined(file: string): string | undefined {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 /** True in a process the primary started. */
