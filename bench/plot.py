@@ -1,5 +1,6 @@
 """Latency distribution (empirical CDF, log time axis) per scenario and pod-ready delay, one line per controller;
-for a soak run, its time series instead (RSS, p50/p99 per window, live objects)."""
+for a soak run, its time series instead (RSS, p50/p99 per window, live objects); for a router run (bench/data-plane/router.ts),
+throughput per case for direct, ours and upstream's Go router, and each router's CPU per 1,000 requests."""
 import json
 import sys
 
@@ -47,7 +48,39 @@ def plot_soak(report, soaks, out):
     fig.savefig(out, dpi=110)
 
 
+def plot_router(report, out):
+    """Requests/s per case and path (log scale), and router CPU ms per 1,000 requests, ours vs upstream."""
+    cases = [(s["name"], s["concurrency"]) for s in report["summary"]]
+    labels = [f"{n}\nc={c}" for n, c in cases]
+    fig, (tput, cpu) = plt.subplots(1, 2, figsize=(16, 5.2))
+    width = 0.27
+    colors = {"direct": COLORS["floor"], "ours": COLORS["ours"], "upstream": COLORS["upstream"]}
+    for i, via in enumerate(("direct", "ours", "upstream")):
+        rows = [next(x for x in report["cases"] if x["name"] == n and x["concurrency"] == c and x["via"] == via) for n, c in cases]
+        xs = [k + (i - 1) * width for k in range(len(cases))]
+        tput.bar(xs, [r["requestsPerSecond"] or float("nan") for r in rows], width, color=colors[via], label=via)
+        if via != "direct":
+            per1k = [(r["routerCpuSeconds"] * 1e6 / r["requests"]) if r["requests"] else float("nan") for r in rows]
+            cpu.bar([k + (i - 1.5) * width for k in range(len(cases))], per1k, width, color=colors[via], label=via)
+    for ax, title, unit in ((tput, "throughput (log scale)", "requests or messages / s"), (cpu, "router CPU per 1,000 requests", "ms")):
+        ax.set_xticks(range(len(cases)))
+        ax.set_xticklabels(labels, fontsize=7, rotation=30, ha="right")
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(unit)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    tput.set_yscale("log")
+    rss = report["rss"]
+    fig.suptitle(f'Router benchmark {report["id"]} ({report["environment"]["cpus"]} cores; peak RSS ours {rss["oursPeakMiB"]:.0f} MiB, '
+                 f'upstream {rss["upstreamPeakMiB"]:.0f} MiB; upstream carries no gRPC)', fontsize=11)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
 report = json.load(open(sys.argv[1]))
+if report["id"].startswith("router-"):
+    plot_router(report, sys.argv[2])
+    sys.exit(0)
 soaks = [r for r in report["runs"] if r.get("soak")]
 if soaks:
     plot_soak(report, soaks, sys.argv[2])

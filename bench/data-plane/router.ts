@@ -21,7 +21,7 @@
  * Results: bench/results/router-<id>.json and .md.
  *
  * Flags: --duration 10  --warmup 1  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
- *        --smoke  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
+ *        --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
@@ -104,17 +104,17 @@ export interface CaseSpec {
 
 export function caseSpecs(o: RouterBenchOptions): CaseSpec[] {
   const small = (c: number): CaseSpec => ({ name: `GET ${SMALL_BYTES} B`, tool: 'wrk', concurrency: c, method: 'GET', path: '/small', receiveBytes: SMALL_BYTES });
-  const c = (full: number) => (o.smoke ? Math.min(full, 2) : full);
+  const clients = (full: number) => (o.smoke ? Math.min(full, 2) : full);
   const all: CaseSpec[] = [
     ...o.concurrency.map(small),
     { name: 'GET 1 MiB', tool: 'wrk', concurrency: 1, method: 'GET', path: '/blob', receiveBytes: MIB },
     ...(o.smoke ? [] : [{ name: 'GET 1 MiB', tool: 'wrk', concurrency: 10, method: 'GET', path: '/blob', receiveBytes: MIB } as CaseSpec]),
-    { name: 'POST 64 KiB echo', tool: 'wrk', concurrency: c(10), method: 'POST', path: '/echo', sendBytes: 64 * 1024, receiveBytes: 64 * 1024 },
-    { name: `GET ${SMALL_BYTES} B over ${o.sandboxes} sandboxes`, tool: 'wrk', concurrency: c(50), method: 'GET', path: '/small', receiveBytes: SMALL_BYTES, spread: true },
-    { name: 'WebSocket 1 KiB echo', tool: 'ws', concurrency: c(10), sendBytes: 1024, receiveBytes: 1024 },
-    { name: 'gRPC stream 1 KiB echo', tool: 'grpc', concurrency: c(10), sendBytes: 1024, receiveBytes: 1024 },
+    { name: 'POST 64 KiB echo', tool: 'wrk', concurrency: clients(10), method: 'POST', path: '/echo', sendBytes: 64 * 1024, receiveBytes: 64 * 1024 },
+    { name: `GET ${SMALL_BYTES} B over ${o.sandboxes} sandboxes`, tool: 'wrk', concurrency: clients(50), method: 'GET', path: '/small', receiveBytes: SMALL_BYTES, spread: true },
+    { name: 'WebSocket 1 KiB echo', tool: 'ws', concurrency: clients(10), sendBytes: 1024, receiveBytes: 1024 },
+    { name: 'gRPC stream 1 KiB echo', tool: 'grpc', concurrency: clients(10), sendBytes: 1024, receiveBytes: 1024 },
   ];
-  const chosen = all.filter((spec) => !o.cases.length || o.cases.some((c) => spec.name.toLowerCase().includes(c)));
+  const chosen = all.filter((spec) => !o.cases.length || o.cases.some((want) => spec.name.toLowerCase().includes(want)));
   if (!chosen.length) throw new Error(`--cases ${o.cases.join(',')} matches none of: ${[...new Set(all.map((s) => s.name))].join('; ')}`);
   return chosen;
 }
@@ -482,6 +482,14 @@ export async function main(argv: string[]): Promise<number> {
   fs.writeFileSync(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
   fs.writeFileSync(`${base}.md`, routerMarkdown(report));
   log(`wrote ${base}.json, ${base}.md`);
+  if (!o.smoke && !argv.includes('--no-plot')) {
+    try {
+      execFileSync(path.join(ROOT, 'bench', 'plot.sh'), [`${base}.json`, `${base}.png`], { stdio: ['ignore', 'inherit', 'inherit'] });
+      log(`wrote ${base}.png`);
+    } catch (e) {
+      log(`plot failed (the results are in ${base}.json): ${(e as Error).message}`);
+    }
+  }
   // Our router and the backend must answer every request; upstream's errors are its own, shown in the table.
   return report.cases.some((c) => (c.via === 'upstream' ? c.requests === 0 && !c.unsupported : c.errors > 0 || c.requests === 0)) ? 1 : 0;
 }
