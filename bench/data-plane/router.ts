@@ -20,7 +20,7 @@
  * The load generators share the machine with the routers and the backend, alike for every path.
  * Results: bench/results/router-<id>.json and .md.
  *
- * Flags: --duration 10  --warmup 1  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
+ * Flags: --duration 10  --warmup 1 (wrk rounds both up to whole seconds)  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
  *        --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
@@ -227,7 +227,9 @@ async function loadOnce(tools: Tools, spec: CaseSpec, ep: Endpoint, spread: bool
     const script = path.join(dir, 'case.lua');
     fs.writeFileSync(script, wrkScript(spec, ep, spread));
     const threads = Math.min(spec.concurrency, 2);
-    const out = await runTool(tools.wrk, ['-t', String(threads), '-c', String(spec.concurrency), '-d', `${seconds}s`, '-s', script, `http://${ep.http}${spec.path}`]);
+    // wrk takes whole seconds only (it prints its usage for "0.2s").
+    const whole = Math.max(1, Math.ceil(seconds));
+    const out = await runTool(tools.wrk, ['-t', String(threads), '-c', String(spec.concurrency), '-d', `${whole}s`, '-s', script, `http://${ep.http}${spec.path}`]);
     const line = out.split('\n').find((l) => l.startsWith('WRKJSON '));
     if (!line) throw new Error(`wrk printed no summary:\n${out}`);
     type Counts = 'requests' | 'durationUs' | 'bytes' | 'connect' | 'read' | 'write' | 'timeout' | 'status' | 'p50' | 'p99';

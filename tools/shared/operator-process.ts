@@ -97,6 +97,11 @@ export class OperatorProcess {
     return new OperatorProcess(opts, 'controller');
   }
 
+  /** Starts the `router` command without waiting for anything (one that cannot reach its API server never syncs). */
+  public static launchRouter(opts: OperatorOptions): OperatorProcess {
+    return new OperatorProcess(opts, 'router');
+  }
+
   /** Starts the `router` command and resolves once its caches have synced (it is ready). */
   public static async startRouter(opts: OperatorOptions): Promise<OperatorProcess> {
     const op = new OperatorProcess(opts, 'router');

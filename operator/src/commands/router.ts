@@ -24,7 +24,7 @@ import { processProbe } from '../router/process-probe';
 import { Router } from '../router/proxy';
 import { POD_NAME_HASH_INDEX, podNameHashIndex, Resolver } from '../router/resolve';
 import { Resumer } from '../router/resume';
-import { isRouterWorker, joinPrimary, runPrimary, workerCount } from '../router/workers';
+import { isRouterWorker, primaryStopRequest, runPrimary, serveMetricsToPrimary, workerCount } from '../router/workers';
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
@@ -51,6 +51,8 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   const build = buildInfo();
   const workers = workerCount(flags.number('workers'));
   const worker = isRouterWorker();
+  // Listened for at once: the primary may ask a worker to stop while it is still starting.
+  const stopRequested = worker ? primaryStopRequest() : undefined;
   const log = createLogger(flags.string('log-level'), { component: 'router', ...(worker ? { worker: process.pid } : {}) });
   if (workers > 1 && !worker) {
     log.info({ version: build.version, flags: flags.nonDefaults() }, 'starting the router');
@@ -61,6 +63,8 @@ export async function runRouter(args: readonly string[]): Promise<number> {
 
   const client = new HttpKubeClient({ connection, userAgent: userAgent(build), log, maxSockets: 16 });
   const metrics = new RouterMetrics(build);
+  // A worker's series are summed and served by its primary.
+  if (worker) serveMetricsToPrimary(metrics.registry);
   const authorizer = makeAuthorizer(flags, connection, build, log, metrics);
   if (flags.string('auth') === 'none') log.warn('--auth=none: anyone who reaches the router can use every sandbox it routes to');
 
@@ -105,15 +109,14 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   });
 
   const life = new ProcessLifecycle(log);
+  void stopRequested?.then((why) => life.requestShutdown(why));
 
   informers.start();
   const health = await listen(flags.string('health-probe-bind-address'), probesHandler({
     liveness: () => undefined,
     readiness: () => (life.shuttingDown ? 'draining' : !informers.hasSynced ? 'caches have not synced yet' : undefined),
   }), log, 'health probes');
-  // A worker's series are summed and served by its primary.
   const metricsServer = worker ? undefined : await listen(flags.string('metrics-bind-address'), metricsHandler(metrics.registry), log, 'metrics');
-  if (worker) joinPrimary(metrics.registry, life);
   const h2 = new H2Proxy(router);
   let lastRefusalLog = 0;
   const proxy = new ProxyListener({}, {
@@ -133,15 +136,6 @@ export async function runRouter(args: readonly string[]): Promise<number> {
   h2.attach(proxy.http2);
   const bind = parseBindAddress(flags.string('bind-address'));
   if (!bind) throw new Error('--bind-address cannot be "0": the proxy is the router\'s reason to run');
-  // A worker takes connections once its caches have synced: the primary hands them only to workers
-  // that listen, so a late worker never answers 503 beside a ready one.
-  if (worker) await informers.synced();
-  // "serving proxy": tests and tools find the port by that message. HTTP/1.1, upgrades and h2c share it.
-  await listenOn(proxy.server, bind, log, 'proxy');
-  for (const server of [proxy.server, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
-  if (worker) for (const ip of boundAddresses(parseBindAddress(flags.string('metrics-bind-address')))) guard.addOwnAddress(ip);
-  void informers.synced().then(() => log.info('caches synced; ready'));
-
   life.onShutdown(async () => {
     log.info({ open: router.openConnections }, 'no new connections; draining');
     const closed = proxy.close();
@@ -156,6 +150,16 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     client.close();
     writes.close();
   });
+  // A worker takes connections once its caches have synced: the primary hands them only to workers
+  // that listen, so a late worker never answers 503 beside a ready one. A shutdown ends the wait.
+  if (worker) await Promise.race([informers.synced(), life.exited]);
+  if (life.shuttingDown) return life.exited;
+  // "serving proxy": tests and tools find the port by that message. HTTP/1.1, upgrades and h2c share it.
+  await listenOn(proxy.server, bind, log, 'proxy');
+  for (const server of [proxy.server, health, metricsServer]) for (const ip of ownAddresses(server)) guard.addOwnAddress(ip);
+  if (worker) for (const ip of boundAddresses(parseBindAddress(flags.string('metrics-bind-address')))) guard.addOwnAddress(ip);
+  void informers.synced().then(() => log.info('caches synced; ready'));
+
   return life.exited;
 }
 

@@ -7,7 +7,8 @@
  * The primary routes nothing: it starts the workers, serves /metrics summed over them (each
  * worker's series, asked for over the cluster channel at scrape time), passes SIGTERM and SIGINT on
  * and waits for the workers to drain. A worker that exits unasked takes the others and the primary
- * down with it (exit 1), so the Pod restarts whole rather than limp on with fewer cores.
+ * down with it (exit 1), so the Pod restarts whole rather than limp on with fewer cores; so does one
+ * that fails while stopping.
  * The workers share the proxy and probe ports (the primary accepts and hands connections round).
  */
 import cluster, { type Worker } from 'node:cluster';
@@ -58,16 +59,22 @@ export function isRouterWorker(): boolean {
 const SHUT_DOWN = 'agent-sandbox-router:shut-down';
 
 /**
- * In a worker: answer the primary's requests for this registry's series, and shut down (once)
- * when the primary says so. A terminal's Ctrl-C reaches the workers too, as a signal of their own.
+ * In a worker, before anything else (a message that finds no listener is lost): resolves with why
+ * the primary asked it to stop, its message or the channel closing (the primary killed). A
+ * terminal's Ctrl-C reaches the workers too, as a signal of their own.
  */
-export function joinPrimary(registry: Registry, life: Pick<ProcessLifecycle, 'requestShutdown'>): void {
+export function primaryStopRequest(): Promise<string> {
+  return new Promise((resolve) => {
+    process.on('message', (m) => m === SHUT_DOWN && resolve('the primary asked'));
+    process.on('disconnect', () => resolve('the primary disconnected'));
+  });
+}
+
+/** In a worker: answer the primary's requests for this registry's series. */
+export function serveMetricsToPrimary(registry: Registry): void {
   AggregatorRegistry.setRegistries([registry]);
   // Constructing one installs the listener that answers the primary.
   new AggregatorRegistry();
-  process.on('message', (m) => m === SHUT_DOWN && life.requestShutdown('the primary'));
-  // The primary gone (killed): nothing passes signals on or serves metrics any more.
-  process.on('disconnect', () => life.requestShutdown('the primary disconnected'));
 }
 
 export interface PrimaryOptions {
@@ -89,22 +96,24 @@ export async function runPrimary(o: PrimaryOptions): Promise<number> {
     if (workers.size === 0) return resolve();
     cluster.on('exit', () => workers.size === 0 && resolve());
   });
-  const stopWorkers = () => {
-    for (const w of workers) if (w.isConnected()) w.send(SHUT_DOWN);
-  };
+  // 1 once any worker exits unasked, or fails (a code other than 0, or a signal) while stopping.
+  let exitCode = 0;
   cluster.on('exit', (worker, code, signal) => {
     workers.delete(worker);
-    if (life.shuttingDown) return;
-    o.log.error({ worker: worker.process.pid, code, signal }, 'a router worker exited; stopping the others and exiting');
-    stopWorkers();
-    void allExited().then(() => closeServer(metrics)).then(() => life.exit(1));
+    const asked = life.shuttingDown;
+    if (asked && code === 0) return;
+    exitCode = 1;
+    o.log.error({ worker: worker.process.pid, code, signal }, asked ? 'a router worker failed while shutting down'
+      : 'a router worker exited; stopping the others and exiting');
+    life.requestShutdown('a worker exited');
   });
-  o.log.info({ workers: o.workers }, 'starting router workers');
-  for (let i = 0; i < o.workers; i++) workers.add(cluster.fork());
   life.onShutdown(async () => {
-    stopWorkers();
+    for (const w of workers) if (w.isConnected()) w.send(SHUT_DOWN);
     await allExited();
     await closeServer(metrics);
   });
-  return life.exited;
+  o.log.info({ workers: o.workers }, 'starting router workers');
+  for (let i = 0; i < o.workers; i++) workers.add(cluster.fork());
+  const code = await life.exited;
+  return code === 0 ? exitCode : code;
 }

@@ -205,7 +205,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       if (signal.aborted) break;
       this.options.metrics?.watchRestarted?.(reason);
       const healthy = this.clock.now() - started >= (this.options.healthyWatchMs ?? 10_000);
-      failures = healthy ? 0 : failures + 1;
+      // Restarted for a peer's stall, this watch did not fail: reopen at once, however young it was.
+      failures = healthy || reason === 'peer-stalled' ? 0 : failures + 1;
       if (failures > 0) {
         const delay = this.backoff(failures, unreachable);
         this.log.debug({ reason, failures, delayMs: Math.round(delay) }, 'backing off before the next list/watch');

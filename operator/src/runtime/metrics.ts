@@ -95,7 +95,7 @@ export class OperatorMetrics {
     this.backgroundCap = new Gauge({ name: 'agent_sandbox_client_background_in_flight_limit', help: 'Background API requests (pool refill, Events) the operator lets be in flight now; follows the write latency the API server answers with', registers });
 
     const sizes = this.informerSizes;
-    this.watchRestarts = new Counter({ name: 'agent_sandbox_informer_watch_restarts_total', help: 'Watches reopened, by reason (closed, gone, stalled, error, error-event, list-error)', labelNames: ['resource', 'reason'], registers });
+    this.watchRestarts = new Counter({ name: 'agent_sandbox_informer_watch_restarts_total', help: 'Watches reopened, by reason (closed, gone, stalled, peer-stalled: another informer\'s watch stalled, error, error-event, list-error)', labelNames: ['resource', 'reason'], registers });
     this.relists = new Counter({ name: 'agent_sandbox_informer_relists_total', help: 'Full lists by an informer (start-up and after 410 Gone)', labelNames: ['resource'], registers });
     this.eventHandling = new Histogram({
       name: 'agent_sandbox_informer_event_handling_seconds',

@@ -1,12 +1,16 @@
 /**
  * `router --workers=2` on the local control plane: a primary and two worker processes share the
  * proxy port; both workers serve requests to claimed sandboxes' runtimes; the primary's /metrics
- * is the sum over the workers; SIGTERM drains all three; a worker that dies takes the rest down.
+ * is the sum over the workers; SIGTERM drains all three, also before the workers' caches have
+ * synced; a worker that dies takes the rest down.
  */
 import * as fs from 'fs';
 import * as http from 'http';
+import * as os from 'os';
+import * as path from 'path';
 import { DataPlane, send } from './data-plane';
 import { waitFor } from '../../../tools/control-plane/kube';
+import { freePort } from '../../../tools/control-plane/processes';
 import { OperatorProcess } from '../../../tools/shared/operator-process';
 
 const REQUESTS = 24;
@@ -79,3 +83,23 @@ test('a worker killed outright takes the primary and the other worker down (exit
   await waitFor(async () => (!alive(workers[1]) ? true : undefined), 10_000, 'the other worker to exit');
   expect(router.lines.some((l) => l.msg === 'a router worker exited; stopping the others and exiting')).toBe(true);
 }, 120_000);
+
+test('SIGTERM while the workers still wait for their caches (the API server unreachable) stops all three with 0', async () => {
+  // The same credentials, aimed at a port where nothing listens: the caches never sync.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'router-workers-'));
+  const kubeconfig = path.join(dir, 'kubeconfig');
+  const closed = await freePort();
+  fs.writeFileSync(kubeconfig, fs.readFileSync(dp.kube.kubeconfig, 'utf8').replace(/server: https:\/\/127\.0\.0\.1:\d+/, `server: https://127.0.0.1:${closed}`));
+  const router = OperatorProcess.launchRouter({ kubeconfig, args: ['--auth=none', '--workers=2'] });
+  try {
+    await waitFor(async () => router.lines.filter((l) => l.msg === 'starting the router' && l.worker).length === 2 || undefined, 30_000, 'both workers started');
+    const workers = children(router.pid);
+    expect(workers).toHaveLength(2);
+    expect(router.lines.some((l) => l.msg === 'serving proxy')).toBe(false);
+    expect(await router.stop(20_000)).toBe(0);
+    for (const pid of workers) expect(alive(pid)).toBe(false);
+  } finally {
+    await router.kill();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}, 60_000);
