@@ -79,8 +79,13 @@ test('a stalled watch restarts its peers\' watches at once (they share the path)
     clock,
     // Every watch here is young (under healthyWatchMs): one that stalled itself backs off a minute.
     informerDefaults: {
-      watchTimeoutSeconds: 10, watchEndGraceMs: 1_000, watchdogMs: 600_000, healthyWatchMs: 600_000,
-      backoffInitialMs: 60_000, backoffMaxMs: 60_000, random: () => 0,
+      watchTimeoutSeconds: 10,
+      watchEndGraceMs: 1_000,
+      watchdogMs: 600_000,
+      healthyWatchMs: 600_000,
+      backoffInitialMs: 60_000,
+      backoffMaxMs: 60_000,
+      random: () => 0,
     },
     metricsFor: (resource) => ({ watchRestarted: (reason) => restarts.push(`${resource} ${reason}`) }),
   });
