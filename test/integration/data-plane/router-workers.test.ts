@@ -9,6 +9,7 @@ import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { DataPlane, send } from './data-plane';
+import { processTree } from '../../../bench/measure';
 import { waitFor } from '../../../tools/control-plane/kube';
 import { freePort } from '../../../tools/control-plane/processes';
 import { OperatorProcess } from '../../../tools/shared/operator-process';
@@ -24,10 +25,8 @@ afterAll(async () => {
   await dp?.stop();
 });
 
-/** The pids of `pid`'s child processes. */
-function children(pid: number): number[] {
-  return fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter(Boolean).map(Number));
-}
+/** The pids of `pid`'s descendants (the workers have none of their own). */
+const children = (pid: number): number[] => processTree(pid).slice(1);
 
 const alive = (pid: number) => fs.existsSync(`/proc/${pid}`) && !/^State:\s+Z/m.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
 
