@@ -21,7 +21,7 @@
  * Results: bench/results/router-<id>.json and .md.
  *
  * Flags: --duration 10  --warmup 1 (wrk rounds both up to whole seconds)  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
- *        --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
+ *        --node-flags '--trace-gc' and --router-flags '--incremental-marking' (ours, for A/B runs)  --hold (start all, print the endpoints, wait for SIGINT)  --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
@@ -57,6 +57,11 @@ export interface RouterBenchOptions {
   cpuProf: boolean;
   /** Our router's --workers (unset: its default). */
   workers?: number;
+  /** More node flags for our router (e.g. --trace-gc), and more router flags (e.g. --incremental-marking): for A/B runs. */
+  nodeFlags: string[];
+  routerFlags: string[];
+  /** Start everything, print the endpoints and wait for SIGINT (then run the cases chosen): for experiments by hand. */
+  hold: boolean;
   /** Only the cases whose name contains one of these (case-insensitive); all when empty. */
   cases: string[];
 }
@@ -73,6 +78,9 @@ export function parseRouterBenchArgs(argv: string[]): RouterBenchOptions {
     smoke,
     cpuProf: argv.includes('--cpu-prof'),
     workers: get('workers') === undefined ? undefined : Number(get('workers')),
+    hold: argv.includes('--hold'),
+    nodeFlags: (get('node-flags') ?? '').split(' ').filter(Boolean),
+    routerFlags: (get('router-flags') ?? '').split(' ').filter(Boolean),
     cases: (get('cases') ?? '').split(',').map((c) => c.trim().toLowerCase()).filter(Boolean),
   };
   for (const [name, v] of [['duration', o.durationS], ['warmup', o.warmupS]] as const) {
@@ -353,9 +361,10 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
 
     const [oursPort, oursProbe, upPort, upProbe, upMetrics] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
     const oursArgs = [
-      ...OPERATOR_NODE_FLAGS, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : []), OPERATOR_BUNDLE,
+      ...OPERATOR_NODE_FLAGS, ...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : []), OPERATOR_BUNDLE,
       'router', `--kubeconfig=${cp.kubeconfig}`, `--bind-address=127.0.0.1:${oursPort}`, `--health-probe-bind-address=127.0.0.1:${oursProbe}`,
       '--metrics-bind-address=0', '--auth=none', '--allowed-pod-cidrs=127.64.0.0/12', ...(o.workers === undefined ? [] : [`--workers=${o.workers}`]),
+      ...o.routerFlags,
     ];
     const oursLog = path.join(runDir, 'router-ours.log');
     procs.ours = startProcess(process.execPath, oursArgs, oursLog);
@@ -381,6 +390,13 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
       upstream: viaRouter(upPort),
     };
     const pids: Partial<Record<Via, number>> = { ours: procs.ours.pid, upstream: procs.upstream.pid };
+    if (o.hold) {
+      // For experiments by hand: the whole stack stays up until SIGINT, and no cases run.
+      const headers = Object.entries(first).map(([k, v]) => `-H '${k}: ${v}'`).join(' ');
+      log(`holding until SIGINT: ours http://127.0.0.1:${oursPort} (pid ${procs.ours.pid}), upstream http://127.0.0.1:${upPort} (pid ${procs.upstream.pid}), `
+        + `direct http://${ips[0]}:${HTTP_PORT}; headers ${headers}; backend paths /small /blob /echo`);
+      await new Promise((resolve) => process.once('SIGINT', resolve));
+    }
     const specs = caseSpecs(o);
     const cases: CaseResult[] = [];
     for (const [n, spec] of specs.entries()) {
