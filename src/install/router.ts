@@ -35,7 +35,12 @@ export interface SandboxRouterOptions extends InstallEnvOptions {
    * @default "sandbox-router-svc"
    */
   readonly serviceName?: string;
-  /** @default - requests 100m CPU and 64Mi memory, limit 256Mi memory */
+  /**
+   * The router container's resources. One router process peaked at about 220 MiB while streaming
+   * 1 MiB bodies in the router benchmark (bench/README.md); each `--workers` process (in `args`)
+   * is another whole router.
+   * @default - requests 100m CPU and 128Mi memory, limit 512Mi memory
+   */
   readonly resources?: ContainerResources;
   /**
    * Labels of the router Pods: the selector of its Deployment, Service and PodDisruptionBudget, and
@@ -212,7 +217,7 @@ export function addRouter(scope: Construct, namespace: string, router: SandboxRo
             // Ready once its Sandbox and Pod caches have synced; unready while draining.
             readinessProbe: { httpGet: { path: '/readyz', port: 'probes' }, periodSeconds: 5 },
             livenessProbe: { httpGet: { path: '/healthz', port: 'probes' }, initialDelaySeconds: 10, periodSeconds: 20 },
-            resources: resourcesOf(router.resources, { requests: { cpu: '100m', memory: '64Mi' }, limits: { memory: '256Mi' } }),
+            resources: resourcesOf(router.resources, { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } }),
             securityContext: CONTAINER_SECURITY,
           }],
         },
