@@ -237,7 +237,7 @@ const operatorBuild = project.addTask('operator:build', {
 });
 project.addTask('operator', {
   description: 'Run the operator from the checkout: npm run operator -- controller --kubeconfig <file>',
-  steps: [{ spawn: operatorBuild.name }, { exec: 'node --enable-source-maps --max-semi-space-size=2 operator/dist/agent-sandbox-operator.mjs', receiveArgs: true }],
+  steps: [{ spawn: operatorBuild.name }, { exec: 'node --enable-source-maps --max-semi-space-size=2 --initial-old-space-size=64 operator/dist/agent-sandbox-operator.mjs', receiveArgs: true }],
 });
 const operatorTests = project.addTask('test:operator', {
   description: 'Operator unit tests (ESM jest)',

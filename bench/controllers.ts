@@ -7,7 +7,7 @@ import { ChildProcess, execFileSync, spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { freePort } from '../tools/control-plane/processes';
-import { OPERATOR_BUNDLE } from '../tools/shared/operator-process';
+import { IMAGE_NODE_FLAGS, OPERATOR_BUNDLE } from '../tools/shared/operator-process';
 
 export const ROOT = path.resolve(__dirname, '..');
 export type ControllerName = 'ours' | 'upstream' | 'floor';
@@ -20,11 +20,8 @@ export interface ControllerSettings {
   templateWorkers: number;
 }
 
-/**
- * The node flags the operator image runs with (operator/Dockerfile ENTRYPOINT; a unit test keeps
- * the two equal), so the benchmark measures what ships.
- */
-export const OPERATOR_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2'];
+/** The node flags the operator image runs with, so the benchmark measures what ships. */
+export const OPERATOR_NODE_FLAGS = IMAGE_NODE_FLAGS;
 
 export const DEFAULT_SETTINGS: ControllerSettings = { sandboxWorkers: 100, claimWorkers: 50, poolWorkers: 1, templateWorkers: 1 };
 

@@ -14,6 +14,11 @@ import { waitFor } from '../control-plane/kube';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbox-operator.mjs');
+/**
+ * The node flags the operator image runs with (operator/Dockerfile ENTRYPOINT, which says why; a
+ * unit test keeps the two equal), so local runs and benchmarks run what ships.
+ */
+export const IMAGE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--initial-old-space-size=64'];
 const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api')];
 
 /** Every live operator child, so a crashed test run never leaves one reconciling. */
@@ -121,7 +126,7 @@ export class OperatorProcess {
     const logDir = path.join(ROOT, 'test-results', 'operator');
     fs.mkdirSync(logDir, { recursive: true });
     this.logFile = opts.logFile ?? path.join(logDir, `${command === 'controller' ? 'operator' : command}-${process.pid}-${++OperatorProcess.count}.log`);
-    const args = ['--enable-source-maps', OPERATOR_BUNDLE, command, `--kubeconfig=${opts.kubeconfig}`, ...DEFAULT_ARGS[command], ...(opts.args ?? [])];
+    const args = ['--enable-source-maps', ...IMAGE_NODE_FLAGS, OPERATOR_BUNDLE, command, `--kubeconfig=${opts.kubeconfig}`, ...DEFAULT_ARGS[command], ...(opts.args ?? [])];
     this.child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...opts.env } });
     running.add(this.child);
     const out = fs.createWriteStream(this.logFile);

@@ -16,7 +16,6 @@ import { RESOURCES, type Pod, type Sandbox, slimPod } from '../model';
 import { ActivityTracker } from '../router/activity';
 import { ALLOW_ALL, type Authorizer, KubeReviewer, KubernetesAuthorizer, StaticTokenAuthorizer } from '../router/auth';
 import { parseRouterArgs, type RouterFlags, routerUsage, splitList } from '../router/flags';
-import { setIncrementalMarking } from '../router/gc';
 import { AddressGuard } from '../router/guard';
 import { H2Proxy } from '../router/h2';
 import { ProxyListener } from '../router/listener';
@@ -49,7 +48,6 @@ export async function runRouter(args: readonly string[]): Promise<number> {
     return 0;
   }
   const flags = parsed.flags;
-  setIncrementalMarking(flags.bool('incremental-marking'));
   const build = buildInfo();
   const workers = workerCount(flags.number('workers'));
   const worker = isRouterWorker();

@@ -96,14 +96,6 @@ export const ROUTER_FLAGS: readonly ControllerFlag[] = [
     description: 'Router processes sharing the ports, each a whole router as a replica is (its own caches and limits; --max-connections and the other limits apply to each); a primary process serves /metrics summed over them. 0 means one per core it may use (capped by its cgroup CPU limit, rounded up).',
     validate: (v: number) => (v >= 0 ? undefined : `must be 0 (one per core) or more (it is ${v})`),
   },
-  {
-    flag: 'incremental-marking',
-    type: 'bool',
-    default: false,
-    description: 'Leave V8\'s incremental marking on. Off by default in the router: while it streamed bodies, V8 kept starting a full marking cycle '
-      + 'every 10 to 20 ms on a heap that was not growing, doubling the CPU per MiB moved (bench/README.md, router). Off, a full collection runs in '
-      + 'one pause when the old generation reaches its limit.',
-  },
   { flag: 'access-log', type: 'bool', default: false, description: 'One info line per request, upgrade and HTTP/2 stream (method, namespace, status, duration); off, the hot path writes no log line. Failures are logged either way.' },
   {
     flag: 'log-level',
