@@ -36,9 +36,10 @@ export interface SandboxRouterOptions extends InstallEnvOptions {
    */
   readonly serviceName?: string;
   /**
-   * The router container's resources. One router process peaked at about 220 MiB while streaming
-   * 1 MiB bodies in the router benchmark (bench/README.md); each `--workers` process (in `args`)
-   * is another whole router.
+   * The router container's resources. One router process peaked at 137 to 167 MiB in the router
+   * benchmark (bench/README.md; 20 Sandboxes, 1 MiB bodies streaming at 1 GB/s); its caches grow
+   * with the Sandboxes it routes to, and each `--workers` process (in `args`) is another whole
+   * router.
    * @default - requests 100m CPU and 128Mi memory, limit 512Mi memory
    */
   readonly resources?: ContainerResources;
