@@ -21,7 +21,9 @@
  * Results: bench/results/router-<id>.json and .md.
  *
  * Flags: --duration 10  --warmup 1 (wrk rounds both up to whole seconds)  --concurrency 1,10,50 (the small GET)  --sandboxes 20  --out bench/results
- *        --node-flags '--trace-gc' and --router-flags '--incremental-marking' (ours, for A/B runs)  --hold (start all, print the endpoints, wait for SIGINT)  --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
+ *        --smoke  --no-plot  --cpu-prof (our router's)  --workers N (our router's --workers)  --cases echo,1 MiB (names containing one)
+ *        --node-flags '--trace-gc' and --router-flags '--access-log' (added to ours, for A/B runs)
+ *        --hold (start everything, print the endpoints, wait for SIGINT: for experiments by hand)
  */
 import { ChildProcess, execFileSync, spawn } from 'child_process';
 import * as fs from 'fs';
@@ -57,7 +59,7 @@ export interface RouterBenchOptions {
   cpuProf: boolean;
   /** Our router's --workers (unset: its default). */
   workers?: number;
-  /** More node flags for our router (e.g. --trace-gc), and more router flags (e.g. --incremental-marking): for A/B runs. */
+  /** More node flags for our router (e.g. --trace-gc), and more router flags (e.g. --access-log): for A/B runs. */
   nodeFlags: string[];
   routerFlags: string[];
   /** Start everything, print the endpoints and wait for SIGINT (then run the cases chosen): for experiments by hand. */
