@@ -278,7 +278,8 @@ export async function main(argv: string[]): Promise<number> {
   // own harness and report (bench/data-plane/router.ts), run before the controller scenarios.
   let routerFailed = false;
   if (o.scenarios.includes('router')) {
-    const flags = [...(o.smoke ? ['--smoke'] : []), ...(o.cpuProf ? ['--cpu-prof'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency', 'sandboxes', 'workers', 'cases'])];
+    const flags = [...(o.smoke ? ['--smoke'] : []), ...(o.cpuProf ? ['--cpu-prof'] : []), '--out', o.out, ...passThrough(argv, ['duration', 'warmup', 'concurrency', 'sandboxes', 'workers', 'cases', 'router-flags']),
+      ...(has(argv, 'hold') ? ['--hold'] : [])];
     routerFailed = (await routerBench(flags)) !== 0;
     o.scenarios = o.scenarios.filter((s) => s !== 'router');
     if (!o.scenarios.length) return routerFailed ? 1 : 0;

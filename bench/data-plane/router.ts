@@ -62,7 +62,7 @@ export interface RouterBenchOptions {
   /** More node flags for our router (e.g. --trace-gc), and more router flags (e.g. --access-log): for A/B runs. */
   nodeFlags: string[];
   routerFlags: string[];
-  /** Start everything, print the endpoints and wait for SIGINT (then run the cases chosen): for experiments by hand. */
+  /** Start everything, print the endpoints and wait for SIGINT, then stop (no cases): for experiments by hand. */
   hold: boolean;
   /** Only the cases whose name contains one of these (case-insensitive); all when empty. */
   cases: string[];
@@ -325,7 +325,7 @@ export function summarize(specs: CaseSpec[], cases: CaseResult[]): CaseSummary[]
   });
 }
 
-export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBenchReport> {
+export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBenchReport | undefined> {
   const started = Date.now();
   const id = `router-${new Date().toISOString().replace(/[:.]/g, '-').slice(0, 19)}${o.smoke ? '-smoke' : ''}`;
   const runDir = path.join(ROOT, 'test-results', 'bench', id);
@@ -393,11 +393,13 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
     };
     const pids: Partial<Record<Via, number>> = { ours: procs.ours.pid, upstream: procs.upstream.pid };
     if (o.hold) {
-      // For experiments by hand: the whole stack stays up until SIGINT, and no cases run.
+      // For experiments by hand: the whole stack stays up until SIGINT; no cases run.
       const headers = Object.entries(first).map(([k, v]) => `-H '${k}: ${v}'`).join(' ');
       log(`holding until SIGINT: ours http://127.0.0.1:${oursPort} (pid ${procs.ours.pid}), upstream http://127.0.0.1:${upPort} (pid ${procs.upstream.pid}), `
         + `direct http://${ips[0]}:${HTTP_PORT}; headers ${headers}; backend paths /small /blob /echo`);
       await new Promise((resolve) => process.once('SIGINT', resolve));
+      // Ctrl-C reached the children too (one process group): no cases, no report, just the clean-up.
+      return undefined;
     }
     const specs = caseSpecs(o);
     const cases: CaseResult[] = [];
@@ -497,6 +499,7 @@ export function routerMarkdown(r: RouterBenchReport): string {
 export async function main(argv: string[]): Promise<number> {
   const o = parseRouterBenchArgs(argv);
   const report = await runRouterBench(o);
+  if (!report) return 0;
   fs.mkdirSync(o.out, { recursive: true });
   const base = path.join(o.out, report.id);
   fs.writeFileSync(`${base}.json`, `${JSON.stringify(report, null, 2)}\n`);
