@@ -20,9 +20,6 @@ export interface ControllerSettings {
   templateWorkers: number;
 }
 
-/** The node flags the operator image runs with, so the benchmark measures what ships. */
-export const OPERATOR_NODE_FLAGS = IMAGE_NODE_FLAGS;
-
 export const DEFAULT_SETTINGS: ControllerSettings = { sandboxWorkers: 100, claimWorkers: 50, poolWorkers: 1, templateWorkers: 1 };
 
 export function sharedFlags(s: ControllerSettings, kubeconfig: string, metricsPort: number, healthPort: number): string[] {
@@ -84,7 +81,7 @@ export async function startController(name: 'ours' | 'upstream', o: StartOptions
   let version: string;
   let started: (log: string) => boolean;
   if (name === 'ours') {
-    command = [process.execPath, ...OPERATOR_NODE_FLAGS, ...(o.nodeFlags ?? []), OPERATOR_BUNDLE, 'controller', ...flags, '--log-level=info', ...(o.oursFlags ?? [])];
+    command = [process.execPath, ...IMAGE_NODE_FLAGS, ...(o.nodeFlags ?? []), OPERATOR_BUNDLE, 'controller', ...flags, '--log-level=info', ...(o.oursFlags ?? [])];
     version = execFileSync(process.execPath, [OPERATOR_BUNDLE, '--version']).toString().trim().split('\n')[0];
     started = (log) => log.includes('caches synced; starting controllers');
   } else {

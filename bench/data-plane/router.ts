@@ -34,9 +34,9 @@ import { startControlPlane } from '../../tools/control-plane/control-plane';
 import { Kube, waitFor } from '../../tools/control-plane/kube';
 import { freePort } from '../../tools/control-plane/processes';
 import { writeCrds } from '../../tools/shared/crds';
-import { ensureOperatorBundle, OPERATOR_BUNDLE } from '../../tools/shared/operator-process';
+import { ensureOperatorBundle, IMAGE_NODE_FLAGS, OPERATOR_BUNDLE } from '../../tools/shared/operator-process';
 import { BenchClient } from '../client';
-import { DEFAULT_SETTINGS, OPERATOR_NODE_FLAGS, ROOT, startController } from '../controllers';
+import { DEFAULT_SETTINGS, ROOT, startController } from '../controllers';
 import { flagValue } from '../flags';
 import { ProcMonitor, procTreeSample, readyCondition, round } from '../measure';
 import { environment } from '../report';
@@ -363,7 +363,7 @@ export async function runRouterBench(o: RouterBenchOptions): Promise<RouterBench
 
     const [oursPort, oursProbe, upPort, upProbe, upMetrics] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
     const oursArgs = [
-      ...OPERATOR_NODE_FLAGS, ...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : []), OPERATOR_BUNDLE,
+      ...IMAGE_NODE_FLAGS, ...o.nodeFlags, ...(o.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${path.join(runDir, 'profiles')}`] : []), OPERATOR_BUNDLE,
       'router', `--kubeconfig=${cp.kubeconfig}`, `--bind-address=127.0.0.1:${oursPort}`, `--health-probe-bind-address=127.0.0.1:${oursProbe}`,
       '--metrics-bind-address=0', '--auth=none', '--allowed-pod-cidrs=127.64.0.0/12', ...(o.workers === undefined ? [] : [`--workers=${o.workers}`]),
       ...o.routerFlags,
