@@ -64,8 +64,8 @@ export interface ControllerOptions {
    * `--claims-first-max-defer` (ours, not upstream's): while claims wait for a Sandbox, how long
    * work that does not serve them may wait, so the API server sees the claims' writes first: a
    * claimed Pod's relabel, status rewrites that change only observedGeneration, claim
-   * observability annotations and Events, and pool refill while the pool keeps Ready members above
-   * its low-water mark. The work runs when no claim waits, or after this long at the latest.
+   * observability annotations and Events, and pool refill while the pool's Ready members cover the
+   * claims waiting on it. The work runs when no claim waits, or after this long at the latest.
    * `Duration.seconds(0)` defers nothing.
    * @default Duration.seconds(5)
    */

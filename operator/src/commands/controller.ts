@@ -56,6 +56,8 @@ export async function runController(args: readonly string[]): Promise<number> {
   for (const warning of startupWarnings(flags)) log.warn(warning);
 
   const metrics = new OperatorMetrics(build, new URL(connection.server).host);
+  // Nothing runs while the loop is blocked: no event handled, no reconcile, no lease renewal.
+  metrics.onLongLoopLag((lagMs) => log.info({ lagMs }, 'event loop blocked'));
   const client = new HttpKubeClient({
     connection,
     qps: flags.number('kube-api-qps'),

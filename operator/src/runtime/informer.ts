@@ -69,6 +69,11 @@ export interface InformerOptions<T extends KubeObject> {
   readonly random?: () => number;
 }
 
+/** A watch that takes this long to reopen is logged at info. */
+export const SLOW_REESTABLISH_MS = 250;
+/** A list that takes this long is logged at info. */
+export const SLOW_LIST_MS = 1000;
+
 export class SharedInformer<T extends KubeObject> implements Informer<T> {
   public readonly synced: Promise<void>;
   private readonly store: IndexedStore<T>;
@@ -86,6 +91,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   private restartCurrent?: () => void;
   /** When the current run of failed lists/watches began; undefined while connected. */
   private failingSince?: number;
+  /** How the last open watch ended, and the failed attempts since, until the next one opens. */
+  private lastWatchEnd?: { atMs: number; reason: string; lastedMs: number; retries: string[] };
   private wakeUp?: () => void;
 
   public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
@@ -203,6 +210,8 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         this.log.warn({ err, reason, hint }, 'list/watch failed; retrying');
       }
       if (signal.aborted) break;
+      if (this.lastWatchEnd) this.lastWatchEnd.retries.push(reason);
+      else this.lastWatchEnd = { atMs: this.clock.now(), reason, lastedMs: Math.round(this.clock.now() - started), retries: [] };
       this.options.metrics?.watchRestarted?.(reason);
       const healthy = this.clock.now() - started >= (this.options.healthyWatchMs ?? 10_000);
       // Restarted for a peer's stall, this watch did not fail: reopen at once, however young it was.
@@ -224,6 +233,21 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.log.info({ disconnectedMs: this.clock.now() - this.failingSince }, 'list/watch works again');
     this.failingSince = undefined;
     this.options.onRecovered?.();
+  }
+
+  /**
+   * A new watch is open. The routine case (the server ended the last one at its timeout, and this
+   * one opened at once) is logged at debug; any other end, failed attempts in between, or a reopen
+   * that took SLOW_REESTABLISH_MS or more, at info: while it lasts, the cache sees no change.
+   */
+  private reestablished(): void {
+    const end = this.lastWatchEnd;
+    if (!end) return;
+    this.lastWatchEnd = undefined;
+    const reopenMs = Math.round(this.clock.now() - end.atMs);
+    const fields = { reason: end.reason, lastedMs: end.lastedMs, reopenMs, ...(end.retries.length ? { retries: end.retries } : {}) };
+    if (end.reason !== 'closed' || end.retries.length > 0 || reopenMs >= SLOW_REESTABLISH_MS) this.log.info(fields, 'watch re-established');
+    else this.log.debug(fields, 'watch re-established');
   }
 
   /** Jittered exponential backoff: half fixed, half random, so replicas spread out. */
@@ -265,7 +289,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     this.connected();
     this.replace(items, resourceVersion);
     this.options.metrics?.relisted?.(items.length, this.clock.now() - started);
-    this.log.debug({ objects: items.length, resourceVersion, ms: this.clock.now() - started }, 'listed');
+    const ms = Math.round(this.clock.now() - started);
+    // A long list holds back every event of the type (and a relist replaces the whole cache).
+    if (ms >= SLOW_LIST_MS) this.log.info({ objects: items.length, resourceVersion, ms }, 'listed');
+    else this.log.debug({ objects: items.length, resourceVersion, ms }, 'listed');
   }
 
   /** Make the store equal the list, telling handlers what changed, including missed deletes. */
@@ -304,7 +331,10 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
       fieldSelector: this.options.fieldSelector,
       resourceVersion: this.resourceVersion!,
       timeoutSeconds,
-      onOpen: () => this.connected(),
+      onOpen: () => {
+        this.connected();
+        this.reestablished();
+      },
     }, (event) => {
       lastActivity = this.clock.now();
       const end = this.apply(event);

@@ -31,6 +31,8 @@ const QUEUE_BUCKETS = Array.from({ length: 12 }, (_, i) => 1e-8 * 10 ** i);
 const LOOP_LAG_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** How often the longest event-loop delay of the past window is observed. */
 export const LOOP_LAG_WINDOW_MS = 1000;
+/** A window whose longest event-loop delay reaches this goes to `onLongLoopLag` (the operator logs it at info). */
+export const LONG_LOOP_LAG_MS = 200;
 // client-go rest_client_request_duration_seconds.
 const REQUEST_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60];
 
@@ -57,6 +59,7 @@ export class OperatorMetrics {
   private readonly informerSizes = new Map<string, () => number>();
   private readonly loopLagTimer: ReturnType<typeof setInterval>;
   private readonly loopDelays = monitorEventLoopDelay({ resolution: 10 });
+  private longLagListener?: (lagMs: number) => void;
 
   public constructor(build: BuildInfo, private readonly apiHost = '', loopLagWindowMs = LOOP_LAG_WINDOW_MS) {
     const registers = [this.registry];
@@ -131,11 +134,24 @@ export class OperatorMetrics {
       const now = performance.now();
       const late = Math.max(0, now - windowStart - loopLagWindowMs) * 1e6;
       windowStart = now;
-      loopLag.observe(Math.max(late, delays.count > 0 ? delays.max : 0) / 1e9);
+      const lagNs = Math.max(late, delays.count > 0 ? delays.max : 0);
+      loopLag.observe(lagNs / 1e9);
       delays.reset();
+      if (lagNs >= LONG_LOOP_LAG_MS * 1e6) {
+        try {
+          this.longLagListener?.(Math.round(lagNs / 1e6));
+        } catch {
+          // A report must not take the process down from inside a timer.
+        }
+      }
     }, loopLagWindowMs);
     this.loopLagTimer.unref();
     this.leader = new Gauge({ name: 'leader_election_master_status', help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.', labelNames: ['name'], registers });
+  }
+
+  /** Call `fn` with the lag of each window whose longest event-loop delay reached LONG_LOOP_LAG_MS. */
+  public onLongLoopLag(fn: (lagMs: number) => void): void {
+    this.longLagListener = fn;
   }
 
   public controller(name: string): ControllerMetrics {

@@ -75,7 +75,7 @@ export function createClaimController(ctx: ControllerContext, claimsFirst?: Clai
   });
   // First, so that a pass woken by an event already sees the expectations it settles.
   reconciler.follow(claims, sandboxes);
-  claimsFirst?.pressure.follow(claims);
+  claimsFirst?.pressure.follow(claims, sandboxes);
   const waitingOf = (namespace: string | undefined, pool: string) => waitingClaimKeys(claims, namespace ?? '', pool);
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-claim-concurrent-workers') });
   return controller

@@ -13,8 +13,8 @@
  * - the Sandbox controller defers bookkeeping (a claimed member's relabel, an observedGeneration
  *   rewrite: `deferral`) and sends the writes of a member a short pool's claims wait for with the
  *   normal work (`pressure.membersWanted`);
- * - the warm-pool controller holds refill back while a pool has Ready members to spare
- *   (./refill.ts), says when a pool is short (`pressure.poolShort`), and picks refill's lane.
+ * - the warm-pool controller holds refill back while a pool's Ready members cover its waiting
+ *   claims (./refill.ts), says when a pool is short (`pressure.poolShort`), and picks refill's lane.
  *
  * Deferred work comes back when no claim waits (`pressure.onCalm`), or after
  * `--claims-first-max-defer` at the latest (0s turns deferral off; the lanes stay). The Kubernetes

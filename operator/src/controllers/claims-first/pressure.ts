@@ -17,7 +17,13 @@
  * all): agents that claim one after another leave a gap of a few milliseconds between one claim's
  * Ready and the next claim's create, and work let go in that gap reaches the API server just as
  * the next claim's writes do.
+ *
+ * A claim whose member the Sandbox cache already shows taken, with its status still to be written,
+ * is bound: it is pressure (its status write is to come) but no longer asks the pool for a member
+ * (`waitingFor` leaves it out, `busyOn` does not).
  */
+import { KINDS } from '#api/groups';
+import { controllerRefOf, refIsKind } from '../../model/meta';
 import { MONOTONIC_CLOCK, type Clock, type TimerHandle } from '../../runtime/clock';
 import type { Informer, KubeObject } from '../../runtime/types';
 
@@ -30,12 +36,18 @@ export const PRESSURE_LINGER_MS = 100;
 interface Waiting {
   readonly pool: string;
   readonly sinceMs: number;
+  /** The claim's UID, when known: a Sandbox is matched to its claim by UID, never by name alone. */
+  readonly uid?: string;
+  /** A Sandbox of the cache names the claim its controller: it has its member, its status write is to come. */
+  bound: boolean;
 }
 
 export class ClaimPressure {
   /** By claim key, in the order first seen waiting (so the oldest are at the front). */
   private readonly waiting = new Map<string, Waiting>();
   private readonly perPool = new Map<string, number>();
+  /** Of those, the claims whose member the Sandbox cache already shows taken. */
+  private readonly boundPerPool = new Map<string, number>();
   private readonly calmListeners = new Set<() => void>();
   private readonly shortPools = new Set<string>();
   /** When each pool's last waiting claim was served, while that is under `lingerMs` ago. */
@@ -56,12 +68,27 @@ export class ClaimPressure {
     return this.clock.now();
   }
 
-  /** Claim `key` waits for a member of pool `pool` (`namespace/name`). Repeated calls keep the first time. */
-  public waitingOn(key: string, pool: string): void {
-    if (this.waiting.has(key)) return;
-    this.waiting.set(key, { pool, sinceMs: this.now() });
-    this.perPool.set(pool, (this.perPool.get(pool) ?? 0) + 1);
+  /** Claim `key` (UID `uid`) waits for a member of pool `pool` (`namespace/name`). Repeated calls keep the first time. */
+  public waitingOn(key: string, pool: string, uid?: string): void {
+    const known = this.waiting.get(key);
+    // A namesake (deleted and created again, seen as one update after a relist) starts afresh.
+    if (known && (uid === undefined || known.uid === undefined || known.uid === uid)) return;
+    if (known) this.remove(key, known);
+    this.waiting.set(key, { pool, sinceMs: this.now(), bound: false, ...(uid !== undefined ? { uid } : {}) });
+    bump(this.perPool, pool, 1);
     this.armCalmTimer();
+  }
+
+  /**
+   * Claim `key` has its member (the Sandbox cache shows it taken), but not yet its status: it still
+   * counts as pressure (its status write is to come), not as a claim the pool's Ready members must
+   * cover, since the member it took no longer counts among them either.
+   */
+  public bound(key: string, uid?: string): void {
+    const entry = this.waiting.get(key);
+    if (!entry || entry.bound || (uid !== undefined && entry.uid !== undefined && entry.uid !== uid)) return;
+    entry.bound = true;
+    bump(this.boundPerPool, entry.pool, 1);
   }
 
   /** Claim `key` has its Sandbox, or is gone. */
@@ -86,15 +113,19 @@ export class ClaimPressure {
     return this.waiting.size > 0 || this.lingering(this.lastServedMs);
   }
 
-  /** Claims waiting (within their window) on pool `pool`. */
+  /** Claims waiting (within their window) on pool `pool` that have no member yet. */
   public waitingFor(pool: string): number {
     this.expire();
-    return this.perPool.get(pool) ?? 0;
+    return (this.perPool.get(pool) ?? 0) - (this.boundPerPool.get(pool) ?? 0);
   }
 
-  /** Whether claims wait on pool `pool`, or its last one was served under `lingerMs` ago: what its refill gives way to. */
+  /**
+   * Whether claims wait on pool `pool` (with a member or not), or its last one was served under
+   * `lingerMs` ago: what its refill gives way to.
+   */
   public busyOn(pool: string): boolean {
-    if (this.waitingFor(pool) > 0) return true;
+    this.expire();
+    if (this.perPool.has(pool)) return true;
     const at = this.servedAt.get(pool);
     if (at === undefined) return false;
     if (this.lingering(at)) return true;
@@ -103,8 +134,9 @@ export class ClaimPressure {
   }
 
   /**
-   * Pool `pool` is short of Ready members (at or under its low-water mark), or no longer: said by
-   * the pool controller on each pass. A short pool's refill is what its waiting claims need.
+   * Pool `pool` is short of Ready members (at or under its low-water mark, or fewer than the claims
+   * waiting on it), or no longer: said by the pool controller on each pass. A short pool's refill is
+   * what its waiting claims need.
    */
   public poolShort(pool: string, short: boolean): void {
     if (short) this.shortPools.add(pool);
@@ -113,7 +145,7 @@ export class ClaimPressure {
 
   /**
    * Whether claims wait on `pool` and it is short: its new members serve those claims, so their
-   * writes go with the normal work. A pool with Ready members to spare refills in the background.
+   * writes go with the normal work. A pool that is not short refills in the background.
    */
   public membersWanted(pool: string): boolean {
     return this.shortPools.has(pool) && this.waitingFor(pool) > 0;
@@ -125,21 +157,34 @@ export class ClaimPressure {
     return () => this.calmListeners.delete(fn);
   }
 
-  /** Keep claims of `informer` up to date: waiting while unbound (no status.sandbox) and not deleting. */
+  /**
+   * Keep claims of `informer` up to date: waiting while unbound (no status.sandbox) and not
+   * deleting. With `sandboxes`, a claim also counts as bound once a Sandbox of that cache names it
+   * its controller: the same cache the pools count their Ready members in, so a member taken and
+   * the claim that took it leave the two counts together.
+   */
   public follow<T extends KubeObject & { spec: { warmPoolRef?: { name: string } }; status?: { sandbox?: { name?: string } } }>(
     informer: Informer<T>,
+    sandboxes?: Informer<KubeObject>,
   ): void {
     const update = (claim: T) => {
       const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
       const pool = claim.spec.warmPoolRef?.name;
       if (pool === undefined || claim.metadata.deletionTimestamp || claim.status?.sandbox?.name) this.settled(key);
-      else this.waitingOn(key, `${claim.metadata.namespace}/${pool}`);
+      else this.waitingOn(key, `${claim.metadata.namespace}/${pool}`, claim.metadata.uid);
     };
     informer.addHandlers({
       onAdd: update,
       onUpdate: (_old, claim) => update(claim),
       onDelete: (claim) => this.settled(`${claim.metadata.namespace}/${claim.metadata.name}`),
     });
+    if (!sandboxes) return;
+    const taken = (sandbox: KubeObject) => {
+      if (this.waiting.size === 0) return;
+      const ref = controllerRefOf(sandbox);
+      if (ref && refIsKind(ref, KINDS.claim)) this.bound(`${sandbox.metadata.namespace}/${ref.name}`, ref.uid);
+    };
+    sandboxes.addHandlers({ onAdd: taken, onUpdate: (_old, sandbox) => taken(sandbox) });
   }
 
   private lingering(servedMs: number | undefined): boolean {
@@ -164,9 +209,8 @@ export class ClaimPressure {
 
   private remove(key: string, entry: Waiting): void {
     this.waiting.delete(key);
-    const left = (this.perPool.get(entry.pool) ?? 1) - 1;
-    if (left > 0) this.perPool.set(entry.pool, left);
-    else this.perPool.delete(entry.pool);
+    bump(this.perPool, entry.pool, -1);
+    if (entry.bound) bump(this.boundPerPool, entry.pool, -1);
   }
 
   /** Claims waiting past their window stop counting (the front of the map is the oldest). */
@@ -197,4 +241,11 @@ export class ClaimPressure {
     this.lingerTimer = undefined;
     for (const fn of [...this.calmListeners]) fn();
   }
+}
+
+/** Add `by` to `counts[key]`, dropping the key at 0. */
+function bump(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n > 0) counts.set(key, n);
+  else counts.delete(key);
 }

@@ -95,8 +95,14 @@ export function createWarmPoolController(ctx: ControllerContext, claimsFirst?: C
   controller.watch(networkPolicies, (p) => poolKeysOfPolicy(p, templates, pools));
   // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
   controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
-  // A claim's creation only: later claim events do not move the idle clock.
-  controller.watch(claims, (c) => poolKeyOfClaim(c, pools), { update: () => false, delete: () => false });
+  // A claim's creation only: it moves the idle clock, and it may end a refill's wait for claims
+  // (more claims than Ready members); later claim events do neither.
+  controller.watch(claims, (c) => {
+    const key = poolKeyOfClaim(c, pools);
+    if (key !== undefined) return key;
+    const held = `${c.metadata.namespace}/${c.spec.warmPoolRef?.name ?? ''}`;
+    return reconciler.isHeldForClaims(held) ? held : undefined;
+  }, { update: () => false, delete: () => false });
   reconciler.follow(sandboxes);
   // Pools whose refill gave way to claims go on as soon as no claim waits.
   claimsFirst?.pressure.onCalm(() => {

@@ -69,7 +69,7 @@ export interface PoolPlanInput {
   readonly members: PoolMembers;
   /** Creates issued and not yet in the cache (pendingMemberWrites). */
   readonly pendingCreates: number;
-  /** Claims waiting on this pool now (ClaimPressure.waitingFor); refill may give way to them. @default 0 */
+  /** Claims waiting on this pool now without a member (ClaimPressure.waitingFor); refill may give way to them. @default 0 */
   readonly claimsWaiting?: number;
   /**
    * Newest creationTimestamp (ms) of the pool's claims in the cache: the idle clock of a pool with
@@ -178,14 +178,14 @@ export function planPool(input: PoolPlanInput): PoolPlan {
     sinceMs: input.state.claimsFirstSinceMs,
     claimsWaiting: input.claimsWaiting ?? 0,
     readyMembers: members.ready.length,
-    desired,
     maxDeferMs: flags.claimsFirstMaxDeferMs,
     now,
   });
   const holding = hold.holding || (claimsFirst.holding && deficit > 0);
   let creates = holding ? 0 : Math.min(deficit, flags.maxBatchSize);
   if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - now);
-  // The pool is also woken when its claims are served (the claim's status event, ClaimPressure's calm).
+  // The pool is also woken when a member is taken (its Sandbox's event), when a claim arrives and
+  // when no claim waits any more (ClaimPressure's calm): controller.ts.
   if (claimsFirst.holding && deficit > 0 && claimsFirst.untilMs !== undefined) requeues.push(claimsFirst.untilMs - now);
   const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, now);
   creates = grant.granted;

@@ -76,9 +76,14 @@ export class WarmPoolReconciler implements Reconciler {
     this.writes = memberWrites(opts.memberWriteTtlMs);
   }
 
-  /** Refill's lane: with the normal work while claims wait on the pool and it is at its low-water mark, else last. */
+  /** Refill's lane: with the normal work while claims wait on the pool and it is short of Ready members, else last. */
   private refillPriority(poolKey: string): 'normal' | 'background' {
     return this.opts.claimPressure?.membersWanted(poolKey) ? 'normal' : 'background';
+  }
+
+  /** Whether pool `key`'s refill waits for its claims now (a new claim may end the wait: more claims than Ready members). */
+  public isHeldForClaims(key: string): boolean {
+    return this.heldForClaims.has(key);
   }
 
   /** The pools whose refill waits for claims, forgotten as they are returned (to be woken when none waits). */
@@ -116,15 +121,18 @@ export class WarmPoolReconciler implements Reconciler {
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
     const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
     const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes);
-    this.opts.claimPressure?.poolShort(key, members.ready.length <= lowWaterMark(desiredReplicas(pool)));
+    // Short: at the low-water mark, or more claims wait than Ready members are left (the refill's hold ends then too).
+    const waiting = this.opts.claimPressure?.waitingFor(key) ?? 0;
+    this.opts.claimPressure?.poolShort(key, members.ready.length <= lowWaterMark(desiredReplicas(pool)) || members.ready.length < waiting);
     const plan = planPool({
       pool,
       template,
       gate,
       members,
       pendingCreates: pending.creates,
-      // A pool whose claims were served moments ago counts as still claimed from (the pressure's linger).
-      claimsWaiting: this.opts.claimPressure?.busyOn(key) ? Math.max(1, this.opts.claimPressure.waitingFor(key)) : 0,
+      // At least 1 while the pool is claimed from at all: claims that took a member but whose status
+      // is still to come, and a pool whose claims were served moments ago (the pressure's linger).
+      claimsWaiting: this.opts.claimPressure?.busyOn(key) ? Math.max(1, waiting) : 0,
       ...this.newestClaim(pool),
       state: memory.state,
       flags,
@@ -134,7 +142,7 @@ export class WarmPoolReconciler implements Reconciler {
     if (plan.heldForClaims) this.heldForClaims.add(key);
     else this.heldForClaims.delete(key);
     // Refill is background work: a claim waiting for its write goes first (runtime/priority-gate.ts).
-    // Refill that waiting claims need (the pool at its low-water mark) goes with the normal work, not
+    // Refill that waiting claims need (the pool short, above) goes with the normal work, not
     // behind Events, or under a steady load the pool never catches up; the rest is background.
     const write = { fieldManager: POOL_FIELD_MANAGER, priority: this.refillPriority(key) };
     const { client } = this.opts;

@@ -84,6 +84,42 @@ describe('ClaimPressure', () => {
     expect([pressure.busy, calm.count, clock.pending]).toEqual([false, 1, 0]);
   });
 
+  test('a claim whose member is taken is still pressure but asks for no member; a namesake\'s Sandbox binds nothing', () => {
+    const pressure = new ClaimPressure(new FakeClock(), 10_000, 0);
+    const claims = new FakeStore<any>();
+    const sandboxes = new FakeStore<any>();
+    pressure.follow(claims, sandboxes);
+    pressure.poolShort('ns/pool', true);
+    claims.put(claim('a'), claim('b'));
+    const owned = (name: string, owner: string, uid: string, kind = 'SandboxClaim') => ({
+      metadata: { name, namespace: 'ns', ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind, name: owner, uid, controller: true }] },
+    });
+    // Negative controls: another kind's controller, and an earlier claim of the same name (another UID).
+    sandboxes.put(owned('m0', 'a', 'a-uid', 'SandboxWarmPool'), owned('m1', 'a', 'old-a-uid'));
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool')]).toEqual([2, true]);
+    sandboxes.put(owned('m2', 'a', 'a-uid'));
+    sandboxes.put(owned('m2', 'a', 'a-uid'));
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.busy, pressure.membersWanted('ns/pool')]).toEqual([1, true, true, true]);
+    sandboxes.put(owned('m3', 'b', 'b-uid'));
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.membersWanted('ns/pool')]).toEqual([0, true, false]);
+    claims.put(claim('a', { bound: true }), claim('b', { bound: true }));
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.busy]).toEqual([0, false, false]);
+    // Settled and waiting again (a namesake): counted afresh, unbound; the old claim's Sandbox binds it not.
+    const namesake = (uid: string) => ({ ...claim('a'), metadata: { ...claim('a').metadata, uid } });
+    claims.remove('ns', 'a');
+    claims.put(namesake('a2-uid'));
+    sandboxes.put(owned('m2', 'a', 'a-uid'));
+    expect(pressure.waitingFor('ns/pool')).toBe(1);
+    sandboxes.put(owned('m4', 'a', 'a2-uid'));
+    expect(pressure.waitingFor('ns/pool')).toBe(0);
+    // A namesake seen as an update of the bound one (a relist folds a delete and a create into one):
+    // it replaces the old entry, unbound.
+    claims.put(namesake('a3-uid'));
+    expect(pressure.waitingFor('ns/pool')).toBe(1);
+    sandboxes.put(owned('m5', 'a', 'a3-uid'));
+    expect(pressure.waitingFor('ns/pool')).toBe(0);
+  });
+
   test('follows an informer: unbound claims wait; bound, deleting and deleted ones do not', () => {
     const clock = new FakeClock();
     const pressure = new ClaimPressure(clock);
