@@ -7,6 +7,12 @@
  *   2. a merge patch of the claim's status with Ready=True and the Sandbox's name.
  * Claim latency measured against it is the lowest this machine allows for the scenario's arrival
  * pattern; each controller is reported as a ratio to it.
+ *
+ * The refilling floor (`--floor-refills`) adds, after each claim is served, the least a pool's
+ * refill costs: the replacement Sandbox's create and its Pod's create (the Pod then goes through
+ * the scheduler and kwok like any member's). A controller that refills its pool as claims drain it
+ * (paced, sustained) compares with this one like with like. The replacements are load only: they
+ * never become Ready and serve no claim (the set-up already made one Ready Sandbox per claim).
  */
 import { BenchClient, Watch } from './client';
 import { CLAIMS } from './measure';
@@ -15,11 +21,14 @@ import { CORE, EXT, ScenarioContext } from './scenarios/common';
 
 export class FloorAdopter {
   public conflicts = 0;
+  /** Replacements created (the refilling floor). */
+  public refilled = 0;
+  private next = 0;
   private readonly free: Array<{ name: string; rv: string }> = [];
   private readonly seen = new Set<string>();
   private watch?: Watch;
 
-  public constructor(private readonly client: BenchClient, private readonly ns: string) {}
+  public constructor(private readonly client: BenchClient, private readonly ns: string, private readonly refills = false) {}
 
   /** The set-up for warm scenarios: `n` Ready Sandboxes, created and marked Ready by the harness. */
   public readonly setup: WarmSetup = async (ctx: ScenarioContext, _pool: number, n: number) => {
@@ -79,7 +88,28 @@ export class FloorAdopter {
           sandbox: { name: sb.name },
         },
       });
+      // The claim is served; a failed refill is the floor's own error, not the claim's.
+      if (this.refills) await this.refill().catch((e) => process.stderr.write(`[floor] refill: ${(e as Error).message}\n`));
       return;
     }
+  }
+
+  /** A pool's refill at its cheapest: the replacement Sandbox, then its Pod. */
+  private async refill(): Promise<void> {
+    const name = `floor-refill-${this.next++}`;
+    const labels = { 'bench/floor': 'refill' };
+    await this.client.call('POST', `${CORE}/namespaces/${this.ns}/sandboxes`, {
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name, labels },
+      spec: { podTemplate: { metadata: { labels: { app: 'bench' } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } } },
+    });
+    await this.client.call('POST', `/api/v1/namespaces/${this.ns}/pods`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, labels: { ...labels, app: 'bench' } },
+      spec: { containers: [{ name: 'main', image: 'busybox' }] },
+    });
+    this.refilled++;
   }
 }

@@ -44,9 +44,14 @@ const f = (x: number | undefined, d = 0) => (x === undefined || Number.isNaN(x) 
 /** The Markdown tables (claims, then refill). */
 export function markdown(r: BenchReport): string {
   const floors = new Map<string, BenchRun>();
-  for (const run of r.runs) if (run.controller === 'floor' && run.claims) floors.set(`${run.podReadyDelayMs}/${run.scenario}`, run);
+  // Each run against the floor of its own repeat.
+  const floorKey = (run: BenchRun) => `${run.podReadyDelayMs}/${run.scenario}/${run.repeat}`;
+  for (const run of r.runs) if (run.controller === 'floor' && run.claims) floors.set(floorKey(run), run);
   const lines: string[] = [];
   lines.push(`Run \`${r.id}\` — ${(r.environment as any).cpus} cores, ${(r.environment as any).memoryGiB} GiB, node ${(r.environment as any).node}, ${(r.environment as any).upstream ?? ''}; ${r.totalSeconds} s in all.`, '');
+  if ((r.options as { floorRefills?: boolean } | undefined)?.floorRefills) {
+    lines.push('The floor refills (`--floor-refills`): after serving each claim it creates a replacement Sandbox and its Pod, the least a pool\'s refill costs; its writes/claim count them.', '');
+  }
   lines.push('Claim latency: client create call → claim Ready=True seen on a watch. Writes/claim: API writes by the controller (sandboxes, claims, pools, pods, events, …) from the apiserver\'s `apiserver_request_total`, the harness\'s own claim creates excluded; a warm claim needs at least 2. CPU-s/1k: controller utime+stime per 1,000 claims during the claim phase; RSS: peak VmRSS in that phase.', '');
   lines.push('| pod-ready delay | scenario | controller | Ready | p50 ms | p90 ms | p99 ms | max ms | claims/s | p50 ×floor | p99 ×floor | writes/claim | API server CPU-ms/claim | CPU-s/1k | peak RSS MiB |');
   lines.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
@@ -57,7 +62,7 @@ export function markdown(r: BenchReport): string {
     }
     if (!run.claims) continue;
     const c = run.claims;
-    const fl = floors.get(`${run.podReadyDelayMs}/${run.scenario}`);
+    const fl = floors.get(floorKey(run));
     const ratio = (q: 'p50' | 'p99') => (fl && run.controller !== 'floor' && fl.claims!.latencyMs[q] > 0 ? `${(c.latencyMs[q] / fl.claims!.latencyMs[q]).toFixed(1)}×` : '–');
     const ctrl = run.measure.controller;
     lines.push(`| ${run.podReadyDelayMs} ms | ${run.scenario} | ${run.controller} | ${c.ready}/${c.created} | ${f(c.latencyMs.p50)} | ${f(c.latencyMs.p90)} | ${f(c.latencyMs.p99)} | ${f(c.latencyMs.max)} | ${f(c.claimsPerSecond, 1)} | ${ratio('p50')} | ${ratio('p99')} | ${f(run.measure.requests.controllerWritesPerClaim, 2)} | ${f(apiserverMsPer(run, c.created), 1)} | ${ctrl ? f(ctrl.cpuSecondsPer1000, 1) : '–'} | ${ctrl ? f(ctrl.peakRssMiB) : '–'} |`);

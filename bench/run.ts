@@ -18,7 +18,7 @@
  *        agent: bench/data-plane/agent.ts, the SDK vs bare HTTP, with --repeats, --replicas, --concurrency (as router's, when both run), --no-python;
  *        mcp: bench/data-plane/mcp.ts, a tool call through the MCP server vs the SDK, with --calls, --warmup-calls, --file-pairs)  --size 300  --cold-size 100  --rates 45,100
  *        --duration 60  --headroom 5  --pod-ready-delay-ms 0,500  --controllers ours,upstream
- *        (add floor, or use only floor, in --controllers)  --no-floor  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
+ *        (add floor, or use only floor, in --controllers)  --no-floor  --floor-refills (the floor creates a replacement Sandbox and Pod per claim)  --repeat 1  --nodes 3  --timeout-s 180  --out bench/results  --kubeconfig KC
  *        --cpu-prof (ours under node --cpu-prof; profiles next to the results)  --node-flags "--flag ..." (more node flags for ours)  --ours-flags "--flag=v ..." (more operator flags for ours)  --flags "--flag=v ..." (more flags for both controllers)  --smoke
  */
 import * as fs from 'fs';
@@ -58,6 +58,8 @@ export interface Options {
   podReadyDelays: number[];
   controllers: Array<'ours' | 'upstream'>;
   floor: boolean;
+  /** The floor also refills: a replacement Sandbox and its Pod per claim served (bench/floor.ts). */
+  floorRefills: boolean;
   repeat: number;
   nodes: number;
   timeoutMs: number;
@@ -93,6 +95,7 @@ export function parseArgs(argv: string[]): Options {
     podReadyDelays: list('pod-ready-delay-ms', smoke || soakOnly ? '0' : '0,500').map(Number),
     controllers: list('controllers', soakOnly ? 'ours' : 'ours,upstream') as Array<'ours' | 'upstream'>,
     floor: !has('no-floor'),
+    floorRefills: has('floor-refills'),
     repeat: Number(get('repeat') ?? 1),
     nodes: Number(get('nodes') ?? 3),
     timeoutMs: Number(get('timeout-s') ?? (smoke ? 60 : 180)) * 1000,
@@ -206,7 +209,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
   const ns = await kube.createNamespace(`bench-${job.scenario}-${job.controller}`);
   try {
     if (job.controller === 'floor') {
-      floor = new FloorAdopter(new BenchClient(connectionFromKubeconfig(kubeconfig), 128), ns);
+      floor = new FloorAdopter(new BenchClient(connectionFromKubeconfig(kubeconfig), 128), ns, o.floorRefills);
     } else {
       ctrlStartOptions = {
         kubeconfig,
@@ -244,6 +247,7 @@ async function runJob(o: Options, job: Job, crds: string, upstreamBin: string | 
       default: result = await sustained(ctx, job.rate!, o.durationS, Math.ceil(job.rate! * o.headroomS), setup);
     }
     if (floor?.conflicts) result.notes.push(`floor: ${floor.conflicts} adoption conflicts retried`);
+    if (floor && o.floorRefills) result.notes.push(`floor: refilling, ${floor.refilled} replacement Sandboxes and Pods created`);
     if (client.watchRestarts) result.notes.push(`the harness's watches were resumed ${client.watchRestarts} time(s) (ended by the apiserver)`);
     return {
       ...result,

@@ -31,6 +31,11 @@ export interface ScaleResult {
   /** Controller CPU (cores) over 10 s of idle with everything cached. */
   readonly idleCpuCores: number;
   readonly claims: Stats;
+  /**
+   * The slowest claims (at most 10, slowest first) with their create time on the wall clock, to
+   * line up with the controller's log (test-results/bench/<id>/logs): a stall shows as a run of them.
+   */
+  readonly slowest: Array<{ claim: string; createdAt: string; ms: number }>;
   /** Restart: process start → its controllers started (caches synced), then → the first claim Ready. */
   readonly restart?: { startSeconds: number; firstClaimMs: number; rssAfterMiB: number };
 }
@@ -95,7 +100,16 @@ export async function scale(ctx: ScenarioContext, o: ScaleOptions): Promise<Scen
       await claims.settle(ctx.timeoutMs);
     });
     await Promise.all(deletes);
-    const latencies = names.map((n) => [claims.createdAt.get(n), claims.readyAt.get(n)]).filter(([c, r]) => c !== undefined && r !== undefined).map(([c, r]) => r! - c!);
+    const timed = names.flatMap((n) => {
+      const c = claims.createdAt.get(n);
+      const r = claims.readyAt.get(n);
+      return c !== undefined && r !== undefined ? [{ claim: n, created: c, ms: r - c }] : [];
+    });
+    const latencies = timed.map((t) => t.ms);
+    // performance.now() → wall clock, for the log.
+    const wallOffset = Date.now() - now();
+    const slowest = [...timed].sort((a, b) => b.ms - a.ms).slice(0, 10)
+      .map((t) => ({ claim: t.claim, createdAt: new Date(wallOffset + t.created).toISOString(), ms: round(t.ms) }));
 
     // The claims' own figures, before the restart's claim (in the same namespace) is seen.
     const claimResult = claims.result();
@@ -119,6 +133,7 @@ export async function scale(ctx: ScenarioContext, o: ScaleOptions): Promise<Scen
       rssPer1000SandboxesMiB: round(((rssIdleMiB - rssBeforeMiB) / total) * 1000, 1),
       idleCpuCores: round((idle1.cpuSeconds - idle0.cpuSeconds) / 10, 3),
       claims: stats(latencies),
+      slowest,
       ...(c !== undefined && r !== undefined
         ? { restart: { startSeconds: round(restarted.startSeconds, 2), firstClaimMs: round(r - c), rssAfterMiB: round(procSample(pid).rssKiB / 1024) } }
         : {}),

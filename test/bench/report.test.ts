@@ -1,6 +1,6 @@
 import type { ClaimTracker, Stats } from '../../bench/measure';
 import type { BenchRun } from '../../bench/report';
-import { repeatSummary } from '../../bench/report';
+import { markdown, repeatSummary } from '../../bench/report';
 import { CAPACITY_DEFAULTS, judge } from '../../bench/scenarios/capacity';
 import type { PhaseMeasure } from '../../bench/scenarios/common';
 
@@ -49,6 +49,16 @@ describe('repeatSummary', () => {
   test('the floor has no ratio to itself', () => {
     const floor = rows.find((l) => l.includes('| floor |'))!.split('|').map((c) => c.trim());
     expect(floor.slice(10, 13)).toEqual(['–', '–', '–']);
+  });
+
+  test('the per-run table compares each run with the floor of its own repeat', () => {
+    const report = { id: 'x', options: { floorRefills: true }, settings: {}, environment: { cpus: 2, memoryGiB: 24, node: 'v20' }, runs, totalSeconds: 1 };
+    const md = markdown(report);
+    const perRun = md.split('\n').filter((l) => l.startsWith('| 0 ms | burst | ours | 100/100'));
+    // 300/200, 100/100, 200/150 (the last floor's 150 for all three would give 2.0×, 0.7×, 1.3×).
+    expect(perRun.map((l) => l.split('|').map((c) => c.trim())[10])).toEqual(['1.5×', '1.0×', '1.3×']);
+    expect(md).toContain('The floor refills (`--floor-refills`)');
+    expect(markdown({ ...report, options: {} })).not.toContain('The floor refills');
   });
 });
 
