@@ -8,9 +8,9 @@
  * Claim latency measured against it is the lowest this machine allows for the scenario's arrival
  * pattern; each controller is reported as a ratio to it.
  *
- * The refilling floor (`--floor-refills`) adds, after each claim is served, the least a pool's
- * refill costs: the replacement Sandbox's create and its Pod's create (the Pod then goes through
- * the scheduler and kwok like any member's). A controller that refills its pool as claims drain it
+ * The refilling floor (`--floor-refills`) adds, after each claim is served, the two creates every
+ * refill makes: the replacement Sandbox's and its Pod's (the Pod then goes through the scheduler
+ * and kwok like any member's). Not the member's status write, which a controller makes too. A controller that refills its pool as claims drain it
  * (paced, sustained) compares with this one like with like. The replacements are load only: they
  * never become Ready and serve no claim (the set-up already made one Ready Sandbox per claim).
  */
@@ -94,7 +94,7 @@ export class FloorAdopter {
     }
   }
 
-  /** A pool's refill at its cheapest: the replacement Sandbox, then its Pod. */
+  /** A pool's refill, its two creates: the replacement Sandbox, then its Pod. */
   private async refill(): Promise<void> {
     const name = `floor-refill-${this.next++}`;
     const labels = { 'bench/floor': 'refill' };

@@ -50,7 +50,7 @@ export function markdown(r: BenchReport): string {
   const lines: string[] = [];
   lines.push(`Run \`${r.id}\` — ${(r.environment as any).cpus} cores, ${(r.environment as any).memoryGiB} GiB, node ${(r.environment as any).node}, ${(r.environment as any).upstream ?? ''}; ${r.totalSeconds} s in all.`, '');
   if ((r.options as { floorRefills?: boolean } | undefined)?.floorRefills) {
-    lines.push('The floor refills (`--floor-refills`): after serving each claim it creates a replacement Sandbox and its Pod, the least a pool\'s refill costs; its writes/claim count them.', '');
+    lines.push('The floor refills (`--floor-refills`): after serving each claim it creates a replacement Sandbox and its Pod, the two creates every refill makes (not the member\'s status write); its writes/claim count them.', '');
   }
   lines.push('Claim latency: client create call → claim Ready=True seen on a watch. Writes/claim: API writes by the controller (sandboxes, claims, pools, pods, events, …) from the apiserver\'s `apiserver_request_total`, the harness\'s own claim creates excluded; a warm claim needs at least 2. CPU-s/1k: controller utime+stime per 1,000 claims during the claim phase; RSS: peak VmRSS in that phase.', '');
   lines.push('| pod-ready delay | scenario | controller | Ready | p50 ms | p90 ms | p99 ms | max ms | claims/s | p50 ×floor | p99 ×floor | writes/claim | API server CPU-ms/claim | CPU-s/1k | peak RSS MiB |');

@@ -92,7 +92,7 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
   /** When the current run of failed lists/watches began; undefined while connected. */
   private failingSince?: number;
   /** How the last open watch ended, and the failed attempts since, until the next one opens. */
-  private lastWatchEnd?: { atMs: number; reason: string; lastedMs: number; retries: string[] };
+  private lastWatchEnd?: { atMs: number; reason: string; lastedMs: number; retries: number; lastRetry?: string };
   private wakeUp?: () => void;
 
   public constructor(private readonly client: KubeClient, public readonly type: ResourceType, private readonly options: InformerOptions<T> = {}) {
@@ -210,8 +210,12 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
         this.log.warn({ err, reason, hint }, 'list/watch failed; retrying');
       }
       if (signal.aborted) break;
-      if (this.lastWatchEnd) this.lastWatchEnd.retries.push(reason);
-      else this.lastWatchEnd = { atMs: this.clock.now(), reason, lastedMs: Math.round(this.clock.now() - started), retries: [] };
+      if (this.lastWatchEnd) {
+        this.lastWatchEnd.retries++;
+        this.lastWatchEnd.lastRetry = reason;
+      } else {
+        this.lastWatchEnd = { atMs: this.clock.now(), reason, lastedMs: Math.round(this.clock.now() - started), retries: 0 };
+      }
       this.options.metrics?.watchRestarted?.(reason);
       const healthy = this.clock.now() - started >= (this.options.healthyWatchMs ?? 10_000);
       // Restarted for a peer's stall, this watch did not fail: reopen at once, however young it was.
@@ -245,8 +249,9 @@ export class SharedInformer<T extends KubeObject> implements Informer<T> {
     if (!end) return;
     this.lastWatchEnd = undefined;
     const reopenMs = Math.round(this.clock.now() - end.atMs);
-    const fields = { reason: end.reason, lastedMs: end.lastedMs, reopenMs, ...(end.retries.length ? { retries: end.retries } : {}) };
-    if (end.reason !== 'closed' || end.retries.length > 0 || reopenMs >= SLOW_REESTABLISH_MS) this.log.info(fields, 'watch re-established');
+    const retried = end.retries > 0 ? { retries: end.retries, lastRetry: end.lastRetry } : {};
+    const fields = { reason: end.reason, lastedMs: end.lastedMs, reopenMs, ...retried };
+    if (end.reason !== 'closed' || end.retries > 0 || reopenMs >= SLOW_REESTABLISH_MS) this.log.info(fields, 'watch re-established');
     else this.log.debug(fields, 'watch re-established');
   }
 

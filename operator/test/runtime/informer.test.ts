@@ -143,6 +143,17 @@ test('an ERROR event other than 410 reconnects from the last resourceVersion wit
   expect(restarts).toEqual(['error-event']);
 });
 
+/** A logger that keeps every line with its level, message and fields. */
+function recordingLogger() {
+  const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
+  const record = (level: string) => (fields: unknown, msg?: string) => {
+    if (typeof fields === 'object' && typeof msg === 'string') lines.push({ level, msg, fields: fields as Record<string, unknown> });
+  };
+  const log: any = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
+  log.child = () => log;
+  return { lines, log };
+}
+
 test('watch re-establishment is logged: a routine close at debug, any other end at info, with how long the reopen took', async () => {
   server.listResourceVersion = 5;
   server.scriptWatches([
@@ -155,12 +166,7 @@ test('watch re-establishment is logged: a routine close at debug, any other end 
       res.write(line('ERROR', { kind: 'Status', code: 500, reason: 'InternalError', message: 'etcd hiccup' }));
     },
   ], (res) => openWatch(res));
-  const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
-  const record = (level: string) => (fields: unknown, msg?: string) => {
-    if (typeof fields === 'object' && typeof msg === 'string') lines.push({ level, msg, fields: fields as Record<string, unknown> });
-  };
-  const log: any = { debug: record('debug'), info: record('info'), warn: record('warn'), error: record('error') };
-  log.child = () => log;
+  const { lines, log } = recordingLogger();
   startInformer({ log, healthyWatchMs: 0 });
   await server.watchRequest(3);
   await eventually(() => lines.filter((l) => l.msg === 'watch re-established').length === 2, 'two re-establishments logged');
@@ -169,6 +175,23 @@ test('watch re-establishment is logged: a routine close at debug, any other end 
   for (const l of reopened) expect(l.fields.reopenMs).toEqual(expect.any(Number));
   // The first watch (after the list) is no re-establishment.
   expect(server.watches).toBe(3);
+});
+
+test('a routine close followed by a failed attempt is logged at info, with the first end\'s reason and the retries', async () => {
+  server.listResourceVersion = 5;
+  server.scriptWatches([
+    (res) => {
+      openWatch(res);
+      res.end(line('BOOKMARK', { kind: 'ConfigMap', apiVersion: 'v1', metadata: { resourceVersion: '6' } }));
+    },
+    (res) => status(res, 500, 'InternalError', 'etcd hiccup'),
+  ], (res) => openWatch(res));
+  const { lines, log } = recordingLogger();
+  startInformer({ log, healthyWatchMs: 0 });
+  await server.watchRequest(3);
+  await eventually(() => lines.some((l) => l.msg === 'watch re-established'), 'the re-establishment logged');
+  const reopened = lines.filter((l) => l.msg === 'watch re-established');
+  expect(reopened.map((l) => [l.level, l.fields.reason, l.fields.retries, l.fields.lastRetry])).toEqual([['info', 'closed', 1, 'error']]);
 });
 
 test('a connection cut in the middle of an event: the half event is dropped, the watch resumes after the last whole one', async () => {

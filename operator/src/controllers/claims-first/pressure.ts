@@ -144,11 +144,13 @@ export class ClaimPressure {
   }
 
   /**
-   * Whether claims wait on `pool` and it is short: its new members serve those claims, so their
-   * writes go with the normal work. A pool that is not short refills in the background.
+   * Whether claims wait on `pool` (bound ones too: a pool is woken by the take, so by then the claim
+   * that drained it already has its member) and it is short: its new members serve the claims to
+   * come, so their writes go with the normal work. A pool that is not short refills in the background.
    */
   public membersWanted(pool: string): boolean {
-    return this.shortPools.has(pool) && this.waitingFor(pool) > 0;
+    this.expire();
+    return this.shortPools.has(pool) && this.perPool.has(pool);
   }
 
   /** Call `fn` every time the operator turns calm (no claim waits any more); returns the unsubscribe. */
@@ -180,7 +182,8 @@ export class ClaimPressure {
     });
     if (!sandboxes) return;
     const taken = (sandbox: KubeObject) => {
-      if (this.waiting.size === 0) return;
+      // A Sandbox on its way out is no member for anyone.
+      if (this.waiting.size === 0 || sandbox.metadata.deletionTimestamp) return;
       const ref = controllerRefOf(sandbox);
       if (ref && refIsKind(ref, KINDS.claim)) this.bound(`${sandbox.metadata.namespace}/${ref.name}`, ref.uid);
     };

@@ -94,16 +94,18 @@ describe('ClaimPressure', () => {
     const owned = (name: string, owner: string, uid: string, kind = 'SandboxClaim') => ({
       metadata: { name, namespace: 'ns', ownerReferences: [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind, name: owner, uid, controller: true }] },
     });
-    // Negative controls: another kind's controller, and an earlier claim of the same name (another UID).
-    sandboxes.put(owned('m0', 'a', 'a-uid', 'SandboxWarmPool'), owned('m1', 'a', 'old-a-uid'));
+    // Negative controls: another kind's controller, an earlier claim of the same name (another UID), a Sandbox being deleted.
+    const deleting = { ...owned('m9', 'a', 'a-uid'), metadata: { ...owned('m9', 'a', 'a-uid').metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } };
+    sandboxes.put(owned('m0', 'a', 'a-uid', 'SandboxWarmPool'), owned('m1', 'a', 'old-a-uid'), deleting);
     expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool')]).toEqual([2, true]);
     sandboxes.put(owned('m2', 'a', 'a-uid'));
     sandboxes.put(owned('m2', 'a', 'a-uid'));
     expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.busy, pressure.membersWanted('ns/pool')]).toEqual([1, true, true, true]);
     sandboxes.put(owned('m3', 'b', 'b-uid'));
-    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.membersWanted('ns/pool')]).toEqual([0, true, false]);
+    // Bound claims still want the short pool's members in the normal lane (the take is what woke the pool).
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.membersWanted('ns/pool')]).toEqual([0, true, true]);
     claims.put(claim('a', { bound: true }), claim('b', { bound: true }));
-    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.busy]).toEqual([0, false, false]);
+    expect([pressure.waitingFor('ns/pool'), pressure.busyOn('ns/pool'), pressure.busy, pressure.membersWanted('ns/pool')]).toEqual([0, false, false, false]);
     // Settled and waiting again (a namesake): counted afresh, unbound; the old claim's Sandbox binds it not.
     const namesake = (uid: string) => ({ ...claim('a'), metadata: { ...claim('a').metadata, uid } });
     claims.remove('ns', 'a');

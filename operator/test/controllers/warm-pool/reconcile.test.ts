@@ -145,6 +145,21 @@ describe('WarmPoolReconciler', () => {
     expect(pressure.membersWanted(KEY)).toBe(false);
   });
 
+  test('more claims than Ready members: the pool is short above its low-water mark, and its refill goes at once, with the normal work', async () => {
+    const pressure = new ClaimPressure(new FakeClock(), 10_000);
+    for (const c of ['a', 'b']) pressure.waitingOn(`${NS}/${c}-claim`, KEY);
+    // 2 Ready for 2 claims (low water 1): covered, so the one create waits for the claims.
+    const covered = setup({ claimPressure: pressure, members: [member(), member()] });
+    await covered.pass();
+    expect([pressure.membersWanted(KEY), covered.client.calls.filter((c) => c.verb === 'create').length]).toEqual([false, 0]);
+    // A third claim: the Ready members no longer cover the claims.
+    pressure.waitingOn(`${NS}/c-claim`, KEY);
+    const uncovered = setup({ claimPressure: pressure, members: [member(), member()] });
+    await uncovered.pass();
+    expect(pressure.membersWanted(KEY)).toBe(true);
+    expect(uncovered.client.calls.filter((c) => c.verb === 'create').map((c) => (c.options as any).priority)).toEqual(['normal']);
+  });
+
   test('a deleted pool is no longer short: its entry in the claim pressure goes with it', async () => {
     const pressure = new ClaimPressure(new FakeClock(), 10_000);
     pressure.waitingOn(`${NS}/a-claim`, KEY);
