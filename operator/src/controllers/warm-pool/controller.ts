@@ -55,6 +55,17 @@ export function poolKeyOfClaim(claim: SandboxClaim, pools: Pick<Store<SandboxWar
 }
 
 /**
+ * The pool a new claim wakes: one that scales to zero (the claim moves its idle clock), or one
+ * whose refill waits for its claims (`held`): one claim more may be more than its Ready members.
+ */
+export function poolKeyOfNewClaim(claim: SandboxClaim, pools: Pick<Store<SandboxWarmPool>, 'get'>, held: (poolKey: string) => boolean): string | undefined {
+  const key = poolKeyOfClaim(claim, pools);
+  if (key !== undefined) return key;
+  const poolKey = `${claim.metadata.namespace}/${claim.spec.warmPoolRef?.name ?? ''}`;
+  return held(poolKey) ? poolKey : undefined;
+}
+
+/**
  * Whether an update changes anything a pool pass reads: membership (labels, owners), deletion,
  * readiness or schedulability. The Sandbox controller's other status writes (pod IPs, service
  * names) would otherwise wake a pool pass over every member each time.
@@ -95,14 +106,9 @@ export function createWarmPoolController(ctx: ControllerContext, claimsFirst?: C
   controller.watch(networkPolicies, (p) => poolKeysOfPolicy(p, templates, pools));
   // An update wakes the old object's pool too: a member a claim just took leaves it, and it must refill.
   controller.watch(sandboxes, (sb) => poolKeysOfSandbox(sb, pools), { update: poolRelevantChange });
-  // A claim's creation only: it moves the idle clock, and it may end a refill's wait for claims
-  // (more claims than Ready members); later claim events do neither.
-  controller.watch(claims, (c) => {
-    const key = poolKeyOfClaim(c, pools);
-    if (key !== undefined) return key;
-    const held = `${c.metadata.namespace}/${c.spec.warmPoolRef?.name ?? ''}`;
-    return reconciler.isHeldForClaims(held) ? held : undefined;
-  }, { update: () => false, delete: () => false });
+  // A claim's creation only: later claim events neither move the idle clock nor add a claim.
+  const held = (key: string) => reconciler.isHeldForClaims(key);
+  controller.watch(claims, (c) => poolKeyOfNewClaim(c, pools, held), { update: () => false, delete: () => false });
   reconciler.follow(sandboxes);
   // Pools whose refill gave way to claims go on as soon as no claim waits.
   claimsFirst?.pressure.onCalm(() => {

@@ -8,7 +8,7 @@ import { FLAGS, NOW, NS, TEMPLATE, iso, member, pool } from './fixtures';
 import { RESOURCE_OF, poolStores } from './harness';
 import { CLAIMS_BY_POOL_INDEX } from '../../../src/controllers/extension-informers';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
-import { poolKeyOfClaim } from '../../../src/controllers/warm-pool/controller';
+import { poolKeyOfClaim, poolKeyOfNewClaim } from '../../../src/controllers/warm-pool/controller';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
 import { scaleToZero } from '../../../src/controllers/warm-pool/scale-to-zero';
@@ -241,5 +241,13 @@ describe('WarmPoolReconciler: the pool\'s claims from the cache', () => {
     expect(poolKeyOfClaim(claim(), pools)).toBe(KEY);
     expect(poolKeyOfClaim(claim(), new FakeStore<SandboxWarmPool>().put(plainPool()))).toBeUndefined();
     expect(poolKeyOfClaim(claim({ warmPoolRef: { name: 'other' } }), pools)).toBeUndefined();
+  });
+
+  test('a new claim also wakes a pool whose refill waits for its claims, and no other', () => {
+    const plain = new FakeStore<SandboxWarmPool>().put(plainPool());
+    const held = new Set([KEY]);
+    expect(poolKeyOfNewClaim(claim(), plain, (k) => held.has(k))).toBe(KEY);
+    expect(poolKeyOfNewClaim(claim(), plain, () => false)).toBeUndefined();
+    expect(poolKeyOfNewClaim(claim({ warmPoolRef: { name: 'other' } }), plain, (k) => held.has(k))).toBeUndefined();
   });
 });
