@@ -29,9 +29,10 @@ const project = new cdk8s.ConstructLibraryCdk8s({
   // @kubernetes/client-node is the SDK's (sdk/package.json) runtime dependency, installed here for its
   // build and tests; ~1.4: 2.x needs Node >= 22.19. The operator reads kubeconfigs with its KubeConfig, and
   // reaches a kubeconfig's proxy-url through the agents client-node uses (hpagent, socks-proxy-agent).
-  // The in-sandbox runtime reads multipart uploads with busboy (streaming, bounded memory).
+  // The in-sandbox runtime reads multipart uploads with busboy (streaming, bounded memory). The router
+  // forwards plain HTTP requests with undici's pools (6.x: 7 needs Node >= 20.18).
   devDeps: ['cdk8s-cli', 'fast-check@^4.11.0', 'yaml@^2.9.1', 'ts-node@^10.9.2', 'esbuild@^0.28.2', 'prom-client@^15.1.3', 'pino@^10.4.0', '@grpc/grpc-js@^1.14.7', '@kubernetes/client-node@~1.4.0',
-    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10', 'busboy@^1.6.0', '@types/busboy@^1.5.5',
+    'hpagent@^1.2.0', 'socks-proxy-agent@^8.0.5', 'cdk8s-plus-30@^2.4.10', 'busboy@^1.6.0', '@types/busboy@^1.5.5', 'undici@^6.29.1',
     // The MCP server (mcp/) and the SDK's agent-framework adapters (sdk/src/tools): mcp/ imports the SDK by
     // its package name, linked here from sdk/; the frameworks are the adapters' optional peers, installed
     // here for their tests (ai 6 and openai 6: their next majors need Node 22).

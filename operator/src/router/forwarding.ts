@@ -48,13 +48,52 @@ export function forwardableHeaders(headers: InHeaders, ctx: ForwardContext): htt
  * to SandboxSuspendedError and the like); a sandbox must not be able to fake it.
  */
 export function filterResponseHeaders(headers: InHeaders): http.OutgoingHttpHeaders {
-  const named = new Set(String(headers.connection ?? '').split(',').map((s) => s.trim().toLowerCase()));
+  const named = connectionTokens(headers.connection);
   const out: http.OutgoingHttpHeaders = {};
   for (const [name, value] of Object.entries(headers)) {
-    const lower = name.toLowerCase();
-    if (value !== undefined && !name.startsWith(':') && !HOP_BY_HOP.has(lower) && !named.has(lower) && lower !== REASON_HEADER) out[name] = value;
+    if (value !== undefined && passesBack(name, named)) out[name] = value;
   }
   return out;
+}
+
+/**
+ * filterResponseHeaders for headers as received, a flat list of names and values (undici's raw
+ * headers): the same removals; a name sent more than once keeps each value, as a line of its own
+ * (Node's HTTP client joined them with commas), in the order they came, under the name's first spelling.
+ */
+export function filterRawResponseHeaders(raw: readonly (Buffer | string)[]): http.OutgoingHttpHeaders {
+  let named: Set<string> | undefined;
+  for (let i = 0; i < raw.length; i += 2) {
+    if (String(raw[i]).toLowerCase() !== 'connection') continue;
+    named ??= new Set();
+    for (const token of connectionTokens(String(raw[i + 1]))) named.add(token);
+  }
+  const out: Record<string, string | string[]> = {};
+  const spelling = new Map<string, string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = String(raw[i]);
+    if (!passesBack(name, named)) continue;
+    const value = String(raw[i + 1]);
+    const lower = name.toLowerCase();
+    const first = spelling.get(lower);
+    if (first === undefined) {
+      spelling.set(lower, name);
+      out[name] = value;
+    } else {
+      const had = out[first];
+      out[first] = Array.isArray(had) ? [...had, value] : [had, value];
+    }
+  }
+  return out;
+}
+
+function connectionTokens(value: string | string[] | undefined): Set<string> {
+  return new Set(String(value ?? '').split(',').map((s) => s.trim().toLowerCase()).filter((s) => s));
+}
+
+function passesBack(name: string, named: ReadonlySet<string> | undefined): boolean {
+  const lower = name.toLowerCase();
+  return !name.startsWith(':') && !HOP_BY_HOP.has(lower) && !(named?.has(lower) ?? false) && lower !== REASON_HEADER;
 }
 
 /** The client's X-Request-ID when it is a sane token, else a new one. */
@@ -64,6 +103,7 @@ export function requestIdOf(given: string | string[] | undefined): string {
 
 export function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
   if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'EROUTERGUARD' || err.code === 'ETIMEDOUT') return 'dial';
-  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return 'eof';
+  // UND_ERR_SOCKET: undici's "other side closed" (the sandbox closed the connection mid-exchange).
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'UND_ERR_SOCKET') return 'eof';
   return 'other';
 }

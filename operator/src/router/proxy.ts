@@ -15,14 +15,16 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { Dispatcher } from 'undici';
 import type { ActivityTracker } from './activity';
 import { parseTarget, type Target } from './addressing';
 import { type Authorizer, isRefusal, type Principal } from './auth';
-import { filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
+import { filterRawResponseHeaders, filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './resolve';
 import type { Resumer } from './resume';
+import { UpstreamPools } from './upstream';
 import { lazyChild, type Logger } from '../runtime/log';
 
 /** Aborted when the client leaves: a signal, or a function that makes one when first needed. */
@@ -145,7 +147,7 @@ export function refusalHeaders(refused: Refused): Record<string, string> {
 }
 
 export class Router {
-  private readonly agent: http.Agent;
+  private readonly upstream: UpstreamPools;
   private readonly limits: ConnectionLimits;
   /** Requests in admit(), each with the controller that ends its ready-wait (close() aborts them all). */
   private readonly waits = new Set<AbortController>();
@@ -166,14 +168,15 @@ export class Router {
       process.nextTick(() => refused.destroy(Object.assign(new Error(`refusing to connect: ${why}`), { code: 'EROUTERGUARD' })));
       return refused;
     };
-    // Keep as many idle connections per sandbox as may be busy at once (fewer meant a new TCP
-    // connection per request under load), and drop an idle one before the sandbox's server would
-    // (Node's keep-alive timeout is 5 s, uvicorn's too), so a reused socket is rarely a closed one.
-    this.agent = new http.Agent({
-      keepAlive: true, maxSockets: opts.maxConnections, maxFreeSockets: opts.maxConnectionsPerSandbox, timeout: IDLE_UPSTREAM_SOCKET_MS,
+    // Plain requests: a pool per sandbox address and port, as many connections as the limits admit
+    // (the admission bounds them; fewer meant queueing under load); an idle one is dropped before the
+    // sandbox's server would drop it (Node's keep-alive timeout is 5 s, uvicorn's too), so a reused
+    // connection is rarely a closed one.
+    this.upstream = new UpstreamPools(this.dial, {
+      connections: opts.maxConnections,
+      idleMs: IDLE_UPSTREAM_SOCKET_MS,
+      connectTimeoutMs: opts.proxyTimeoutMs,
     });
-    (this.agent as unknown as { createConnection: (o: { host?: string; port?: number }) => net.Socket }).createConnection =
-      (o) => this.dial(o.host!, Number(o.port));
     this.limits = new ConnectionLimits(opts.maxConnectionsPerSandbox, opts.maxConnections);
   }
 
@@ -189,7 +192,7 @@ export class Router {
 
   public close(): void {
     for (const cut of this.waits) cut.abort();
-    this.agent.destroy();
+    this.upstream.destroy();
     for (const s of this.tunnels) s.destroy();
   }
 
@@ -356,78 +359,107 @@ export class Router {
       this.opts.metrics?.inflightDelta(-1);
     });
     const timeoutMs = Math.min(target.timeoutMs ?? this.opts.proxyTimeoutMs, this.opts.proxyTimeoutMs);
-    // Only a request without a body can be sent again, and only when no connection was made.
+    // Only a request without a body can be sent again, and only when no response has begun.
     const replayable = !hasBody(req);
-    let upstream: http.ClientRequest | undefined;
+    const headers = forwardHeaders(req, res.getHeader('x-request-id') as string, false);
+    // The router answered the client's Expect: 100-continue itself (Node's server does); undici sends no Expect.
+    delete headers.expect;
+    // undici hands a request its abort once it is written to a connection. A cut before that ends
+    // the exchange here at once (a 504, or nothing when the client left), and the attempt is
+    // aborted as soon as it gets its connection.
+    let abort: ((err: Error) => void) | undefined;
+    let cutBy: Error | undefined;
+    const cut = (err: Error) => {
+      if (abort) return abort(err);
+      cutBy ??= err;
+      onError(err, DIAL_RETRY_DELAYS_MS.length);
+    };
     let retryTimer: NodeJS.Timeout | undefined;
     let timedOut = false;
+    let finished = false;
     const timer = setTimeout(() => {
       timedOut = true;
       if (retryTimer !== undefined) {
         clearTimeout(retryTimer);
         return this.fail(res, target, 'timeout', log, new Error(`no connection within ${timeoutMs} ms`));
       }
-      upstream?.destroy(new Error(`no complete response within ${timeoutMs} ms`));
+      cut(new Error(`no complete response within ${timeoutMs} ms`));
     }, timeoutMs);
     const done = () => {
+      finished = true;
       clearTimeout(timer);
       clearTimeout(retryTimer);
     };
     res.once('close', () => {
+      const completed = finished;
       done();
-      if (!res.writableFinished) upstream?.destroy();
+      if (!completed) cut(new Error('the client left'));
     });
+    const onError = (err: NodeJS.ErrnoException, retries: number) => {
+      if (finished) return;
+      if (res.headersSent) {
+        done();
+        // The status is out; all that is left is to cut the body short.
+        this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
+        res.destroy();
+        return;
+      }
+      // A kept-alive connection the sandbox closed as the request went out: the request may have
+      // been read before the reset, so only an idempotent one is sent again (at once, once).
+      if (!timedOut && !res.destroyed && replayable && IDEMPOTENT.has(req.method ?? '') && RESET_ERRORS.has(err.code ?? '') && retries === 0) {
+        this.opts.metrics?.upstreamRetry(target.namespace);
+        return attempt(1);
+      }
+      if (!timedOut && !res.destroyed && replayable && RETRYABLE_DIAL_ERRORS.has(err.code ?? '') && retries < DIAL_RETRY_DELAYS_MS.length) {
+        this.opts.metrics?.upstreamRetry(target.namespace);
+        retryTimer = setTimeout(() => attempt(retries + 1), DIAL_RETRY_DELAYS_MS[retries]);
+        return;
+      }
+      done();
+      this.fail(res, target, timedOut ? 'timeout' : reasonOf(err), log, err);
+    };
     const attempt = (retries: number) => {
       retryTimer = undefined;
-      const current = http.request({
-        host: resolved.ip,
-        port: target.port,
-        method: req.method,
+      abort = undefined;
+      let ended = false;
+      this.upstream.poolFor(resolved.ip, target.port).dispatch({
         path: target.path,
-        headers: forwardHeaders(req, res.getHeader('x-request-id') as string, false),
-        agent: this.agent,
-      });
-      upstream = current;
-      current.on('response', (upRes) => {
-        if (upRes.statusCode === 101) {
-          upRes.destroy();
-          return this.fail(res, target, 'other', log, new Error('upstream answered 101 to a plain request'));
-        }
-        res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, filterResponseHeaders(upRes.headers));
-        // The headers go out with the first body chunk (one write), or on their own when the body
-        // is slow to start (a server-sent event stream must see its headers at once).
-        setImmediate(() => {
-          if (!res.headersSent && !res.destroyed) res.flushHeaders();
-        });
-        upRes.on('error', () => res.destroy());
-        upRes.on('aborted', () => res.destroy());
-        upRes.pipe(res);
-        upRes.on('end', done);
-      });
-      current.on('error', (err: NodeJS.ErrnoException) => {
-        if (res.headersSent) {
+        method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
+        headers: headers as Record<string, string | string[]>,
+        body: replayable ? null : req,
+      }, {
+        onConnect: (abortThis) => {
+          abort = abortThis;
+          // The client left or the timer fired while this attempt waited for a connection.
+          if (cutBy !== undefined) abortThis(cutBy);
+        },
+        onHeaders: (status, raw, resume, statusText) => {
+          if (status === 101) {
+            onError(Object.assign(new Error('upstream answered 101 to a plain request'), { code: 'EUPGRADE' }), DIAL_RETRY_DELAYS_MS.length);
+            return false;
+          }
+          res.writeHead(status, statusText, filterRawResponseHeaders(raw as Buffer[]));
+          // The headers go out with the first body chunk (one write), or on their own when the body
+          // is slow to start (a server-sent event stream must see its headers at once).
+          setImmediate(() => {
+            if (!res.headersSent && !res.destroyed) res.flushHeaders();
+          });
+          res.on('drain', resume);
+          return true;
+        },
+        onData: (chunk) => res.write(chunk),
+        onComplete: () => {
+          if (ended) return;
+          ended = true;
           done();
-          // The status is out; all that is left is to cut the body short.
-          this.opts.metrics?.upstreamError(target.namespace, timedOut ? 'timeout' : 'eof');
-          res.destroy();
-          return;
-        }
-        // A kept-alive connection the sandbox closed as we reused it: the request may have been
-        // read before the reset, so only an idempotent one is sent again (at once, once).
-        if (!timedOut && !res.destroyed && replayable && IDEMPOTENT.has(req.method ?? '') && current.reusedSocket && err.code === 'ECONNRESET' && retries === 0) {
-          this.opts.metrics?.upstreamRetry(target.namespace);
-          return attempt(1);
-        }
-        if (!timedOut && !res.destroyed && replayable && RETRYABLE_DIAL_ERRORS.has(err.code ?? '') && retries < DIAL_RETRY_DELAYS_MS.length) {
-          this.opts.metrics?.upstreamRetry(target.namespace);
-          retryTimer = setTimeout(() => attempt(retries + 1), DIAL_RETRY_DELAYS_MS[retries]);
-          return;
-        }
-        done();
-        this.fail(res, target, timedOut ? 'timeout' : reasonOf(err), log, err);
+          res.end();
+        },
+        onError: (err) => {
+          if (ended) return;
+          ended = true;
+          onError(err as NodeJS.ErrnoException, retries);
+        },
       });
-      if (replayable) current.end();
-      else req.pipe(current);
     };
     attempt(0);
   }
@@ -546,6 +578,8 @@ export class Router {
 
 /** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
 const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
+/** The connection closed before a response began: a kept-alive one the sandbox had just closed, most often. */
+const RESET_ERRORS = new Set(['ECONNRESET', 'UND_ERR_SOCKET']);
 const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
 /** Methods a sandbox may see twice without harm. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS']);

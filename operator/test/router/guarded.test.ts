@@ -8,6 +8,7 @@ import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUps
 import { ScriptedReviewer } from './reviewer';
 import { KubernetesAuthorizer, type Reviewer, StaticTokenAuthorizer } from '../../src/router/auth';
 import { parseRouterArgs } from '../../src/router/flags';
+import type { UpstreamPools } from '../../src/router/upstream';
 
 async function withSandbox(h: Harness, ips: string[], name = 'sb'): Promise<void> {
   const sb = sandbox(name);
@@ -45,12 +46,10 @@ describe('SSRF guards', () => {
 
   test('the guard also runs inside the dial path (an address that slips past admission fails the connection)', async () => {
     h = await startRouter();
-    const reply = await new Promise<NodeJS.ErrnoException>((resolve) => {
-      // Reach the agent's connection factory directly with a forbidden address.
-      const agent = (h.router as unknown as { agent: http.Agent }).agent;
-      http.get({ host: '169.254.169.254', port: 80, agent }).on('error', resolve);
-    });
-    expect(reply.code).toBe('EROUTERGUARD');
+    // Reach the upstream pools' connection factory directly with a forbidden address.
+    const pools = (h.router as unknown as { upstream: UpstreamPools }).upstream;
+    const reply = await pools.poolFor('169.254.169.254', 80).request({ path: '/', method: 'GET' }).then(() => undefined, (err: NodeJS.ErrnoException) => err);
+    expect(reply?.code).toBe('EROUTERGUARD');
     expect(h.dialed).toEqual([]);
   });
 });

@@ -121,6 +121,28 @@ describe('router proxy', () => {
     expect((await request(h.port, '/', route('sus'))).headers['x-sandbox-reason']).toBe('SandboxSuspended');
   });
 
+  test('response headers come back as the sandbox sent them: repeats and order kept; hop-by-hop, Connection-named and X-Sandbox-Reason removed', async () => {
+    await upstream.close();
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(200, 'Fine', ['X-Dup', 'a', 'x-dup', 'b', 'Set-Cookie', 's=1', 'Set-Cookie', 't=2', 'Connection', 'keep-alive, X-Private',
+        'X-Private', 'p', 'Keep-Alive', 'timeout=5', 'X-Sandbox-Reason', 'SandboxSuspended', 'Content-Type', 'text/plain']);
+      res.end('ok');
+    });
+    const reply = await new Promise<{ status?: number; message?: string; raw: string[]; body: string }>((resolve, reject) => {
+      http.get({ host: '127.0.0.1', port: h.port, path: '/', headers: route('sb'), agent: false }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode, message: res.statusMessage, raw: res.rawHeaders, body }));
+      }).on('error', reject);
+    });
+    expect({ status: reply.status, message: reply.message, body: reply.body }).toEqual({ status: 200, message: 'Fine', body: 'ok' });
+    const pairs: string[] = [];
+    for (let i = 0; i < reply.raw.length; i += 2) pairs.push(`${reply.raw[i]}: ${reply.raw[i + 1]}`);
+    // In the sandbox's order, each repeat on its own line under the name's first spelling (Node's HTTP client joined them: "a, b").
+    expect(pairs.filter((p) => /^(x-dup|set-cookie|content-type):/i.test(p))).toEqual(['X-Dup: a', 'X-Dup: b', 'Set-Cookie: s=1', 'Set-Cookie: t=2', 'Content-Type: text/plain']);
+    expect(pairs.filter((p) => /^(x-private|keep-alive|x-sandbox-reason):/i.test(p))).toEqual([]);
+  });
+
   test('metrics use upstream\'s names', async () => {
     await request(h.port, '/', route('sb'));
     const text = await h.metrics.registry.metrics();
