@@ -55,6 +55,13 @@ export interface ServerOptions {
 /** Output notifications of a call are sent at most this often, or when this much is pending. */
 const FLUSH_MS = 250;
 const FLUSH_BYTES = 4096;
+/**
+ * How long a call's result waits after a notification sent as it ends. The TypeScript MCP client
+ * handles a notification in a microtask but a result at once, so a notification read in the same
+ * chunk as its call's result came after it, and its progress handler was gone: the last output of
+ * a command that ends right after writing it was dropped.
+ */
+const TAIL_GAP_MS = 20;
 
 /** Builds the MCP server of one session (connect it to that session's transport). */
 export function createSessionServer(options: ServerOptions): Server {
@@ -103,11 +110,14 @@ export function createSessionServer(options: ServerOptions): Server {
     let timer: NodeJS.Timeout | undefined;
     let notified = 0;
     let dropped = 0;
-    const flush = (): void => {
+    /** Sends what is pending; true when something was. */
+    const flush = (): boolean => {
       clearTimeout(timer);
       timer = undefined;
-      if (pending) send(pendingLogger, pending);
+      const had = pending !== '';
+      if (had) send(pendingLogger, pending);
       pending = '';
+      return had;
     };
     const notify = (logger: string, text: string): void => {
       const bytes = Buffer.from(text);
@@ -130,16 +140,22 @@ export function createSessionServer(options: ServerOptions): Server {
       flush();
       send(SERVER_NAME, `claiming a sandbox from the warm pool "${options.pool}"\n`);
     });
+    let answer: CallToolResult;
     try {
       const result = await session.call(() => tool.execute(request.params.arguments ?? {}, context));
-      return { content: [{ type: 'text', text: result.text }] };
+      answer = { content: [{ type: 'text', text: result.text }] };
     } catch (err) {
-      return { content: [{ type: 'text', text: toolErrorText(err) }], isError: true };
+      answer = { content: [{ type: 'text', text: toolErrorText(err) }], isError: true };
     } finally {
       stopWatching();
-      flush();
-      if (dropped > 0) send(SERVER_NAME, `… ${dropped} bytes more not sent\n`);
     }
+    let tail = flush();
+    if (dropped > 0) {
+      send(SERVER_NAME, `… ${dropped} bytes more not sent\n`);
+      tail = true;
+    }
+    if (tail && progressToken !== undefined) await new Promise((resolve) => setTimeout(resolve, TAIL_GAP_MS));
+    return answer;
   });
   return server;
 }
