@@ -36,8 +36,9 @@ export interface SandboxRouterOptions extends InstallEnvOptions {
    */
   readonly serviceName?: string;
   /**
-   * The router container's resources. One router process peaked at 137 to 167 MiB in the router
-   * benchmark (bench/README.md; 20 Sandboxes, 1 MiB bodies streaming at 1 GB/s); its caches grow
+   * The router container's resources. One router process peaked at 137 to 188 MiB in the router
+   * benchmark (bench/README.md; 20 Sandboxes, 17,000 small requests a second or 1 MiB bodies at
+   * 1 GB/s); its caches grow
    * with the Sandboxes it routes to, and each `--workers` process (in `args`) is another whole
    * router.
    * @default - requests 100m CPU and 128Mi memory, limit 512Mi memory
