@@ -59,21 +59,22 @@ export function filterResponseHeaders(headers: InHeaders): http.OutgoingHttpHead
 /**
  * filterResponseHeaders for headers as received, a flat list of names and values (undici's raw
  * headers): the same removals; a name sent more than once keeps each value, as a line of its own
- * (Node's HTTP client joined them with commas), in the order they came, under the name's first spelling.
+ * (Node's HTTP client joined them with commas), in the order they came, under the name's first
+ * spelling. Bytes are read as latin1, as Node's parser does, so a value goes back out unchanged.
  */
 export function filterRawResponseHeaders(raw: readonly (Buffer | string)[]): http.OutgoingHttpHeaders {
   let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (String(raw[i]).toLowerCase() !== 'connection') continue;
+    if (latin1(raw[i]).toLowerCase() !== 'connection') continue;
     named ??= new Set();
-    for (const token of connectionTokens(String(raw[i + 1]))) named.add(token);
+    for (const token of connectionTokens(latin1(raw[i + 1]))) named.add(token);
   }
-  const out: Record<string, string | string[]> = {};
+  const out: Record<string, string | string[]> = Object.create(null);
   const spelling = new Map<string, string>();
   for (let i = 0; i < raw.length; i += 2) {
-    const name = String(raw[i]);
+    const name = latin1(raw[i]);
     if (!passesBack(name, named)) continue;
-    const value = String(raw[i + 1]);
+    const value = latin1(raw[i + 1]);
     const lower = name.toLowerCase();
     const first = spelling.get(lower);
     if (first === undefined) {
@@ -85,6 +86,11 @@ export function filterRawResponseHeaders(raw: readonly (Buffer | string)[]): htt
     }
   }
   return out;
+}
+
+/** Header bytes as Node's own parser reads them (latin1), so they go back out byte for byte. */
+function latin1(v: Buffer | string): string {
+  return typeof v === 'string' ? v : v.toString('latin1');
 }
 
 function connectionTokens(value: string | string[] | undefined): Set<string> {
@@ -102,8 +108,18 @@ export function requestIdOf(given: string | string[] | undefined): string {
 }
 
 export function reasonOf(err: NodeJS.ErrnoException): UpstreamErrorReason {
-  if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'EROUTERGUARD' || err.code === 'ETIMEDOUT') return 'dial';
-  // UND_ERR_SOCKET: undici's "other side closed" (the sandbox closed the connection mid-exchange).
-  if (err.code === 'ECONNRESET' || err.code === 'EPIPE' || err.code === 'UND_ERR_SOCKET') return 'eof';
+  if (err.code === 'ECONNREFUSED' || err.code === 'EHOSTUNREACH' || err.code === 'ENETUNREACH' || err.code === 'EROUTERGUARD' || err.code === 'ETIMEDOUT'
+    || err.code === 'ECONNABORTED') return 'dial';
+  if (isConnectionClosed(err)) return 'eof';
   return 'other';
+}
+
+/**
+ * The sandbox closed or reset the connection: ECONNRESET, EPIPE, or undici's SocketError for a
+ * connection closed under a request ("other side closed", "closed"). Not its other SocketErrors,
+ * which are answers it could not take ("bad upgrade", "bad response").
+ */
+export function isConnectionClosed(err: NodeJS.ErrnoException): boolean {
+  if (err.code === 'ECONNRESET' || err.code === 'EPIPE') return true;
+  return err.code === 'UND_ERR_SOCKET' && (err.message === 'other side closed' || err.message === 'closed');
 }

@@ -14,12 +14,12 @@
  */
 import * as http from 'node:http';
 import * as net from 'node:net';
-import type { Duplex } from 'node:stream';
-import type { Dispatcher } from 'undici';
+import { type Duplex, PassThrough } from 'node:stream';
+import type { Dispatcher, Pool } from 'undici';
 import type { ActivityTracker } from './activity';
 import { parseTarget, type Target } from './addressing';
 import { type Authorizer, isRefusal, type Principal } from './auth';
-import { filterRawResponseHeaders, filterResponseHeaders, forwardableHeaders, reasonOf, requestIdOf } from './forwarding';
+import { filterRawResponseHeaders, filterResponseHeaders, forwardableHeaders, isConnectionClosed, reasonOf, requestIdOf } from './forwarding';
 import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './resolve';
@@ -358,9 +358,26 @@ export class Router {
       release();
       this.opts.metrics?.inflightDelta(-1);
     });
+    // An asterisk-form (`OPTIONS *`) or absolute-form target is not a path on the sandbox.
+    if (!target.path.startsWith('/')) {
+      return json(res, 400, { detail: `The router forwards requests for paths that begin with "/"; "${target.path.slice(0, 100)}" does not.` });
+    }
     const timeoutMs = Math.min(target.timeoutMs ?? this.opts.proxyTimeoutMs, this.opts.proxyTimeoutMs);
     // Only a request without a body can be sent again, and only when no response has begun.
     const replayable = !hasBody(req);
+    // The body goes to undici through a stream of its own: undici destroys its body when the
+    // exchange fails or the sandbox answers before reading it all, and destroying `req` itself
+    // would reset the client's connection instead of letting its response through. What is left
+    // of the client's body is then read and dropped.
+    let body: PassThrough | undefined;
+    if (!replayable) {
+      body = new PassThrough();
+      req.pipe(body);
+      body.once('close', () => {
+        req.unpipe(body);
+        req.resume();
+      });
+    }
     const headers = forwardHeaders(req, res.getHeader('x-request-id') as string, false);
     // The router answered the client's Expect: 100-continue itself (Node's server does); undici sends no Expect.
     delete headers.expect;
@@ -389,6 +406,7 @@ export class Router {
       finished = true;
       clearTimeout(timer);
       clearTimeout(retryTimer);
+      body?.destroy();
     };
     res.once('close', () => {
       const completed = finished;
@@ -406,7 +424,7 @@ export class Router {
       }
       // A kept-alive connection the sandbox closed as the request went out: the request may have
       // been read before the reset, so only an idempotent one is sent again (at once, once).
-      if (!timedOut && !res.destroyed && replayable && IDEMPOTENT.has(req.method ?? '') && RESET_ERRORS.has(err.code ?? '') && retries === 0) {
+      if (!timedOut && !res.destroyed && replayable && IDEMPOTENT.has(req.method ?? '') && isConnectionClosed(err) && retries === 0) {
         this.opts.metrics?.upstreamRetry(target.namespace);
         return attempt(1);
       }
@@ -422,11 +440,19 @@ export class Router {
       retryTimer = undefined;
       abort = undefined;
       let ended = false;
-      this.upstream.poolFor(resolved.ip, target.port).dispatch({
+      let pool: Pool;
+      try {
+        pool = this.upstream.poolFor(resolved.ip, target.port);
+      } catch (err) {
+        // The router is closing.
+        done();
+        return json(res, 503, { detail: (err as Error).message }, { 'retry-after': '1' });
+      }
+      pool.dispatch({
         path: target.path,
         method: (req.method ?? 'GET') as Dispatcher.HttpMethod,
         headers: headers as Record<string, string | string[]>,
-        body: replayable ? null : req,
+        body: body ?? null,
       }, {
         onConnect: (abortThis) => {
           abort = abortThis;
@@ -434,11 +460,18 @@ export class Router {
           if (cutBy !== undefined) abortThis(cutBy);
         },
         onHeaders: (status, raw, resume, statusText) => {
-          if (status === 101) {
-            onError(Object.assign(new Error('upstream answered 101 to a plain request'), { code: 'EUPGRADE' }), DIAL_RETRY_DELAYS_MS.length);
+          // Informational answers (102, 103) are not passed on, as before; undici itself fails a
+          // 101 to a plain request ("bad upgrade"), which is a 502.
+          if (status < 200) return true;
+          try {
+            res.writeHead(status, statusText, filterRawResponseHeaders(raw as Buffer[]));
+          } catch (err) {
+            // A header or status text Node will not send (a character outside latin1): a 502
+            // without the sandbox's headers that were set before the one refused.
+            for (const name of res.getHeaderNames()) if (name !== 'x-request-id') res.removeHeader(name);
+            abort?.(err as Error);
             return false;
           }
-          res.writeHead(status, statusText, filterRawResponseHeaders(raw as Buffer[]));
           // The headers go out with the first body chunk (one write), or on their own when the body
           // is slow to start (a server-sent event stream must see its headers at once).
           setImmediate(() => {
@@ -578,8 +611,6 @@ export class Router {
 
 /** Connection-establishment failures, retried (bodyless requests only) after these delays, as upstream's Go router does. */
 const RETRYABLE_DIAL_ERRORS = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT']);
-/** The connection closed before a response began: a kept-alive one the sandbox had just closed, most often. */
-const RESET_ERRORS = new Set(['ECONNRESET', 'UND_ERR_SOCKET']);
 const DIAL_RETRY_DELAYS_MS = [200, 400, 800];
 /** Methods a sandbox may see twice without harm. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS']);

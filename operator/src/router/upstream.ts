@@ -28,13 +28,15 @@ export interface UpstreamPoolOptions {
 export class UpstreamPools {
   private readonly pools = new Map<string, Pool>();
   private readonly sweeper: NodeJS.Timeout;
+  private closed = false;
 
   public constructor(private readonly dial: Dial, private readonly opts: UpstreamPoolOptions) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(1_000, opts.idleMs)).unref();
   }
 
-  /** The pool for `ip`:`port`, made on first use. */
+  /** The pool for `ip`:`port`, made on first use; throws once destroyed (the router is closing). */
   public poolFor(ip: string, port: number): Pool {
+    if (this.closed) throw new Error('The router is shutting down.');
     const origin = `http://${net.isIPv6(ip) ? `[${ip}]` : ip}:${port}`;
     let pool = this.pools.get(origin);
     if (pool === undefined) {
@@ -46,6 +48,8 @@ export class UpstreamPools {
         bodyTimeout: 0,
         keepAliveTimeout: this.opts.idleMs,
         keepAliveMaxTimeout: this.opts.idleMs,
+        // A sandbox's `Keep-Alive: timeout=5` (Node's, uvicorn's) caps it at 5 s less this margin.
+        keepAliveTimeoutThreshold: 1_000,
         connect: (_o, callback) => this.connect(ip, port, callback),
       });
       this.pools.set(origin, pool);
@@ -70,6 +74,7 @@ export class UpstreamPools {
 
   /** Destroys every pool and its connections (requests under way fail). */
   public destroy(): void {
+    this.closed = true;
     clearInterval(this.sweeper);
     for (const pool of this.pools.values()) pool.destroy().catch(() => undefined);
     this.pools.clear();
@@ -85,11 +90,15 @@ export class UpstreamPools {
       clearTimeout(timer);
       socket.removeListener('connect', onConnect);
       socket.removeListener('error', settle);
+      socket.removeListener('close', onClose);
       if (err) callback(err, null);
       else callback(null, socket);
     };
     const onConnect = () => settle(null);
+    // Closed without an error (a dial's socket ended by someone else): the pool must not wait for ever.
+    const onClose = () => settle(Object.assign(new Error(`the connection to ${ip}:${port} closed before it was made`), { code: 'ECONNABORTED' }));
     socket.once('connect', onConnect);
     socket.once('error', settle);
+    socket.once('close', onClose);
   }
 }

@@ -1,4 +1,5 @@
 import * as http from 'node:http';
+import * as net from 'node:net';
 import { echoHandler, type Harness, pod, request, sandbox, startRouter, startUpstream, UPSTREAM_IP } from './harness';
 import type { Pod, Sandbox } from '../../src/model';
 import { filterResponseHeaders } from '../../src/router/forwarding';
@@ -141,6 +142,65 @@ describe('router proxy', () => {
     // In the sandbox's order, each repeat on its own line under the name's first spelling (Node's HTTP client joined them: "a, b").
     expect(pairs.filter((p) => /^(x-dup|set-cookie|content-type):/i.test(p))).toEqual(['X-Dup: a', 'X-Dup: b', 'Set-Cookie: s=1', 'Set-Cookie: t=2', 'Content-Type: text/plain']);
     expect(pairs.filter((p) => /^(x-private|keep-alive|x-sandbox-reason):/i.test(p))).toEqual([]);
+  });
+
+  test('an informational answer (103 Early Hints) is skipped and the final one passes; a 101 to a plain GET is a 502, sent once', async () => {
+    await upstream.close();
+    upstream = await startUpstream((_req, res) => {
+      res.writeEarlyHints({ link: '</style.css>; rel=preload' });
+      res.end('final');
+    });
+    expect(await request(h.port, '/', route('sb'))).toMatchObject({ status: 200, body: 'final' });
+    let seen = 0;
+    const raw = net.createServer((socket) => socket.once('data', () => {
+      seen++;
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n');
+    }));
+    await new Promise<void>((resolve) => raw.listen(0, UPSTREAM_IP, resolve));
+    try {
+      const port = (raw.address() as net.AddressInfo).port;
+      expect((await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(port) })).status).toBe(502);
+      expect(seen).toBe(1);
+    } finally {
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  });
+
+  test('header bytes come back unchanged (UTF-8 in a value is not re-encoded)', async () => {
+    const raw = net.createServer((socket) => socket.once('data', () => {
+      socket.end(Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nX-Name: '), Buffer.from('café ☕', 'utf8'), Buffer.from('\r\nContent-Length: 2\r\n\r\nok')]));
+    }));
+    await new Promise<void>((resolve) => raw.listen(0, UPSTREAM_IP, resolve));
+    try {
+      const port = (raw.address() as net.AddressInfo).port;
+      const reply = await request(h.port, '/', { 'x-sandbox-id': 'sb', 'x-sandbox-port': String(port) });
+      expect(reply).toMatchObject({ status: 200, body: 'ok' });
+      // Node's client reads header bytes as latin1: the same bytes give the same string.
+      expect(reply.headers['x-name']).toBe(Buffer.from('café ☕', 'utf8').toString('latin1'));
+    } finally {
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  });
+
+  test('a sandbox that answers before reading the whole upload: the answer reaches the client', async () => {
+    await upstream.close();
+    upstream = await startUpstream((_req, res) => {
+      res.writeHead(413, { 'content-type': 'text/plain' });
+      res.end('too big');
+    });
+    const reply = await request(h.port, '/upload', route('sb', { 'content-type': 'application/octet-stream' }), 'POST', 'x'.repeat(4 * 1024 * 1024));
+    expect(reply).toMatchObject({ status: 413, body: 'too big' });
+    // The sandbox's connection is reusable afterwards: the next request is served.
+    await upstream.close();
+    upstream = await startUpstream(echoHandler);
+    expect((await request(h.port, '/', route('sb'))).status).toBe(200);
+  });
+
+  test('a target that is not a path (OPTIONS *) is a 400 naming it, and nothing is dialed', async () => {
+    const reply = await request(h.port, '*', route('sb'), 'OPTIONS');
+    expect(reply).toMatchObject({ status: 400, body: JSON.stringify({ detail: 'The router forwards requests for paths that begin with "/"; "*" does not.' }) });
+    expect(h.dialed).toEqual([]);
+    expect((await request(h.port, '/', route('sb'))).status).toBe(200);
   });
 
   test('metrics use upstream\'s names', async () => {
