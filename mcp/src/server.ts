@@ -56,7 +56,7 @@ export interface ServerOptions {
 const FLUSH_MS = 250;
 const FLUSH_BYTES = 4096;
 /**
- * How long a call's result waits after a notification sent as it ends. The TypeScript MCP client
+ * How long a call's result waits after its last progress notification. The TypeScript MCP client
  * handles a notification in a microtask but a result at once, so a notification read in the same
  * chunk as its call's result came after it, and its progress handler was gone: the last output of
  * a command that ends right after writing it was dropped.
@@ -94,9 +94,11 @@ export function createSessionServer(options: ServerOptions): Server {
     const progressToken = request.params._meta?.progressToken;
     let progress = 0;
     /** One notification: progress when the call asked for them, else a log message (at info, when the level lets it). */
+    let lastProgressAt = -Infinity;
     const send = (logger: string, text: string): void => {
       let sent: Promise<void> | undefined;
       if (progressToken !== undefined) {
+        lastProgressAt = performance.now();
         sent = extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: ++progress, message: text } });
       } else if (level === undefined || severity('info') >= severity(level)) {
         sent = extra.sendNotification({ method: 'notifications/message', params: { level: 'info', logger, data: text } });
@@ -110,14 +112,11 @@ export function createSessionServer(options: ServerOptions): Server {
     let timer: NodeJS.Timeout | undefined;
     let notified = 0;
     let dropped = 0;
-    /** Sends what is pending; true when something was. */
-    const flush = (): boolean => {
+    const flush = (): void => {
       clearTimeout(timer);
       timer = undefined;
-      const had = pending !== '';
-      if (had) send(pendingLogger, pending);
+      if (pending) send(pendingLogger, pending);
       pending = '';
-      return had;
     };
     const notify = (logger: string, text: string): void => {
       const bytes = Buffer.from(text);
@@ -149,12 +148,10 @@ export function createSessionServer(options: ServerOptions): Server {
     } finally {
       stopWatching();
     }
-    let tail = flush();
-    if (dropped > 0) {
-      send(SERVER_NAME, `… ${dropped} bytes more not sent\n`);
-      tail = true;
-    }
-    if (tail && progressToken !== undefined) await new Promise((resolve) => setTimeout(resolve, TAIL_GAP_MS));
+    flush();
+    if (dropped > 0) send(SERVER_NAME, `… ${dropped} bytes more not sent\n`);
+    const gap = TAIL_GAP_MS - (performance.now() - lastProgressAt);
+    if (gap > 0) await new Promise((resolve) => setTimeout(resolve, gap));
     return answer;
   });
   return server;
