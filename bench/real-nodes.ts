@@ -38,7 +38,23 @@ const log = (m: string) => process.stderr.write(`[bench real-nodes] ${m}\n`);
 const CLAIMS_PATH = (ns: string) => `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxclaims`;
 const isReady = (o: any) => o?.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True');
 
-interface Timed { readyMs: number; firstResultMs?: number }
+interface Timed { readyMs: number; firstResultMs?: number; slow?: SlowClaim }
+
+/** A warm claim that took over SLOW_CLAIM_MS to be Ready: which Sandbox it got, and when (API server times, whole seconds) that Sandbox and its Pod were made and turned Ready. */
+interface SlowClaim {
+  claim: string;
+  readyMs: number;
+  sandbox: string;
+  claimCreated?: string;
+  sandboxCreated?: string;
+  sandboxReady?: string;
+  podCreated?: string;
+  podReady?: string;
+  claimReady?: string;
+}
+const SLOW_CLAIM_MS = 1_000;
+const SANDBOXES_PATH = (ns: string) => `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+const readySince = (o: any): string | undefined => (o?.status?.conditions ?? []).find((c: any) => c.type === 'Ready' && c.status === 'True')?.lastTransitionTime;
 
 function pool(ns: string, name: string, replicas: number, image: string, extra: Partial<SandboxTemplateProps>): any[] {
   const chart: Chart = Testing.chart();
@@ -65,6 +81,18 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
     await sleep(10);
   }
   const readyMs = performance.now() - t0;
+  let slow: SlowClaim | undefined;
+  if (readyMs > SLOW_CLAIM_MS) {
+    // Read before the delete: did it get a member made before the claim, and was that member Ready then?
+    const sandbox = claim.status.sandbox.name as string;
+    const sb = (await api.request('GET', `${SANDBOXES_PATH(ns)}/${sandbox}`)).body as any;
+    const pods = (await api.request('GET', `/api/v1/namespaces/${ns}/pods`)).body as any;
+    const pod = (pods.items ?? []).find((p: any) => (p.metadata.ownerReferences ?? []).some((o: any) => o.kind === 'Sandbox' && o.name === sandbox));
+    slow = {
+      claim: name, readyMs: Math.round(readyMs), sandbox, claimCreated: claim.metadata.creationTimestamp, claimReady: readySince(claim),
+      sandboxCreated: sb?.metadata?.creationTimestamp, sandboxReady: readySince(sb), podCreated: pod?.metadata?.creationTimestamp, podReady: readySince(pod),
+    };
+  }
   let firstResultMs: number | undefined;
   if (router) {
     const res = await fetch(`${router.url}/execute`, {
@@ -80,7 +108,7 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
     firstResultMs = performance.now() - t0;
   }
   await api.request('DELETE', `${CLAIMS_PATH(ns)}/${name}`);
-  return { readyMs, firstResultMs };
+  return { readyMs, firstResultMs, ...(slow ? { slow } : {}) };
 }
 
 async function poolReady(kube: Kube, ns: string, name: string, replicas: number): Promise<void> {
@@ -101,6 +129,7 @@ async function main(): Promise<void> {
   const coldN = Number(flagValue(argv, 'cold') ?? 5);
   const warmN = Number(flagValue(argv, 'warm') ?? 10);
   const result: Record<string, Stats> = {};
+  const slowWarm: (SlowClaim & { where: string })[] = [];
 
   let stopReal: () => Promise<void> = async () => undefined;
   try {
@@ -149,6 +178,7 @@ async function main(): Promise<void> {
     const warm = await series(warmN, (i) => claimOnce(api, ns, 'warm', i, router), () => poolReady(real.kube, ns, 'warm', 3));
     result.realWarmReadyMs = stats(warm.map((r) => r.readyMs));
     result.realWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
+    slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'real node', ...r.slow }] : [])));
   } finally {
     await stopReal();
   }
@@ -163,6 +193,7 @@ async function main(): Promise<void> {
     const warm = await series(warmN, (i) => claimOnce(api, NAMESPACE, 'warm', i, { url: local.routerUrl }), () => poolReady(local.kube, NAMESPACE, 'warm', 3));
     result.kwokWarmReadyMs = stats(warm.map((r) => r.readyMs));
     result.kwokWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
+    slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'KWOK', ...r.slow }] : [])));
   } finally {
     await stopLocal();
   }
@@ -175,7 +206,7 @@ async function main(): Promise<void> {
   const date = new Date().toISOString().slice(0, 10);
   const dir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, result, ratios, environment: environment() }, null, 2));
+  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, result, ratios, slowWarm, environment: environment() }, null, 2));
   const row = (label: string, s: Stats) => `| ${label} | ${s.n} | ${s.p50} | ${s.p90} | ${s.max} |`;
   const md = [
     `# Real nodes vs KWOK, ${date} (2 cores, one run)`,
@@ -193,6 +224,13 @@ async function main(): Promise<void> {
     `gVisor / runc cold p50: ${ratios.gvisorOverRuncColdP50}×; runtime injection at Pod start (runc, p50): ${ratios.injectionCostColdP50Ms} ms; `
       + `real / KWOK warm first result p50: ${ratios.realOverKwokWarmFirstResultP50}×`,
     '',
+    ...(slowWarm.length ? [
+      `Warm claims over ${SLOW_CLAIM_MS} ms to Ready, and the Sandbox each got (API server times, whole seconds):`,
+      '',
+      ...slowWarm.map((w) => `- ${w.where}: ${w.claim} ${w.readyMs} ms (claim made ${w.claimCreated}, Ready ${w.claimReady}): ${w.sandbox} made ${w.sandboxCreated}, `
+        + `Ready ${w.sandboxReady}; its Pod made ${w.podCreated}, Ready ${w.podReady}`),
+      '',
+    ] : []),
   ].join('\n');
   fs.writeFileSync(path.join(dir, `real-nodes-${date}.md`), md);
   process.stdout.write(md);
