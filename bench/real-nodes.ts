@@ -24,7 +24,6 @@ import { SandboxRuntimeClass } from '../src/runtime-class';
 import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
 import { SandboxWarmPool } from '../src/warm-pool';
 import { ApiClient, connectionFromKubeconfig } from '../tools/control-plane/api';
-import { Kube } from '../tools/control-plane/kube';
 import { sleep } from '../tools/control-plane/processes';
 import { NAMESPACE, startLocalSystem } from '../tools/shared/local-system';
 import { agentServiceAccount } from '../tools/shared/real-pool';
@@ -51,6 +50,28 @@ interface SlowClaim {
   podCreated?: string;
   podReady?: string;
   claimReady?: string;
+  /** The pool's status and its Sandboxes just before the claim was made. */
+  before?: PoolSnapshot;
+}
+
+interface PoolSnapshot {
+  readyReplicas?: number;
+  sandboxes: { name: string; controller?: string; ready: boolean; podIPs: number; deleting: boolean; created?: string }[];
+}
+
+async function poolSnapshot(api: ApiClient, ns: string, poolName: string): Promise<PoolSnapshot> {
+  const pool = (await api.request('GET', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/${poolName}`)).body as any;
+  const list = (await api.request('GET', SANDBOXES_PATH(ns))).body as any;
+  return {
+    readyReplicas: pool?.status?.readyReplicas,
+    sandboxes: (list.items ?? []).map((sb: any) => {
+      const owner = (sb.metadata.ownerReferences ?? []).find((o: any) => o.controller);
+      return {
+        name: sb.metadata.name, controller: owner ? `${owner.kind}/${owner.name}` : undefined, ready: readySince(sb) !== undefined,
+        podIPs: sb.status?.podIPs?.length ?? 0, deleting: sb.metadata.deletionTimestamp !== undefined, created: sb.metadata.creationTimestamp,
+      };
+    }),
+  };
 }
 const SLOW_CLAIM_MS = 1_000;
 const SANDBOXES_PATH = (ns: string) => `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
@@ -71,6 +92,8 @@ function pool(ns: string, name: string, replicas: number, image: string, extra: 
 /** One claim: create → Ready → (optionally) first command result through the router → delete. */
 async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number, router?: { url: string; token?: string }): Promise<Timed> {
   const name = `bench-${poolName}-${i}`;
+  // What the pool held just before the claim (read before the clock starts), for a slow claim's report.
+  const before = await poolSnapshot(api, ns, poolName);
   const t0 = performance.now();
   await api.call('POST', CLAIMS_PATH(ns), { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: poolName } } });
   let claim: any;
@@ -91,6 +114,7 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
     slow = {
       claim: name, readyMs: Math.round(readyMs), sandbox, claimCreated: claim.metadata.creationTimestamp, claimReady: readySince(claim),
       sandboxCreated: sb?.metadata?.creationTimestamp, sandboxReady: readySince(sb), podCreated: pod?.metadata?.creationTimestamp, podReady: readySince(pod),
+      before,
     };
   }
   let firstResultMs: number | undefined;
@@ -111,8 +135,20 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
   return { readyMs, firstResultMs, ...(slow ? { slow } : {}) };
 }
 
-async function poolReady(kube: Kube, ns: string, name: string, replicas: number): Promise<void> {
-  await kube.wait([`sandboxwarmpool/${name}`, `--for=jsonpath={.status.readyReplicas}=${replicas}`], ns, 300_000);
+/**
+ * Until the pool has `replicas` unclaimed Ready members, counted from its Sandboxes: the pool's
+ * status.readyReplicas lags by up to `--sandbox-warm-pool-status-window` (1 s), and waiting on it let
+ * claims run into a pool whose members had all been taken and were still starting.
+ */
+async function poolReady(api: ApiClient, ns: string, name: string, replicas: number): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const { sandboxes } = await poolSnapshot(api, ns, name);
+    const ready = sandboxes.filter((x) => x.controller === `SandboxWarmPool/${name}` && x.ready && x.podIPs > 0 && !x.deleting).length;
+    if (ready >= replicas) return;
+    if (performance.now() - started > 300_000) throw new Error(`pool ${name}: ${ready} of ${replicas} members Ready after 300 s`);
+    await sleep(50);
+  }
 }
 
 async function series(n: number, run: (i: number) => Promise<Timed>, between: () => Promise<void>): Promise<Timed[]> {
@@ -171,11 +207,11 @@ async function main(): Promise<void> {
       const runs = await series(coldN, (i) => claimOnce(api, ns, poolName, i), podsGone);
       result[key] = stats(runs.map((r) => r.readyMs));
     }
-    await poolReady(real.kube, ns, 'warm', 3);
+    await poolReady(api, ns, 'warm', 3);
     log(`warm: ${warmN} claims → first result through the router, one at a time from a full pool`);
     await claimOnce(api, ns, 'warm', 999, router);
-    await poolReady(real.kube, ns, 'warm', 3);
-    const warm = await series(warmN, (i) => claimOnce(api, ns, 'warm', i, router), () => poolReady(real.kube, ns, 'warm', 3));
+    await poolReady(api, ns, 'warm', 3);
+    const warm = await series(warmN, (i) => claimOnce(api, ns, 'warm', i, router), () => poolReady(api, ns, 'warm', 3));
     result.realWarmReadyMs = stats(warm.map((r) => r.readyMs));
     result.realWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
     slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'real node', ...r.slow }] : [])));
@@ -189,8 +225,8 @@ async function main(): Promise<void> {
     const api = new ApiClient(connectionFromKubeconfig(local.kubeconfig));
     log(`KWOK: ${warmN} claims → first result through the router, one at a time from a full pool`);
     await claimOnce(api, NAMESPACE, 'warm', 999, { url: local.routerUrl });
-    await poolReady(local.kube, NAMESPACE, 'warm', 3);
-    const warm = await series(warmN, (i) => claimOnce(api, NAMESPACE, 'warm', i, { url: local.routerUrl }), () => poolReady(local.kube, NAMESPACE, 'warm', 3));
+    await poolReady(api, NAMESPACE, 'warm', 3);
+    const warm = await series(warmN, (i) => claimOnce(api, NAMESPACE, 'warm', i, { url: local.routerUrl }), () => poolReady(api, NAMESPACE, 'warm', 3));
     result.kwokWarmReadyMs = stats(warm.map((r) => r.readyMs));
     result.kwokWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
     slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'KWOK', ...r.slow }] : [])));
@@ -228,7 +264,9 @@ async function main(): Promise<void> {
       `Warm claims over ${SLOW_CLAIM_MS} ms to Ready, and the Sandbox each got (API server times, whole seconds):`,
       '',
       ...slowWarm.map((w) => `- ${w.where}: ${w.claim} ${w.readyMs} ms (claim made ${w.claimCreated}, Ready ${w.claimReady}): ${w.sandbox} made ${w.sandboxCreated}, `
-        + `Ready ${w.sandboxReady}; its Pod made ${w.podCreated}, Ready ${w.podReady}`),
+        + `Ready ${w.sandboxReady}; its Pod made ${w.podCreated}, Ready ${w.podReady}. Just before the claim the pool said ${w.before?.readyReplicas} Ready, `
+        + `and its namespace held: ${(w.before?.sandboxes ?? []).map((x) => `${x.name} (${x.controller ?? 'no controller'}, ${x.ready ? 'Ready' : 'not Ready'}, `
+        + `${x.podIPs} IPs${x.deleting ? ', deleting' : ''}, made ${x.created})`).join('; ')}`),
       '',
     ] : []),
   ].join('\n');
