@@ -24,7 +24,7 @@ import type { AddressGuard } from './guard';
 import type { RouterMetrics, UpstreamErrorReason } from './metrics';
 import { REASON_HEADER, type Resolved, type Resolver, type Settled } from './resolve';
 import type { Resumer } from './resume';
-import { UpstreamPools } from './upstream';
+import { type Dial, UpstreamPools } from './upstream';
 import { lazyChild, type Logger } from '../runtime/log';
 
 /** Aborted when the client leaves: a signal, or a function that makes one when first needed. */
@@ -34,8 +34,8 @@ function signalOf(left: ClientLeft | undefined): AbortSignal | undefined {
   return typeof left === 'function' ? left() : left;
 }
 
-/** Opens a TCP connection; the router's only way to reach a sandbox. */
-export type Dial = (host: string, port: number) => net.Socket;
+/** Opens a TCP connection; the router's only way to reach a sandbox (declared with the pools that use it). */
+export type { Dial };
 
 /** Waits for sandboxes the cache does not show, per caller at once (each holds connection slots before it is authorized). */
 export const MAX_UNSEEN_WAITS_PER_CALLER = 16;

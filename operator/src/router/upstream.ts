@@ -13,7 +13,9 @@
  */
 import * as net from 'node:net';
 import { Pool, type buildConnector } from 'undici';
-import type { Dial } from './proxy';
+
+/** Opens a TCP connection; the router's only way to reach a sandbox. */
+export type Dial = (host: string, port: number) => net.Socket;
 
 /** What a pool needs beyond the dial. */
 export interface UpstreamPoolOptions {
