@@ -7,7 +7,8 @@ const rootDir = path.resolve(__dirname, '..', '..');
 module.exports = {
   rootDir,
   testMatch: ['<rootDir>/test/faults/**/*.test.ts'],
-  testEnvironment: 'node',
+  // Node's environment; kills an operator or router a file left running (test/process-environment.cjs).
+  testEnvironment: '<rootDir>/test/process-environment.cjs',
   transform: {
     '^.+\\.tsx?$': ['ts-jest', { tsconfig: path.join(__dirname, '..', 'tsconfig.json') }],
   },

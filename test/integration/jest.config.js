@@ -8,7 +8,8 @@ const rootDir = path.resolve(__dirname, '..', '..');
 module.exports = {
   rootDir,
   testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
-  testEnvironment: 'node',
+  // Node's environment; kills an operator or router a file left running (test/process-environment.cjs).
+  testEnvironment: '<rootDir>/test/process-environment.cjs',
   transform: {
     // The SDK's sources are ES modules (sdk/package.json): the tests that load its process.v1 codec
     // (data-plane/process-proto.ts) get it compiled to CommonJS, as jest runs them.

@@ -21,8 +21,13 @@ export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbo
 export const IMAGE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--initial-old-space-size=64'];
 const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api')];
 
-/** Every live operator child, so a crashed test run never leaves one reconciling. */
-const running = new Set<ChildProcess>();
+/**
+ * Every live operator child, so a crashed test run never leaves one reconciling. Kept on the global
+ * under this key so the jest environment of the process suites (test/process-environment.cjs) can
+ * kill what a test file left running once the file is done.
+ */
+const CHILDREN_KEY = '__agentSandboxOperatorChildren';
+const running: Set<ChildProcess> = ((globalThis as any)[CHILDREN_KEY] ??= new Set<ChildProcess>());
 process.on('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });

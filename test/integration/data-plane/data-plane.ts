@@ -5,11 +5,13 @@
  * the echo fixture (HTTP + WebSocket on 9000) as local processes on their own loopback pod address.
  * Plus the requests a client sends through a router.
  */
+import * as fs from 'fs';
 import * as http from 'http';
 import * as path from 'path';
 import { NameHash } from '../../../src/api/name-hash';
 import { ApiClient, assertLoopback, connectionFromKubeconfig } from '../../../tools/control-plane/api';
-import { Kube, waitFor } from '../../../tools/control-plane/kube';
+import { podRunnerDir } from '../../../tools/control-plane/control-plane';
+import { ENV, Kube, waitFor } from '../../../tools/control-plane/kube';
 import { RUN_LABEL } from '../../../tools/control-plane/pod-runner';
 import { OperatorProcess, ensureOperatorBundle } from '../../../tools/shared/operator-process';
 import { BundleRbac } from '../operator/bundle-rbac';
@@ -65,15 +67,23 @@ export class DataPlane {
     const op = await OperatorProcess.start({ kubeconfig: rbac.kubeconfig, args: ['--extensions=true'] });
     const dp = new DataPlane(kube, api, ns, rbac, op);
     const ext = dp.ext;
-    await ext.create('sandboxtemplates', runtimeTemplate('runtime', options.runtimeArgs));
-    await ext.create('sandboxwarmpools', poolManifest('pool', 'runtime', poolSize));
-    await ext.waitPoolReady('pool', poolSize);
-    for (let i = 0; i < (options.claims ?? poolSize); i++) {
-      await ext.create('sandboxclaims', claimManifest(`claim-${i}`, 'pool'));
-      const claim = await ext.waitClaim(`claim-${i}`, (c) => claimReady(c) && c.status?.sandbox?.name, 'Ready with a sandbox');
-      dp.sandboxes.push(claim.status.sandbox.name);
+    try {
+      await ext.create('sandboxtemplates', runtimeTemplate('runtime', options.runtimeArgs));
+      await ext.create('sandboxwarmpools', poolManifest('pool', 'runtime', poolSize));
+      await ext.waitPoolReady('pool', poolSize);
+      for (let i = 0; i < (options.claims ?? poolSize); i++) {
+        await ext.create('sandboxclaims', claimManifest(`claim-${i}`, 'pool'));
+        const claim = await ext.waitClaim(`claim-${i}`, (c) => claimReady(c) && c.status?.sandbox?.name, 'Ready with a sandbox');
+        dp.sandboxes.push(claim.status.sandbox.name);
+      }
+      return dp;
+    } catch (e) {
+      // The caller never gets `dp`, so its afterAll cannot stop it: an operator left running here
+      // watches every namespace and would reconcile the next test files' objects.
+      const report = await dp.diagnose().catch((d: Error) => `(no diagnosis: ${d.message})`);
+      await dp.stop().catch(() => undefined);
+      throw new Error(`${(e as Error).message}\n${report}`);
     }
-    return dp;
   }
 
   public readonly ext: ExtensionsApi;
@@ -94,6 +104,40 @@ export class DataPlane {
       const pods = (await this.api.call('GET', `/api/v1/namespaces/${this.ns}/pods?labelSelector=${HASH_LABEL}=${NameHash.of(sandbox)}`)).items;
       return pods.find((p: any) => !p.metadata.deletionTimestamp && p.status?.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True'));
     }, timeoutMs, `a Ready pod of sandbox ${sandbox}`);
+  }
+
+  /**
+   * What a test needs to tell why the data plane did not come up: the pool's status, each
+   * Sandbox's and Pod's conditions, the pod runner's lines about this namespace and the tails of
+   * the Pods' container logs, and the operator's last lines.
+   */
+  public async diagnose(): Promise<string> {
+    const out: string[] = [];
+    const pool = await this.ext.get('sandboxwarmpools', 'pool');
+    out.push(`pool status: ${JSON.stringify(pool?.status)}`);
+    const brief = (conds: any[] | undefined) => (conds ?? []).map((c: any) => `${c.type}=${c.status}${c.reason ? `(${c.reason})` : ''}`).join(' ');
+    for (const s of await this.ext.sandboxes()) {
+      out.push(`sandbox ${s.metadata.name}: created ${s.metadata.creationTimestamp}, ${brief(s.status?.conditions)}`);
+    }
+    for (const p of (await this.api.call('GET', `/api/v1/namespaces/${this.ns}/pods`)).items) {
+      const containers = (p.status?.containerStatuses ?? []).map((c: any) => `${c.name} ready=${c.ready} restarts=${c.restartCount} ${JSON.stringify(c.state)}`);
+      out.push(`pod ${p.metadata.name}: node ${p.spec.nodeName ?? '-'}, ip ${p.status?.podIP ?? '-'}, ${p.status?.phase}, ${brief(p.status?.conditions)}; ${containers.join('; ')}`);
+    }
+    const workDir = process.env[ENV.workDir];
+    if (workDir) {
+      const logs = path.join(workDir, 'logs');
+      const runner = path.join(logs, 'pod-runner.log');
+      if (fs.existsSync(runner)) {
+        const lines = fs.readFileSync(runner, 'utf8').split('\n').filter((l) => l.includes(`${this.ns}/`));
+        out.push(`pod runner about ${this.ns} (last 30 lines):`, ...lines.slice(-30));
+      }
+      const containerLogs = path.join(podRunnerDir(workDir), 'logs');
+      for (const f of fs.existsSync(containerLogs) ? fs.readdirSync(containerLogs).filter((n) => n.startsWith(`${this.ns}_`)) : []) {
+        out.push(`${f} (tail):`, ...fs.readFileSync(path.join(containerLogs, f), 'utf8').split('\n').slice(-20));
+      }
+    }
+    out.push('operator (last 20 lines):', this.op.tail(20));
+    return out.join('\n');
   }
 
   public async stop(): Promise<void> {
