@@ -9,7 +9,9 @@
  *   difference to runc is what the injection costs at Pod start (init container copying node and the
  *   bundle, then node starting);
  * - warm claim → first command result through the router (`POST /execute` of `echo ok` to the router
- *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool.
+ *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool;
+ * - overflow: `--overflow N` (6) claims at once on that pool of 3, each create → Ready and whether its
+ *   Sandbox was a warm member or started cold.
  * Then the same warm measurement on the KWOK control plane with the pod runner
  * (tools/shared/local-system.ts: the same operator and router as local processes, the runtime as a
  * local process on a loopback address). Each claim is timed from its create request until the
@@ -151,6 +153,38 @@ async function poolReady(api: ApiClient, ns: string, name: string, replicas: num
   }
 }
 
+/**
+ * `n` claims made at once on a pool holding `replicas` Ready members: the first `replicas` take them,
+ * the rest find only the members the pool is starting in their place (no Pod IP yet on a busy node)
+ * and either wait for one or start cold. Each claim's create → Ready, in the order they were
+ * Ready, with how its Sandbox was launched (the launch-type label).
+ */
+async function overflow(api: ApiClient, ns: string, poolName: string, n: number): Promise<{ readyMs: number; launch: string }[]> {
+  const names = Array.from({ length: n }, (_, i) => `bench-overflow-${i}`);
+  const t0 = performance.now();
+  await Promise.all(names.map((name) => api.call('POST', CLAIMS_PATH(ns), {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: poolName } },
+  })));
+  const ready = new Map<string, { readyMs: number; sandbox: string }>();
+  while (ready.size < n) {
+    if (performance.now() - t0 > 300_000) throw new Error(`overflow: ${ready.size} of ${n} claims Ready after 300 s`);
+    const claims = ((await api.request('GET', CLAIMS_PATH(ns))).body as any).items ?? [];
+    for (const c of claims) {
+      if (names.includes(c.metadata.name) && !ready.has(c.metadata.name) && isReady(c) && c.status?.sandbox?.name) {
+        ready.set(c.metadata.name, { readyMs: performance.now() - t0, sandbox: c.status.sandbox.name });
+      }
+    }
+    await sleep(10);
+  }
+  const out: { readyMs: number; launch: string }[] = [];
+  for (const { readyMs, sandbox } of [...ready.values()].sort((a, b) => a.readyMs - b.readyMs)) {
+    const sb = (await api.request('GET', `${SANDBOXES_PATH(ns)}/${sandbox}`)).body as any;
+    out.push({ readyMs: round(readyMs), launch: sb?.metadata?.labels?.['agents.x-k8s.io/launch-type'] ?? '?' });
+  }
+  for (const name of names) await api.request('DELETE', `${CLAIMS_PATH(ns)}/${name}`);
+  return out;
+}
+
 async function series(n: number, run: (i: number) => Promise<Timed>, between: () => Promise<void>): Promise<Timed[]> {
   const out: Timed[] = [];
   for (let i = 0; i < n; i++) {
@@ -164,6 +198,8 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   const coldN = Number(flagValue(argv, 'cold') ?? 5);
   const warmN = Number(flagValue(argv, 'warm') ?? 10);
+  const overflowN = Number(flagValue(argv, 'overflow') ?? 6);
+  let overflowRun: { readyMs: number; launch: string }[] = [];
   const result: Record<string, Stats> = {};
   const slowWarm: (SlowClaim & { where: string })[] = [];
 
@@ -215,6 +251,12 @@ async function main(): Promise<void> {
     result.realWarmReadyMs = stats(warm.map((r) => r.readyMs));
     result.realWarmFirstResultMs = stats(warm.map((r) => r.firstResultMs!));
     slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'real node', ...r.slow }] : [])));
+    if (overflowN > 0) {
+      await poolReady(api, ns, 'warm', 3);
+      log(`overflow: ${overflowN} claims at once on the pool of 3`);
+      overflowRun = await overflow(api, ns, 'warm', overflowN);
+      result.realOverflowReadyMs = stats(overflowRun.map((r) => r.readyMs));
+    }
   } finally {
     await stopReal();
   }
@@ -242,7 +284,7 @@ async function main(): Promise<void> {
   const date = new Date().toISOString().slice(0, 10);
   const dir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, result, ratios, slowWarm, environment: environment() }, null, 2));
+  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, overflowN, result, ratios, slowWarm, overflow: overflowRun, environment: environment() }, null, 2));
   const row = (label: string, s: Stats) => `| ${label} | ${s.n} | ${s.p50} | ${s.p90} | ${s.max} |`;
   const md = [
     `# Real nodes vs KWOK, ${date} (2 cores, one run)`,
@@ -254,12 +296,18 @@ async function main(): Promise<void> {
     row('cold create → Ready, runc, no runtime (python3 -m http.server)', result.coldPlainReadyMs),
     row('warm claim → Ready, real node', result.realWarmReadyMs),
     row('warm claim → first result via router, real node', result.realWarmFirstResultMs),
+    ...(result.realOverflowReadyMs ? [row(`${overflowN} claims at once on a pool of 3 → Ready, real node`, result.realOverflowReadyMs)] : []),
     row('warm claim → Ready, KWOK + pod runner', result.kwokWarmReadyMs),
     row('warm claim → first result via router, KWOK + pod runner', result.kwokWarmFirstResultMs),
     '',
     `gVisor / runc cold p50: ${ratios.gvisorOverRuncColdP50}×; runtime injection at Pod start (runc, p50): ${ratios.injectionCostColdP50Ms} ms; `
       + `real / KWOK warm first result p50: ${ratios.realOverKwokWarmFirstResultP50}×`,
     '',
+    ...(overflowRun.length ? [
+      `${overflowN} claims at once on the real node's pool of 3, create → Ready in the order they were Ready (launch type): `
+        + `${overflowRun.map((r) => `${r.readyMs} ms (${r.launch})`).join(', ')}`,
+      '',
+    ] : []),
     ...(slowWarm.length ? [
       `Warm claims over ${SLOW_CLAIM_MS} ms to Ready, and the Sandbox each got (API server times, whole seconds):`,
       '',

@@ -42,7 +42,7 @@ interface NodeGroup extends HeapItem {
   readonly members: PositionalHeap<Member>;
 }
 
-/** Members without a Pod IP: only counted. */
+/** Members without a Pod IP: counted, and the oldest taken once a claim's grace is over (oldestPending). */
 interface PendingBucket {
   readonly kind: 'pending';
   readonly members: Set<Member>;
@@ -249,31 +249,64 @@ export class WarmCandidateIndex {
   }
 
   /**
-   * A claim's view of its pool's candidates: CandidateRanking's `best`, from the index. Each `best`
-   * first re-judges the pool's members against the context's template (a re-sort when it changed).
+   * A claim's view of its pool's candidates: CandidateRanking's `best` and `oldestPending`, from the
+   * index. Each first re-judges the pool's members against the context's template (a re-sort when it
+   * changed).
    */
   public candidates(poolUpdateStrategy: string | undefined, context: SelectionContext): Candidates {
-    return { best: (exclude) => this.best(poolUpdateStrategy, context, exclude) };
+    return {
+      best: (exclude) => this.best(poolUpdateStrategy, context, exclude),
+      oldestPending: (exclude) => this.oldestPending(poolUpdateStrategy, context, exclude),
+    };
   }
 
-  private best(poolUpdateStrategy: string | undefined, context: SelectionContext, exclude: ReadonlySet<string> = new Set()): Selection {
+  /** The claim's pool, judged against its template; else the answer without one, or the slow way. */
+  private poolFor(poolUpdateStrategy: string | undefined, context: SelectionContext):
+  { readonly pool: PoolMembers } | { readonly none: string } | { readonly slow: CandidateRanking } {
     const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
     const view = context.fingerprint !== undefined && context.templateName !== undefined
       ? { templateName: context.templateName, fingerprint: context.fingerprint }
       : undefined;
-    if (recreate && !view) return { kind: 'none', reason: RECREATE_UNVERIFIABLE };
+    if (recreate && !view) return { none: RECREATE_UNVERIFIABLE };
     const { claim, poolUid } = context;
     const byUid = this.pools.get(`${claim.metadata.namespace ?? ''}/${claim.spec.warmPoolRef.name}`);
-    if (!byUid) return { kind: 'none', reason: NO_MEMBER };
+    if (!byUid) return { none: NO_MEMBER };
     if (poolUid === undefined && byUid.size > 1) {
       // Members of several pools of that name and the claim's pool UID unknown (never the case with
       // an API server, which always sets UIDs): rank their union the slow way.
       const members = [...byUid.values()].flatMap((p) => [...p.members].map((m) => m.sandbox));
-      return new CandidateRanking(members, poolUpdateStrategy, context).best(exclude);
+      return { slow: new CandidateRanking(members, poolUpdateStrategy, context) };
     }
     const pool = poolUid === undefined ? byUid.values().next().value! : byUid.get(poolUid);
-    if (!pool) return { kind: 'none', reason: NO_MEMBER };
+    if (!pool) return { none: NO_MEMBER };
     pool.judgeBy(view);
+    return { pool };
+  }
+
+  private oldestPending(poolUpdateStrategy: string | undefined, context: SelectionContext,
+    exclude: ReadonlySet<string> = new Set()): Sandbox | undefined {
+    const found = this.poolFor(poolUpdateStrategy, context);
+    if ('none' in found) return undefined;
+    if ('slow' in found) return found.slow.oldestPending(exclude);
+    const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
+    for (const [stale, bucket] of found.pool.pending.entries()) {
+      if (recreate && stale) continue;
+      let oldest: Member | undefined;
+      for (const m of bucket.members) {
+        this.counters.visited++;
+        if (!exclude.has(m.uid) && (!oldest || found.pool.older(m, oldest))) oldest = m;
+      }
+      if (oldest) return oldest.sandbox;
+    }
+    return undefined;
+  }
+
+  private best(poolUpdateStrategy: string | undefined, context: SelectionContext, exclude: ReadonlySet<string> = new Set()): Selection {
+    const found = this.poolFor(poolUpdateStrategy, context);
+    if ('none' in found) return { kind: 'none', reason: found.none };
+    if ('slow' in found) return found.slow.best(exclude);
+    const { pool } = found;
+    const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
 
     const excluded = new Map<RankedBucket | PendingBucket, Set<Member>>();
     for (const uid of exclude) {

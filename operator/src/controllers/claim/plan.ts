@@ -369,7 +369,10 @@ function warmStep(
 ): Acquisition {
   if (conflicted.size >= MAX_ADOPTION_ATTEMPTS) return { kind: 'wait', requeueAfterMs: ADOPTION_CONFLICT_RETRY_MS };
   const excluded = conflicted.size === 0 ? beingClaimed : new Set([...beingClaimed, ...conflicted]);
-  const path = claimPath(state.claim, ranking.best(excluded), now, { conflicts: conflicted.size });
+  const path = claimPath(state.claim, ranking.best(excluded), now, {
+    conflicts: conflicted.size,
+    oldestPending: () => ranking.oldestPending(excluded),
+  });
   if (path.kind === 'cold') return cold();
   if (path.kind === 'wait') {
     return path.problem ? { kind: 'problem', problem: path.problem, requeueAfterMs: path.afterMs } : { kind: 'wait', requeueAfterMs: path.afterMs };

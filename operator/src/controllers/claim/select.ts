@@ -16,8 +16,17 @@ import { type ClaimProblem } from './status';
 import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, type SandboxTemplate, timeMs } from '../../model';
 import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
-/** How long a claim waits for candidates that have no Pod IP yet before starting cold (upstream's 2s). */
+/**
+ * How long a claim waits for candidates that have no Pod IP yet (upstream's 2s): the first member to
+ * get one is taken. After that it takes the oldest of them rather than start cold (see claimPath).
+ */
 export const WARM_CANDIDATE_GRACE_MS = 2000;
+/**
+ * A member without a Pod IP older than this counts as stuck (not scheduled, or its node cannot start
+ * it): after the grace a claim starts cold rather than take it. A Pod gets its IP once its sandbox
+ * is up, before any image of its own is pulled: seconds on a working node.
+ */
+export const PENDING_MEMBER_STUCK_MS = 30_000;
 /** How often it looks again meanwhile, unless a member's update brings it back sooner. */
 export const NETWORK_PENDING_RECHECK_MS = 500;
 
@@ -116,6 +125,11 @@ export const NO_MEMBER = 'the pool has no unclaimed member to take';
 /** A claim's candidates: the best one not excluded, asked again with more exclusions after a conflict. */
 export interface Candidates {
   best(exclude?: ReadonlySet<string>): Selection;
+  /**
+   * The oldest member without a Pod IP not excluded (up to date before stale, never stale under
+   * Recreate): the one nearest to Ready when none has an IP. Asked only once the grace is over.
+   */
+  oldestPending(exclude?: ReadonlySet<string>): Sandbox | undefined;
 }
 
 /**
@@ -130,13 +144,14 @@ export interface Candidates {
  * a template change should get the new template when one is there; upstream takes whichever is
  * first in its queue); then node spread and age. Never a stale member under Recreate, and nothing
  * at all under Recreate while the template is unknown: an unverified member might be stale.
- * Members without Pod IPs are not taken: the claim could not reach them yet.
+ * Members without Pod IPs are not ranked (the claim could not reach them yet): `best` counts them,
+ * and `oldestPending` names the one claimPath takes when the grace for them is over.
  */
 export class CandidateRanking implements Candidates {
   /** Ready, Ready but stale, starting, starting and stale. */
   private readonly tiers: Aged[][] = [[], [], [], []];
-  /** UIDs of adoptable members that have no Pod IP yet. */
-  private readonly awaitingIp: string[] = [];
+  /** Adoptable members that have no Pod IP yet: up to date, stale. */
+  private readonly awaitingIp: Aged[][] = [[], []];
   private readonly refusal?: string;
 
   public constructor(members: readonly Sandbox[], poolUpdateStrategy: string | undefined, context: SelectionContext) {
@@ -153,8 +168,9 @@ export class CandidateRanking implements Candidates {
       if (!isAdoptable(s, context.claim, context.poolUid, poolHash)) continue;
       const stale = isStaleMember !== undefined && isStaleMember(s, false);
       if (stale && recreate) continue;
-      if ((s.status?.podIPs?.length ?? 0) === 0) this.awaitingIp.push(s.metadata.uid ?? '');
-      else this.tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push({ sandbox: s, created: s.metadata.creationTimestamp ?? '' });
+      const aged = { sandbox: s, created: s.metadata.creationTimestamp ?? '' };
+      if ((s.status?.podIPs?.length ?? 0) === 0) this.awaitingIp[stale ? 1 : 0].push(aged);
+      else this.tiers[(isReady(s) ? 0 : 2) + (stale ? 1 : 0)].push(aged);
     }
   }
 
@@ -165,9 +181,20 @@ export class CandidateRanking implements Candidates {
       const sandbox = spreadPick(members, exclude);
       if (sandbox) return { kind: 'candidate', sandbox, ready: tier < 2, stale: tier % 2 === 1 };
     }
-    const pending = this.awaitingIp.filter((uid) => !exclude.has(uid)).length;
+    const pending = this.awaitingIp.flat().filter((c) => !exclude.has(c.sandbox.metadata.uid ?? '')).length;
     if (pending > 0) return { kind: 'network-pending', count: pending };
     return { kind: 'none', reason: NO_MEMBER };
+  }
+
+  public oldestPending(exclude: ReadonlySet<string> = NOTHING_EXCLUDED): Sandbox | undefined {
+    for (const members of this.awaitingIp) {
+      let oldest: Aged | undefined;
+      for (const c of members) {
+        if (!exclude.has(c.sandbox.metadata.uid ?? '') && (!oldest || older(c, oldest))) oldest = c;
+      }
+      if (oldest) return oldest.sandbox;
+    }
+    return undefined;
   }
 }
 
@@ -183,14 +210,20 @@ export type ClaimPath =
 export interface ClaimPathOptions {
   /** How long to wait for members that only lack a Pod IP. */
   readonly graceMs?: number;
+  /** The member to take when the grace is over and still none has an IP (Candidates.oldestPending). */
+  readonly oldestPending?: () => Sandbox | undefined;
   /** Adoption writes that failed with 409 in this pass (those members are excluded from `selection`). */
   readonly conflicts?: number;
 }
 
 /**
  * Warm or cold. Members that only lack a Pod IP are worth waiting for while the claim is younger
- * than the grace period (an IP usually arrives within a second, a cold start takes far longer);
- * after that the claim starts cold rather than wait on a member that may never come up.
+ * than the grace period (an IP usually arrives within a second, a cold start takes far longer), and
+ * the first to get one is taken. When the grace is over and none has, the claim takes the oldest of
+ * them: it was made before the claim, so it is further along than a Sandbox the claim would create
+ * now, and the pool does not start a second Pod for the same claim on a node that is already slow
+ * (a busy real node can take more than 2 s to give a new Pod its IP). Upstream starts cold here.
+ * Only a member without an IP for PENDING_MEMBER_STUCK_MS is not taken: cold, as upstream.
  *
  * A 409 on the adoption write means the member changed since the cache saw it: another claim took
  * it, or only its status moved on. When conflicts emptied the candidate list, the claim looks again
@@ -211,7 +244,9 @@ export function claimPath(claim: SandboxClaim, selection: Selection, now: number
   if (selection.kind === 'network-pending') {
     const remaining = (timeMs(claim.metadata.creationTimestamp) ?? now) + graceMs - now;
     if (remaining > 0) return { kind: 'wait', afterMs: Math.min(NETWORK_PENDING_RECHECK_MS, remaining) };
-    return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms` };
+    const oldest = options.oldestPending?.();
+    if (oldest && now - (timeMs(oldest.metadata.creationTimestamp) ?? now) < PENDING_MEMBER_STUCK_MS) return { kind: 'adopt', sandbox: oldest };
+    return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms${oldest ? `, and the oldest has had none for ${PENDING_MEMBER_STUCK_MS / 1000}s` : ''}` };
   }
   return { kind: 'cold', why: selection.reason };
 }

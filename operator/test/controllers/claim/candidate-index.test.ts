@@ -76,6 +76,7 @@ describe('WarmCandidateIndex picks what CandidateRanking picks (fast-check)', ()
         for (;;) {
           const expected = reference.best(exclude);
           expect(summary(candidates.best(exclude))).toBe(summary(expected));
+          expect(candidates.oldestPending(exclude)?.metadata.name).toBe(reference.oldestPending(exclude)?.metadata.name);
           if (expected.kind !== 'candidate') break;
           exclude.add(expected.sandbox.metadata.uid!);
         }

@@ -85,6 +85,23 @@ describe('CandidateRanking', () => {
     expect(ranking.best(new Set([...excluded, 'no-ip-uid']))).toMatchObject({ kind: 'none' });
   });
 
+  test('oldestPending: the oldest member without an IP, up to date before stale, never stale under Recreate', () => {
+    const members = [
+      member({ name: 'young', age: 1000 }),
+      member({ name: 'old', age: 5000 }),
+      member({ name: 'stale-older', age: 9000, template: NEW_IMAGE }),
+      warm('with-ip', { age: 20_000, conditions: [notReady()] }),
+      member({ name: 'claimed', age: 30_000, owner: 'claim' }),
+    ];
+    const oldest = (strategy: string | undefined, exclude?: ReadonlySet<string>) =>
+      new CandidateRanking(members, strategy, CTX).oldestPending(exclude)?.metadata.name;
+    expect(oldest(undefined)).toBe('old');
+    expect(oldest(undefined, new Set(['old-uid']))).toBe('young');
+    expect(oldest(undefined, new Set(['old-uid', 'young-uid']))).toBe('stale-older');
+    expect(oldest('Recreate', new Set(['old-uid', 'young-uid']))).toBeUndefined();
+    expect(new CandidateRanking(members, 'Recreate', { ...CTX, fingerprint: undefined }).oldestPending()).toBeUndefined();
+  });
+
   test('scheduled candidates before ones without a node name', () => {
     const candidates = [warm('nowhere', { nodeName: '', age: 90_000 }), warm('n1', { age: 1000 })];
     expect(picked(selectCandidate(candidates, undefined, CTX))).toBe('n1');
@@ -152,6 +169,20 @@ describe('claimPath', () => {
     expect(path).toEqual({ kind: 'wait', afterMs: 50, problem: { reason: 'AdoptionConflict', message: expect.stringContaining('retrying') } });
     expect(claimPath(claim(), candidate, NOW, { conflicts: 2 }).kind).toBe('adopt');
     expect(claimPath(claim({ env: [{ name: 'A', value: '1' }] }), { kind: 'none', reason: 'x' }, NOW, { conflicts: 1 }).kind).toBe('cold');
+  });
+
+  test('grace over with members still without an IP: the oldest is taken unless it looks stuck, then cold', () => {
+    const pendingSel: Selection = { kind: 'network-pending', count: 2 };
+    const c = claim({}, { creationTimestamp: iso(NOW - 3000) });
+    const starting = member({ name: 'starting', age: 4000 });
+    expect(claimPath(c, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'adopt', sandbox: starting });
+    const stuck = member({ name: 'stuck', age: 31_000 });
+    expect(claimPath(c, pendingSel, NOW, { oldestPending: () => stuck })).toEqual({ kind: 'cold', why: expect.stringContaining('has had none for 30s') });
+    // Negative control: within the grace the claim still waits for the first member to get an IP.
+    const young = claim({}, { creationTimestamp: iso(NOW - 100) });
+    expect(claimPath(young, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'wait', afterMs: 500 });
+    // env still forces cold.
+    expect(claimPath(claim({ env: [{ name: 'A', value: '1' }] }, { creationTimestamp: iso(NOW - 3000) }), pendingSel, NOW, { oldestPending: () => starting }).kind).toBe('cold');
   });
 
   test('the grace period is configurable', () => {
