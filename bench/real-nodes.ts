@@ -10,8 +10,8 @@
  *   bundle, then node starting);
  * - warm claim → first command result through the router (`POST /execute` of `echo ok` to the router
  *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool;
- * - overflow: `--overflow N` (6) claims at once on that pool of 3, each create → Ready and whether its
- *   Sandbox was a warm member or started cold.
+ * - overflow: `--overflow N` (6) claims on that pool of 3, the last N - 3 `--overflow-gap-ms` (300)
+ *   after the first 3, each create → Ready and whether its Sandbox was a warm member or started cold.
  * Then the same warm measurement on the KWOK control plane with the pod runner
  * (tools/shared/local-system.ts: the same operator and router as local processes, the runtime as a
  * local process on a loopback address). Each claim is timed from its create request until the
@@ -154,28 +154,42 @@ async function poolReady(api: ApiClient, ns: string, name: string, replicas: num
 }
 
 /**
- * `n` claims made at once on a pool holding `replicas` Ready members: the first `replicas` take them,
- * the rest find only the members the pool is starting in their place (no Pod IP yet on a busy node)
- * and either wait for one or start cold. Each claim's create → Ready, in the order they were
- * Ready, with how its Sandbox was launched (the launch-type label).
+ * More claims than a pool of `replicas` Ready members holds: `replicas` claims at once, which take
+ * them, then after `gapMs` the other `n - replicas` at once. Made together (gap 0), the rest find no
+ * member and start cold beside the pool's refill; made after the gap, they find the members the pool
+ * is starting in place of the taken ones (on a busy node without a Pod IP for a while) and wait for
+ * one, take one, or start cold. Each claim's create → Ready (from its own create), in the order they
+ * were Ready, with how its Sandbox was launched (the launch-type label).
  */
-async function overflow(api: ApiClient, ns: string, poolName: string, n: number): Promise<{ readyMs: number; launch: string }[]> {
+async function overflow(api: ApiClient, ns: string, poolName: string, replicas: number, n: number, gapMs: number): Promise<{ readyMs: number; launch: string }[]> {
   const names = Array.from({ length: n }, (_, i) => `bench-overflow-${i}`);
+  const created = new Map<string, number>();
+  const create = (batch: string[]) => Promise.all(batch.map(async (name) => {
+    created.set(name, performance.now());
+    await api.call('POST', CLAIMS_PATH(ns), {
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: poolName } },
+    });
+  }));
   const t0 = performance.now();
-  await Promise.all(names.map((name) => api.call('POST', CLAIMS_PATH(ns), {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: poolName } },
-  })));
   const ready = new Map<string, { readyMs: number; sandbox: string }>();
-  while (ready.size < n) {
-    if (performance.now() - t0 > 300_000) throw new Error(`overflow: ${ready.size} of ${n} claims Ready after 300 s`);
-    const claims = ((await api.request('GET', CLAIMS_PATH(ns))).body as any).items ?? [];
-    for (const c of claims) {
-      if (names.includes(c.metadata.name) && !ready.has(c.metadata.name) && isReady(c) && c.status?.sandbox?.name) {
-        ready.set(c.metadata.name, { readyMs: performance.now() - t0, sandbox: c.status.sandbox.name });
+  // Watched from the first create on, so the first claims are not timed by the second wave's creates.
+  const watching = (async () => {
+    while (ready.size < n) {
+      if (performance.now() - t0 > 300_000) throw new Error(`overflow: ${ready.size} of ${n} claims Ready after 300 s`);
+      const claims = ((await api.request('GET', CLAIMS_PATH(ns))).body as any).items ?? [];
+      for (const c of claims) {
+        const at = created.get(c.metadata.name);
+        if (at !== undefined && !ready.has(c.metadata.name) && isReady(c) && c.status?.sandbox?.name) {
+          ready.set(c.metadata.name, { readyMs: performance.now() - at, sandbox: c.status.sandbox.name });
+        }
       }
+      await sleep(10);
     }
-    await sleep(10);
-  }
+  })();
+  await create(names.slice(0, replicas));
+  if (gapMs > 0) await sleep(gapMs);
+  await create(names.slice(replicas));
+  await watching;
   const out: { readyMs: number; launch: string }[] = [];
   for (const { readyMs, sandbox } of [...ready.values()].sort((a, b) => a.readyMs - b.readyMs)) {
     const sb = (await api.request('GET', `${SANDBOXES_PATH(ns)}/${sandbox}`)).body as any;
@@ -199,6 +213,7 @@ async function main(): Promise<void> {
   const coldN = Number(flagValue(argv, 'cold') ?? 5);
   const warmN = Number(flagValue(argv, 'warm') ?? 10);
   const overflowN = Number(flagValue(argv, 'overflow') ?? 6);
+  const overflowGapMs = Number(flagValue(argv, 'overflow-gap-ms') ?? 300);
   let overflowRun: { readyMs: number; launch: string }[] = [];
   const result: Record<string, Stats> = {};
   const slowWarm: (SlowClaim & { where: string })[] = [];
@@ -253,8 +268,8 @@ async function main(): Promise<void> {
     slowWarm.push(...warm.flatMap((r) => (r.slow ? [{ where: 'real node', ...r.slow }] : [])));
     if (overflowN > 0) {
       await poolReady(api, ns, 'warm', 3);
-      log(`overflow: ${overflowN} claims at once on the pool of 3`);
-      overflowRun = await overflow(api, ns, 'warm', overflowN);
+      log(`overflow: ${overflowN} claims on the pool of 3, the last ${overflowN - 3} ${overflowGapMs} ms after the first 3`);
+      overflowRun = await overflow(api, ns, 'warm', 3, overflowN, overflowGapMs);
       result.realOverflowReadyMs = stats(overflowRun.map((r) => r.readyMs));
     }
   } finally {
@@ -284,7 +299,7 @@ async function main(): Promise<void> {
   const date = new Date().toISOString().slice(0, 10);
   const dir = path.join(ROOT, 'bench', 'results');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, overflowN, result, ratios, slowWarm, overflow: overflowRun, environment: environment() }, null, 2));
+  fs.writeFileSync(path.join(dir, `real-nodes-${date}.json`), JSON.stringify({ date, coldN, warmN, overflowN, overflowGapMs, result, ratios, slowWarm, overflow: overflowRun, environment: environment() }, null, 2));
   const row = (label: string, s: Stats) => `| ${label} | ${s.n} | ${s.p50} | ${s.p90} | ${s.max} |`;
   const md = [
     `# Real nodes vs KWOK, ${date} (2 cores, one run)`,
@@ -296,7 +311,7 @@ async function main(): Promise<void> {
     row('cold create → Ready, runc, no runtime (python3 -m http.server)', result.coldPlainReadyMs),
     row('warm claim → Ready, real node', result.realWarmReadyMs),
     row('warm claim → first result via router, real node', result.realWarmFirstResultMs),
-    ...(result.realOverflowReadyMs ? [row(`${overflowN} claims at once on a pool of 3 → Ready, real node`, result.realOverflowReadyMs)] : []),
+    ...(result.realOverflowReadyMs ? [row(`${overflowN} claims on a pool of 3 (the last ${overflowN - 3} ${overflowGapMs} ms later) → Ready, real node`, result.realOverflowReadyMs)] : []),
     row('warm claim → Ready, KWOK + pod runner', result.kwokWarmReadyMs),
     row('warm claim → first result via router, KWOK + pod runner', result.kwokWarmFirstResultMs),
     '',
@@ -304,7 +319,7 @@ async function main(): Promise<void> {
       + `real / KWOK warm first result p50: ${ratios.realOverKwokWarmFirstResultP50}×`,
     '',
     ...(overflowRun.length ? [
-      `${overflowN} claims at once on the real node's pool of 3, create → Ready in the order they were Ready (launch type): `
+      `${overflowN} claims on the real node's pool of 3, the last ${overflowN - 3} ${overflowGapMs} ms after the first 3, create → Ready in the order they were Ready (launch type): `
         + `${overflowRun.map((r) => `${r.readyMs} ms (${r.launch})`).join(', ')}`,
       '',
     ] : []),
