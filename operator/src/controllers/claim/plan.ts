@@ -371,7 +371,7 @@ function warmStep(
   const excluded = conflicted.size === 0 ? beingClaimed : new Set([...beingClaimed, ...conflicted]);
   const path = claimPath(state.claim, ranking.best(excluded), now, {
     conflicts: conflicted.size,
-    oldestPending: () => ranking.oldestPending(excluded),
+    oldestPending: (madeAfterMs) => ranking.oldestPending(excluded, madeAfterMs),
   });
   if (path.kind === 'cold') return cold();
   if (path.kind === 'wait') {

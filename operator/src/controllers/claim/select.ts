@@ -22,9 +22,10 @@ import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../.
  */
 export const WARM_CANDIDATE_GRACE_MS = 2000;
 /**
- * A member without a Pod IP older than this counts as stuck (not scheduled, or its node cannot start
- * it): after the grace a claim starts cold rather than take it. A Pod gets its IP once its sandbox
- * is up, before any image of its own is pulled: seconds on a working node.
+ * A member still without a Pod IP this long after it was made counts as stuck (not scheduled, or its
+ * node cannot start it): after the grace a claim does not take it, but a younger one, or starts
+ * cold when there is none. A Pod gets its IP once its sandbox is up, before any image of its own is
+ * pulled: seconds on a working node.
  */
 export const PENDING_MEMBER_STUCK_MS = 30_000;
 /** How often it looks again meanwhile, unless a member's update brings it back sooner. */
@@ -119,6 +120,11 @@ function spreadPick(tier: readonly Aged[], exclude: ReadonlySet<string>): Sandbo
 }
 
 const NOTHING_EXCLUDED: ReadonlySet<string> = new Set();
+
+/** Whether a member made at `created` (RFC 3339) was made after `afterMs`; an unreadable time counts as old. */
+export function madeAfter(created: string, afterMs: number): boolean {
+  return afterMs === -Infinity || (timeMs(created) ?? -Infinity) > afterMs;
+}
 export const RECREATE_UNVERIFIABLE = 'the pool uses Recreate and its template is unknown, so no member can be verified as current';
 export const NO_MEMBER = 'the pool has no unclaimed member to take';
 
@@ -126,10 +132,11 @@ export const NO_MEMBER = 'the pool has no unclaimed member to take';
 export interface Candidates {
   best(exclude?: ReadonlySet<string>): Selection;
   /**
-   * The oldest member without a Pod IP not excluded (up to date before stale, never stale under
-   * Recreate): the one nearest to Ready when none has an IP. Asked only once the grace is over.
+   * The oldest member without a Pod IP not excluded and made after `madeAfterMs` (up to date
+   * before stale, never stale under Recreate): the one nearest to Ready when none has an IP. Asked
+   * only once the grace is over.
    */
-  oldestPending(exclude?: ReadonlySet<string>): Sandbox | undefined;
+  oldestPending(exclude?: ReadonlySet<string>, madeAfterMs?: number): Sandbox | undefined;
 }
 
 /**
@@ -186,11 +193,12 @@ export class CandidateRanking implements Candidates {
     return { kind: 'none', reason: NO_MEMBER };
   }
 
-  public oldestPending(exclude: ReadonlySet<string> = NOTHING_EXCLUDED): Sandbox | undefined {
+  public oldestPending(exclude: ReadonlySet<string> = NOTHING_EXCLUDED, madeAfterMs = -Infinity): Sandbox | undefined {
     for (const members of this.awaitingIp) {
       let oldest: Aged | undefined;
       for (const c of members) {
-        if (!exclude.has(c.sandbox.metadata.uid ?? '') && (!oldest || older(c, oldest))) oldest = c;
+        if (exclude.has(c.sandbox.metadata.uid ?? '') || !madeAfter(c.created, madeAfterMs)) continue;
+        if (!oldest || older(c, oldest)) oldest = c;
       }
       if (oldest) return oldest.sandbox;
     }
@@ -210,8 +218,11 @@ export type ClaimPath =
 export interface ClaimPathOptions {
   /** How long to wait for members that only lack a Pod IP. */
   readonly graceMs?: number;
-  /** The member to take when the grace is over and still none has an IP (Candidates.oldestPending). */
-  readonly oldestPending?: () => Sandbox | undefined;
+  /**
+   * The member to take when the grace is over and still none has an IP: Candidates.oldestPending,
+   * given the creation time at or before which a member counts as stuck.
+   */
+  readonly oldestPending?: (madeAfterMs: number) => Sandbox | undefined;
   /** Adoption writes that failed with 409 in this pass (those members are excluded from `selection`). */
   readonly conflicts?: number;
 }
@@ -220,10 +231,11 @@ export interface ClaimPathOptions {
  * Warm or cold. Members that only lack a Pod IP are worth waiting for while the claim is younger
  * than the grace period (an IP usually arrives within a second, a cold start takes far longer), and
  * the first to get one is taken. When the grace is over and none has, the claim takes the oldest of
- * them: it was made before the claim, so it is further along than a Sandbox the claim would create
- * now, and the pool does not start a second Pod for the same claim on a node that is already slow
+ * them: it was made at least the grace period before now, so it is further along than a Sandbox the
+ * claim would create now, and no second Pod starts for the same claim on a node that is already slow
  * (a busy real node can take more than 2 s to give a new Pod its IP). Upstream starts cold here.
- * Only a member without an IP for PENDING_MEMBER_STUCK_MS is not taken: cold, as upstream.
+ * Members made PENDING_MEMBER_STUCK_MS ago or earlier and still without an IP are passed over as
+ * stuck; with only those, the claim starts cold, as upstream.
  *
  * A 409 on the adoption write means the member changed since the cache saw it: another claim took
  * it, or only its status moved on. When conflicts emptied the candidate list, the claim looks again
@@ -244,9 +256,10 @@ export function claimPath(claim: SandboxClaim, selection: Selection, now: number
   if (selection.kind === 'network-pending') {
     const remaining = (timeMs(claim.metadata.creationTimestamp) ?? now) + graceMs - now;
     if (remaining > 0) return { kind: 'wait', afterMs: Math.min(NETWORK_PENDING_RECHECK_MS, remaining) };
-    const oldest = options.oldestPending?.();
-    if (oldest && now - (timeMs(oldest.metadata.creationTimestamp) ?? now) < PENDING_MEMBER_STUCK_MS) return { kind: 'adopt', sandbox: oldest };
-    return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms${oldest ? `, and the oldest has had none for ${PENDING_MEMBER_STUCK_MS / 1000}s` : ''}` };
+    const oldest = options.oldestPending?.(now - PENDING_MEMBER_STUCK_MS);
+    if (oldest) return { kind: 'adopt', sandbox: oldest };
+    const stuck = options.oldestPending ? `, and those without one were made ${PENDING_MEMBER_STUCK_MS / 1000}s ago or earlier` : '';
+    return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms${stuck}` };
   }
   return { kind: 'cold', why: selection.reason };
 }

@@ -77,6 +77,7 @@ describe('WarmCandidateIndex picks what CandidateRanking picks (fast-check)', ()
           const expected = reference.best(exclude);
           expect(summary(candidates.best(exclude))).toBe(summary(expected));
           expect(candidates.oldestPending(exclude)?.metadata.name).toBe(reference.oldestPending(exclude)?.metadata.name);
+          expect(candidates.oldestPending(exclude, NOW - 2500)?.metadata.name).toBe(reference.oldestPending(exclude, NOW - 2500)?.metadata.name);
           if (expected.kind !== 'candidate') break;
           exclude.add(expected.sandbox.metadata.uid!);
         }

@@ -100,6 +100,12 @@ describe('CandidateRanking', () => {
     expect(oldest(undefined, new Set(['old-uid', 'young-uid']))).toBe('stale-older');
     expect(oldest('Recreate', new Set(['old-uid', 'young-uid']))).toBeUndefined();
     expect(new CandidateRanking(members, 'Recreate', { ...CTX, fingerprint: undefined }).oldestPending()).toBeUndefined();
+    // Made before the cutoff (stuck): passed over for a younger one, even a stale one; none left: undefined.
+    const ranking = new CandidateRanking(members, undefined, CTX);
+    expect(ranking.oldestPending(undefined, NOW - 2000)?.metadata.name).toBe('young');
+    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), NOW - 9500)?.metadata.name).toBe('stale-older');
+    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), NOW - 8000)).toBeUndefined();
+    expect(ranking.oldestPending(undefined, NOW - 500)).toBeUndefined();
   });
 
   test('scheduled candidates before ones without a node name', () => {
@@ -175,9 +181,13 @@ describe('claimPath', () => {
     const pendingSel: Selection = { kind: 'network-pending', count: 2 };
     const c = claim({}, { creationTimestamp: iso(NOW - 3000) });
     const starting = member({ name: 'starting', age: 4000 });
-    expect(claimPath(c, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'adopt', sandbox: starting });
-    const stuck = member({ name: 'stuck', age: 31_000 });
-    expect(claimPath(c, pendingSel, NOW, { oldestPending: () => stuck })).toEqual({ kind: 'cold', why: expect.stringContaining('has had none for 30s') });
+    const cutoffs: number[] = [];
+    expect(claimPath(c, pendingSel, NOW, { oldestPending: (madeAfterMs) => (cutoffs.push(madeAfterMs), starting) })).toEqual({ kind: 'adopt', sandbox: starting });
+    // Members made 30 s ago or earlier count as stuck: the cutoff handed to oldestPending.
+    expect(cutoffs).toEqual([NOW - 30_000]);
+    // Only stuck ones: cold, saying why.
+    expect(claimPath(c, pendingSel, NOW, { oldestPending: () => undefined }))
+      .toEqual({ kind: 'cold', why: expect.stringContaining('those without one were made 30s ago or earlier') });
     // Negative control: within the grace the claim still waits for the first member to get an IP.
     const young = claim({}, { creationTimestamp: iso(NOW - 100) });
     expect(claimPath(young, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'wait', afterMs: 500 });
