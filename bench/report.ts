@@ -36,6 +36,8 @@ export function environment(upstreamBin?: string): object {
     go: sh('go', ['version']),
     upstream: upstreamBin ? sh(upstreamBin, ['--version']) : undefined,
     gitCommit: sh('git', ['rev-parse', '--short', 'HEAD']),
+    // Tracked files changed since that commit: the run measured a working tree, not the commit.
+    gitDirty: sh('git', ['status', '--porcelain', '--untracked-files=no']) !== '',
   };
 }
 
