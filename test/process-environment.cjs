@@ -16,11 +16,17 @@ class ProcessEnvironment extends TestEnvironment {
   }
 
   async teardown() {
-    const left = [...(this.global[CHILDREN_KEY] ?? [])].filter((c) => c.exitCode === null && c.signalCode === null);
+    // A child whose spawn failed has no pid and never exits: nothing to kill.
+    const left = [...(this.global[CHILDREN_KEY] ?? [])].filter((c) => c.pid !== undefined && c.exitCode === null && c.signalCode === null);
     if (left.length) {
       process.stderr.write(`${this.testPath}: ${left.length} operator/router process(es) still running after the file's afterAll (pids ${left.map((c) => c.pid).join(', ')}); killing them\n`);
       await Promise.all(left.map((c) => new Promise((resolve) => {
-        c.once('exit', resolve);
+        // SIGKILL cannot be refused; the bound only keeps a lost 'exit' event from holding the run.
+        const timer = setTimeout(resolve, 10_000);
+        c.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
         c.kill('SIGKILL');
       })));
     }

@@ -80,9 +80,9 @@ export class DataPlane {
     } catch (e) {
       // The caller never gets `dp`, so its afterAll cannot stop it: an operator left running here
       // watches every namespace and would reconcile the next test files' objects.
-      const report = await dp.diagnose().catch((d: Error) => `(no diagnosis: ${d.message})`);
+      const report = await dp.diagnose();
       await dp.stop().catch(() => undefined);
-      throw new Error(`${(e as Error).message}\n${report}`);
+      throw new Error(`${(e as Error).message}\n${report}`, { cause: e });
     }
   }
 
@@ -113,28 +113,43 @@ export class DataPlane {
    */
   public async diagnose(): Promise<string> {
     const out: string[] = [];
-    const pool = await this.ext.get('sandboxwarmpools', 'pool');
-    out.push(`pool status: ${JSON.stringify(pool?.status)}`);
+    // Each part on its own: one failed read does not lose the rest.
+    const part = async (what: string, read: () => Promise<void> | void) => {
+      try {
+        await read();
+      } catch (e) {
+        out.push(`(${what}: ${(e as Error).message})`);
+      }
+    };
     const brief = (conds: any[] | undefined) => (conds ?? []).map((c: any) => `${c.type}=${c.status}${c.reason ? `(${c.reason})` : ''}`).join(' ');
-    for (const s of await this.ext.sandboxes()) {
-      out.push(`sandbox ${s.metadata.name}: created ${s.metadata.creationTimestamp}, ${brief(s.status?.conditions)}`);
-    }
-    for (const p of (await this.api.call('GET', `/api/v1/namespaces/${this.ns}/pods`)).items) {
-      const containers = (p.status?.containerStatuses ?? []).map((c: any) => `${c.name} ready=${c.ready} restarts=${c.restartCount} ${JSON.stringify(c.state)}`);
-      out.push(`pod ${p.metadata.name}: node ${p.spec.nodeName ?? '-'}, ip ${p.status?.podIP ?? '-'}, ${p.status?.phase}, ${brief(p.status?.conditions)}; ${containers.join('; ')}`);
-    }
+    await part('pool', async () => {
+      out.push(`pool status: ${JSON.stringify((await this.ext.get('sandboxwarmpools', 'pool'))?.status)}`);
+    });
+    await part('sandboxes', async () => {
+      for (const s of await this.ext.sandboxes()) {
+        out.push(`sandbox ${s.metadata.name}: created ${s.metadata.creationTimestamp}, ${brief(s.status?.conditions)}`);
+      }
+    });
+    await part('pods', async () => {
+      for (const p of (await this.api.call('GET', `/api/v1/namespaces/${this.ns}/pods`)).items) {
+        const containers = (p.status?.containerStatuses ?? []).map((c: any) => `${c.name} ready=${c.ready} restarts=${c.restartCount} ${JSON.stringify(c.state)}`);
+        out.push(`pod ${p.metadata.name}: node ${p.spec.nodeName ?? '-'}, ip ${p.status?.podIP ?? '-'}, ${p.status?.phase}, ${brief(p.status?.conditions)}; ${containers.join('; ')}`);
+      }
+    });
     const workDir = process.env[ENV.workDir];
     if (workDir) {
-      const logs = path.join(workDir, 'logs');
-      const runner = path.join(logs, 'pod-runner.log');
-      if (fs.existsSync(runner)) {
+      await part('pod runner log', () => {
+        const runner = path.join(workDir, 'logs', 'pod-runner.log');
+        if (!fs.existsSync(runner)) return;
         const lines = fs.readFileSync(runner, 'utf8').split('\n').filter((l) => l.includes(`${this.ns}/`));
         out.push(`pod runner about ${this.ns} (last 30 lines):`, ...lines.slice(-30));
-      }
-      const containerLogs = path.join(podRunnerDir(workDir), 'logs');
-      for (const f of fs.existsSync(containerLogs) ? fs.readdirSync(containerLogs).filter((n) => n.startsWith(`${this.ns}_`)) : []) {
-        out.push(`${f} (tail):`, ...fs.readFileSync(path.join(containerLogs, f), 'utf8').split('\n').slice(-20));
-      }
+      });
+      await part('container logs', () => {
+        const containerLogs = path.join(podRunnerDir(workDir), 'logs');
+        for (const f of fs.existsSync(containerLogs) ? fs.readdirSync(containerLogs).filter((n) => n.startsWith(`${this.ns}_`)) : []) {
+          out.push(`${f} (tail):`, ...fs.readFileSync(path.join(containerLogs, f), 'utf8').split('\n').slice(-20));
+        }
+      });
     }
     out.push('operator (last 20 lines):', this.op.tail(20));
     return out.join('\n');
