@@ -231,8 +231,8 @@ export interface ClaimPathOptions {
  * Warm or cold. Members that only lack a Pod IP are worth waiting for while the claim is younger
  * than the grace period (an IP usually arrives within a second, a cold start takes far longer), and
  * the first to get one is taken. When the grace is over and none has, the claim takes the oldest of
- * them: it was made at least the grace period before now, so it is further along than a Sandbox the
- * claim would create now, and no second Pod starts for the same claim on a node that is already slow
+ * them: it started before any Sandbox the claim could create now, so it is nearer to Ready, and no
+ * second Pod starts for the same claim on a node that is already slow
  * (a busy real node can take more than 2 s to give a new Pod its IP). Upstream starts cold here.
  * Members made PENDING_MEMBER_STUCK_MS ago or earlier and still without an IP are passed over as
  * stuck; with only those, the claim starts cold, as upstream.
