@@ -12,7 +12,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import {
   FaultRecord, OPERATOR_ARGS, ROOT, Violations, Workload, envNumber, holds, kubeconfigFor, quietWindow, retry,
-  seededRandom, startFaultCluster, writeSummary,
+  seededRandom, startFaultCluster, StepLog, writeSummary,
 } from './harness';
 import { FreezableProxy } from './tcp-proxy';
 import { ControlPlane } from '../../tools/control-plane/control-plane';
@@ -270,41 +270,54 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
   const offsetFile = path.join(workDir, 'clock-offset-ms');
   fs.writeFileSync(offsetFile, '0');
   op = await startOperator(['--leader-elect=true', `--leader-election-namespace=${w.ns}`], { [TEST_CLOCK_ENV]: offsetFile });
-  const expiring = names('expire', Math.round(10 * SCALE));
-  const kept = names('keep', Math.round(20 * SCALE));
-  const shutdownTime = new Date(Date.now() + 40_000).toISOString().replace(/\.\d+Z$/, 'Z');
-  await w.createClaims(expiring, 10, { lifecycle: { shutdownTime, shutdownPolicy: 'Delete' } });
-  await w.createClaims(kept, 10);
-  await w.waitServed([...expiring, ...kept], 120_000);
+  const running = op;
+  // Printed whatever happens: a step that ran into its limit shows which one, and how long the others took.
+  const steps = new StepLog('clock steps');
+  try {
+    const expiring = names('expire', Math.round(10 * SCALE));
+    const kept = names('keep', Math.round(20 * SCALE));
+    const shutdownTime = new Date(Date.now() + 40_000).toISOString().replace(/\.\d+Z$/, 'Z');
+    await steps.run('first claims served', async () => {
+      await w.createClaims(expiring, 10, { lifecycle: { shutdownTime, shutdownPolicy: 'Delete' } });
+      await w.createClaims(kept, 10);
+      await w.waitServed([...expiring, ...kept], 120_000);
+    });
 
-  // An hour forward, with claims arriving: the expiring claims are past shutdownTime for the
-  // operator now, and a leader must not mistake the step for a missed renew deadline.
-  fs.writeFileSync(offsetFile, String(3_600_000));
-  const steppedAt = Date.now();
-  const duringForward = names('keep', Math.round(20 * SCALE));
-  await w.createClaims(duringForward, 10);
-  const expired = async () => {
-    const claims = (await w.snapshot()).claims.map((c) => c.metadata.name);
-    return expiring.every((n) => !claims.includes(n));
-  };
-  await retry(async () => {
-    if (!(await expired())) throw new Error('expiring claims still there');
-  }, 120_000, 'the expiring claims to be deleted');
-  const expiredAfterMs = Date.now() - steppedAt;
-  await w.waitServed([...kept, ...duringForward], 120_000);
+    // An hour forward, with claims arriving: the expiring claims are past shutdownTime for the
+    // operator now, and a leader must not mistake the step for a missed renew deadline.
+    fs.writeFileSync(offsetFile, String(3_600_000));
+    const steppedAt = Date.now();
+    const duringForward = names('keep', Math.round(20 * SCALE));
+    const expired = async () => {
+      const claims = (await w.snapshot()).claims.map((c) => c.metadata.name);
+      return expiring.every((n) => !claims.includes(n));
+    };
+    await steps.run('+1 h: expiring claims deleted', async () => {
+      await w.createClaims(duringForward, 10);
+      await retry(async () => {
+        if (!(await expired())) throw new Error('expiring claims still there');
+      }, 120_000, 'the expiring claims to be deleted');
+    });
+    const expiredAfterMs = Date.now() - steppedAt;
+    await steps.run('+1 h: claims served', () => w.waitServed([...kept, ...duringForward], 120_000));
 
-  // And back (an hour's step backwards): claims keep being served, nothing waits out the hour.
-  fs.writeFileSync(offsetFile, '0');
-  const steppedBackAt = Date.now();
-  const duringBack = names('keep', Math.round(20 * SCALE));
-  await w.createClaims(duringBack, 10);
-  await w.waitServed([...kept, ...duringForward, ...duringBack], 120_000);
-  const servedAfterBackMs = Date.now() - steppedBackAt;
-  // eslint-disable-next-line no-console
-  console.log(`clock +1 h: expiring claims gone after ${expiredAfterMs} ms; clock -1 h: new claims served after ${servedAfterBackMs} ms`);
-  expect(op.alive).toBe(true);
-  expect(op.lines.some((l) => l.msg === 'lost the leader lease')).toBe(false);
-  await checkAndRecord('wall clock stepped +1 h and back', 2, [expiredAfterMs, servedAfterBackMs], [...kept, ...duringForward, ...duringBack],
-    `expiring claims (shutdownTime 40 s ahead) deleted ${(expiredAfterMs / 1000).toFixed(1)} s after the +1 h step`);
-  await cleanUp();
+    // And back (an hour's step backwards): claims keep being served, nothing waits out the hour.
+    fs.writeFileSync(offsetFile, '0');
+    const steppedBackAt = Date.now();
+    const duringBack = names('keep', Math.round(20 * SCALE));
+    await steps.run('back: claims served', async () => {
+      await w.createClaims(duringBack, 10);
+      await w.waitServed([...kept, ...duringForward, ...duringBack], 120_000);
+    });
+    const servedAfterBackMs = Date.now() - steppedBackAt;
+    // eslint-disable-next-line no-console
+    console.log(`clock +1 h: expiring claims gone after ${expiredAfterMs} ms; clock -1 h: new claims served after ${servedAfterBackMs} ms`);
+    expect(running.alive).toBe(true);
+    expect(running.lines.some((l) => l.msg === 'lost the leader lease')).toBe(false);
+    await steps.run('settled and recorded', () => checkAndRecord('wall clock stepped +1 h and back', 2, [expiredAfterMs, servedAfterBackMs],
+      [...kept, ...duringForward, ...duringBack], `expiring claims (shutdownTime 40 s ahead) deleted ${(expiredAfterMs / 1000).toFixed(1)} s after the +1 h step`));
+    await steps.run('cleaned up', cleanUp);
+  } finally {
+    steps.print();
+  }
 }, 300_000);

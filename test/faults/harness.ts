@@ -276,22 +276,56 @@ export class Workload {
   /**
    * Waits until every invariant holds (claims served, nothing double-bound, no orphans, the pool
    * full) and the garbage collector is done (Violations.garbage), and returns the violations seen
-   * last if that never happened.
+   * last if that never happened. A settle that took over 10 s, or never came, logs what it waited
+   * on and from when (each change of the unsettled state), so a failure's log says why.
    */
   public async settle(names: readonly string[], timeoutMs: number): Promise<Violations> {
     let last: Violations = { notServed: [...names], doubleBound: [], orphans: [], garbage: [] };
-    const deadline = Date.now() + timeoutMs;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
+    const timeline: string[] = [];
+    let previous = '';
+    const note = (state: string) => {
+      if (state === previous) return;
+      previous = state;
+      timeline.push(`+${((Date.now() - started) / 1000).toFixed(1)} s ${state}`);
+    };
+    const report = (outcome: string) => {
+      if (Date.now() - started < 10_000 && outcome === 'settled') return;
+      // eslint-disable-next-line no-console
+      console.log(`settle ${outcome} after ${((Date.now() - started) / 1000).toFixed(1)} s; waited on: ${timeline.slice(-12).join(' | ')}`);
+    };
     while (Date.now() < deadline) {
       try {
         last = violations(await this.snapshot(), names);
-        if (holds(last) && last.garbage.length === 0) return last;
-      } catch {
+        if (holds(last) && last.garbage.length === 0) {
+          report('settled');
+          return last;
+        }
+        note(unsettled(last));
+      } catch (e) {
         // the API server may be restarting
+        note(`snapshot failed: ${(e as Error).message.slice(0, 120)}`);
       }
       await sleep(500);
     }
+    report('timed out');
     return last;
   }
+}
+
+/** What keeps `v` from settled, in a line (counts and the first few names). */
+export function unsettled(v: Violations): string {
+  const parts: string[] = [];
+  const list = (what: string, items: string[]) => {
+    if (items.length) parts.push(`${items.length} ${what} (${items.slice(0, 3).join(', ')}${items.length > 3 ? ', ...' : ''})`);
+  };
+  list('not served', v.notServed);
+  list('double-bound', v.doubleBound);
+  list('orphans', v.orphans);
+  if (v.pool) parts.push(v.pool);
+  list('garbage', v.garbage);
+  return parts.join('; ');
 }
 
 /** Runs `fn` until it resolves, retrying any error every 250 ms, for at most `timeoutMs`. */
@@ -347,4 +381,32 @@ export interface QuietWindow {
 function controllersIn(m: Metrics, name: string): string[] {
   return [...new Set(m.text.split('\n').filter((l) => l.startsWith(`${name}{`))
     .map((l) => /controller="([^"]*)"/.exec(l)?.[1]).filter((c): c is string => c !== undefined))];
+}
+
+/**
+ * The steps of a long fault, timed: `print()` (from a `finally`) logs each step's duration and the
+ * one that threw, so a run that hit a limit says which wait it was and where the time went.
+ */
+export class StepLog {
+  private readonly steps: { name: string; ms: number; error?: string }[] = [];
+
+  public constructor(private readonly title: string) {}
+
+  public async run<T>(name: string, fn: () => Promise<T>): Promise<T> {
+    const started = Date.now();
+    try {
+      const result = await fn();
+      this.steps.push({ name, ms: Date.now() - started });
+      return result;
+    } catch (e) {
+      this.steps.push({ name, ms: Date.now() - started, error: (e as Error).message.split('\n')[0].slice(0, 300) });
+      throw e;
+    }
+  }
+
+  public print(): void {
+    const parts = this.steps.map((s) => `${s.name} ${(s.ms / 1000).toFixed(1)} s${s.error ? ` (failed: ${s.error})` : ''}`);
+    // eslint-disable-next-line no-console
+    console.log(`${this.title}: ${parts.join('; ') || 'none ran'}`);
+  }
 }
