@@ -70,6 +70,7 @@ export function createClaimController(ctx: ControllerContext, claimsFirst?: Clai
     disableEvents: ctx.flags.boolean('disable-claim-events'),
     disableAnnotations: ctx.flags.boolean('disable-claim-observability-annotations'),
     now: () => ctx.clock.now(),
+    elapsed: () => (ctx.intervalClock ?? ctx.clock).now(),
     log,
     ...claimsFirst?.claimWrites(wake),
   });

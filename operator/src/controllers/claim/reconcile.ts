@@ -56,6 +56,12 @@ export interface ClaimReconcilerOptions {
   /** --disable-claim-observability-annotations */
   readonly disableAnnotations?: boolean;
   readonly now?: () => number;
+  /**
+   * The clock of intervals this controller measures itself (how long a write may wait for the cache):
+   * monotonic in the process, so a wall-clock step neither ends them at once nor stretches them by
+   * the step. @default now
+   */
+  readonly elapsed?: () => number;
   readonly log?: Logger;
   /** Observability annotations held while other claims wait (claims-first). @default - never held */
   readonly annotationsHeld?: HeldAnnotations;
@@ -93,10 +99,12 @@ export class ClaimReconciler implements Reconciler {
   /** Every pool's warm candidates, ranked as the Sandbox cache changes: a pick does not walk the pool. */
   public readonly candidates: WarmCandidateIndex;
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly log: Logger;
 
   public constructor(private readonly opts: ClaimReconcilerOptions) {
     this.now = opts.now ?? Date.now;
+    this.elapsed = opts.elapsed ?? this.now;
     this.log = opts.log ?? SILENT_LOGGER;
     this.candidates = new WarmCandidateIndex().follow(opts.sandboxes);
     this.heldAnnotations = opts.annotationsHeld ?? new HeldAnnotations();
@@ -153,11 +161,11 @@ export class ClaimReconciler implements Reconciler {
   /** The claim's state from the caches, with our writes they do not show yet. */
   private observe(key: string, cached: SandboxClaim): ClaimState {
     const now = this.now();
-    const claim = this.written.current(key, cached, now);
+    const claim = this.written.current(key, cached, this.elapsed());
     const ns = claim.metadata.namespace;
     this.sightings.saw(claim, now);
     const pool = this.opts.pools.get(ns, claim.spec.warmPoolRef.name);
-    const claimed = this.stillClaimed(now);
+    const claimed = this.stillClaimed();
     const pendingSandbox = claimed.find(([, c]) => c.claimUid === claim.metadata.uid)?.[1].sandboxName;
     const templateName = pool?.spec.sandboxTemplateRef.name;
     const template = templateName === undefined ? undefined : this.opts.templates.get(ns, templateName);
@@ -178,8 +186,8 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** Claimed Sandboxes the cache does not show taken yet, by UID. */
-  private stillClaimed(now: number): Array<[string, ClaimedSandbox]> {
-    return this.claimed.sweep(now, (uid) => this.opts.sandboxes.byIndex(UID_INDEX, uid)[0]);
+  private stillClaimed(): Array<[string, ClaimedSandbox]> {
+    return this.claimed.sweep(this.elapsed(), (uid) => this.opts.sandboxes.byIndex(UID_INDEX, uid)[0]);
   }
 
   /**
@@ -204,7 +212,7 @@ export class ClaimReconciler implements Reconciler {
     while (step.kind === 'adopt') {
       const adopted = await this.adopt(claim, step);
       if (adopted) return { kind: 'sandbox', sandbox: adopted };
-      step = step.afterConflict(new Set(this.stillClaimed(this.now()).map(([uid]) => uid)), this.now());
+      step = step.afterConflict(new Set(this.stillClaimed().map(([uid]) => uid)), this.now());
     }
     return step.kind === 'create' ? this.create(claim, step) : step;
   }
@@ -214,7 +222,7 @@ export class ClaimReconciler implements Reconciler {
     const { candidate } = adoption;
     const uid = candidate.metadata.uid ?? '';
     // Kept out of every other claim's selection from now until the cache shows the new owner.
-    this.claimed.expect(uid, { claimUid: claim.metadata.uid ?? '', sandboxName: candidate.metadata.name, launchType: LaunchType.WARM }, this.now());
+    this.claimed.expect(uid, { claimUid: claim.metadata.uid ?? '', sandboxName: candidate.metadata.name, launchType: LaunchType.WARM }, this.elapsed());
     let adopted: Sandbox;
     try {
       adopted = await this.opts.client.patch<Sandbox>(RESOURCES.sandboxes, candidate.metadata.namespace, candidate.metadata.name,
@@ -267,7 +275,7 @@ export class ClaimReconciler implements Reconciler {
         sandboxName: created.metadata.name,
         launchType: LaunchType.COLD,
       },
-      this.now());
+      this.elapsed());
       this.emit(claim, ClaimEvents.provisioned(created.metadata.name));
       this.opts.metrics?.created(claim, created, LaunchType.COLD);
       return { kind: 'sandbox', sandbox: created };
@@ -303,7 +311,7 @@ export class ClaimReconciler implements Reconciler {
     try {
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, namespace, name, 'merge', decision.patch,
         { fieldManager: CLAIM_FIELD_MANAGER, subresource: 'status', priority: CLAIM_PRIORITY });
-      this.written.wrote(key, cached, result, this.now());
+      this.written.wrote(key, cached, result, this.elapsed());
       return decision.status;
     } catch (error) {
       if (error instanceof ApiError && error.notFound) return 'gone';
@@ -321,7 +329,7 @@ export class ClaimReconciler implements Reconciler {
     : Promise<number | undefined> {
     const now = this.now();
     const uid = seen.metadata.uid ?? '';
-    const ours = this.annotated.pending(uid, cached, now);
+    const ours = this.annotated.pending(uid, cached, this.elapsed());
     const claim: SandboxClaim = ours ? { ...seen, metadata: { ...seen.metadata, annotations: { ...seen.metadata.annotations, ...ours } } } : seen;
     const firstObservedAtMs = this.sightings.saw(claim, now);
     const next = afterStatus({ claim, status, firstObservedAtMs, now, disabled: this.opts.disableAnnotations });
@@ -338,8 +346,8 @@ export class ClaimReconciler implements Reconciler {
       const result = await this.opts.client.patch<SandboxClaim>(RESOURCES.claims, claim.metadata.namespace, claim.metadata.name, 'merge',
         { metadata: { annotations: add } }, { fieldManager: CLAIM_FIELD_MANAGER, priority: 'background' });
       this.heldAnnotations.settled(key);
-      this.written.wrote(key, cached, result, this.now());
-      this.annotated.expect(uid, { ...ours, ...add }, this.now());
+      this.written.wrote(key, cached, result, this.elapsed());
+      this.annotated.expect(uid, { ...ours, ...add }, this.elapsed());
     } catch (error) {
       if (!(error instanceof ApiError && error.notFound)) throw error;
       this.heldAnnotations.settled(key);

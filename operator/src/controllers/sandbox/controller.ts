@@ -76,6 +76,7 @@ export function createSandboxController(ctx: ControllerContext, claimsFirst?: Cl
     progressStatusWindowMs: ctx.flags.number('sandbox-progress-status-window'),
     warmMemberProgressWindowMs: ctx.flags.number('sandbox-warm-member-progress-window'),
     now: () => ctx.clock.now(),
+    elapsed: () => (ctx.intervalClock ?? ctx.clock).now(),
     log: ctx.log.child({ controller: 'sandbox' }),
     deferral: claimsFirst?.deferral(wake),
     idleSuspended: (sb: Sandbox) => idleSuspensions.inc({ namespace: sb.metadata.namespace ?? '' }),

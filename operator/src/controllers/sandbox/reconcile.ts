@@ -46,6 +46,12 @@ export interface SandboxReconcilerOptions {
    */
   readonly warmMemberProgressWindowMs?: number;
   readonly now?: () => number;
+  /**
+   * The clock of intervals this controller measures itself (how long a write may wait for the cache,
+   * how long a progress status is held): monotonic in the process, so a wall-clock step neither
+   * ends them at once nor stretches them by the step. @default now
+   */
+  readonly elapsed?: () => number;
   readonly log?: Logger;
   /**
    * Claims waiting elsewhere: a plan that is bookkeeping only (isDeferrable) waits for them, up to
@@ -91,6 +97,7 @@ export class SandboxReconcileError extends Error {
 export class SandboxReconciler implements Reconciler {
   public readonly name = 'sandbox';
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly log: Logger;
   /**
    * Child creates and deletes the caches have not shown yet, by `kind/namespace/name`. Without them
@@ -107,6 +114,7 @@ export class SandboxReconciler implements Reconciler {
 
   public constructor(private readonly opts: SandboxReconcilerOptions) {
     this.now = opts.now ?? Date.now;
+    this.elapsed = opts.elapsed ?? this.now;
     this.log = opts.log ?? SILENT_LOGGER;
   }
 
@@ -120,7 +128,7 @@ export class SandboxReconciler implements Reconciler {
       this.opts.deferral?.done(key);
       return;
     }
-    const sandbox = this.written.current(key, cached, this.now());
+    const sandbox = this.written.current(key, cached, this.elapsed());
 
     let observed = this.observe(sandbox);
     let plan = planSandbox(observed);
@@ -159,7 +167,7 @@ export class SandboxReconciler implements Reconciler {
       // The server's version, not the patch's: an idle suspension carries the version it was
       // conditional on, which the write has just replaced.
       if (outcome.sandboxVersion !== undefined) after = { ...after, metadata: { ...after.metadata, resourceVersion: outcome.sandboxVersion } };
-      if (after !== sandbox) this.written.wrote(key, cached, after, this.now());
+      if (after !== sandbox) this.written.wrote(key, cached, after, this.elapsed());
     }
     if (outcome.kind === 'race') {
       this.log.debug({ sandbox: key, detail: outcome.detail }, 'cache race, retrying');
@@ -187,7 +195,7 @@ export class SandboxReconciler implements Reconciler {
       if (!result) return;
       // The response's resourceVersion tells when the cache has caught up with this write.
       const version = result.metadata?.resourceVersion ?? after.metadata.resourceVersion;
-      this.written.wrote(key, cached, { ...after, metadata: { ...after.metadata, resourceVersion: version }, status }, this.now());
+      this.written.wrote(key, cached, { ...after, metadata: { ...after.metadata, resourceVersion: version }, status }, this.elapsed());
     }
 
     if (problem?.reason === SandboxReadyReason.RECONCILER_ERROR) {
@@ -211,7 +219,7 @@ export class SandboxReconciler implements Reconciler {
   private progressHoldMs(key: string, sandbox: Sandbox, next: NonNullable<Sandbox['status']>): number {
     const windowMs = this.progressWindowMs(sandbox);
     if (windowMs <= 0 || !isProgressOnly(sandbox.status, next)) return 0;
-    const now = this.now();
+    const now = this.elapsed();
     const since = this.progressHeldSince.get(key) ?? now;
     this.progressHeldSince.set(key, since);
     return Math.max(0, since + windowMs - now);
@@ -258,7 +266,7 @@ export class SandboxReconciler implements Reconciler {
 
   /** The child to decide on: the cached one, unless a write of ours is not in the cache yet. */
   private resolve<T extends KubeObject>(kind: ChildKind, namespace: string, name: string, cached: T | undefined, nowMs: number): T | undefined {
-    return decideOn(cached, this.childWrites.pending(childKey(kind, namespace, name), cached, nowMs) as UnseenWrite<T> | undefined, nowMs);
+    return decideOn(cached, this.childWrites.pending(childKey(kind, namespace, name), cached, this.elapsed()) as UnseenWrite<T> | undefined, nowMs);
   }
 
   /**
@@ -294,7 +302,7 @@ export class SandboxReconciler implements Reconciler {
       switch (action.op) {
         case 'create': {
           const object = await client.create(RESOURCE_OF[action.kind], ns, action.object, write);
-          this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { result: object }, this.now());
+          this.childWrites.expect(childKey(action.kind, ns, object.metadata.name), { result: object }, this.elapsed());
           created.push({ kind: action.kind, object });
           if (action.kind === 'pod') this.reportDroppedKeys(sandbox);
           break;
@@ -367,7 +375,7 @@ export class SandboxReconciler implements Reconciler {
 
   /** Our delete of the child was accepted, or found it gone: no pass deletes it again until the cache shows that. */
   private deleted(kind: ChildKind, namespace: string | undefined, name: string, uid: string): void {
-    this.childWrites.expect(childKey(kind, namespace, name), { deletedUid: uid }, this.now());
+    this.childWrites.expect(childKey(kind, namespace, name), { deletedUid: uid }, this.elapsed());
   }
 
   private async getLive(kind: ChildKind, namespace: string | undefined, name: string): Promise<KubeObject | undefined> {

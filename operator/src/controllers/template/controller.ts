@@ -38,6 +38,7 @@ export function createTemplateController(ctx: ControllerContext): RunnableContro
     sandboxes,
     ...routerLocation(ctx.flags, podNamespace()),
     now: () => ctx.clock.now(),
+    elapsed: () => (ctx.intervalClock ?? ctx.clock).now(),
     log: ctx.log.child({ controller: 'sandboxtemplate' }),
   });
   const controller = new Controller(ctx, reconciler, { workers: ctx.flags.number('sandbox-template-concurrent-workers') });

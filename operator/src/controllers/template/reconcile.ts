@@ -30,12 +30,19 @@ export interface TemplateReconcilerOptions extends NetworkPolicyOptions {
   /** Must carry TEMPLATE_HASH_INDEX: the Sandboxes built from a template keep its policy after it is gone. */
   readonly sandboxes: Store<Sandbox>;
   readonly now?: () => number;
+  /**
+   * The clock of intervals this controller measures itself (how long a write may wait for the cache):
+   * monotonic in the process, so a wall-clock step neither ends them at once nor stretches them by
+   * the step. @default now
+   */
+  readonly elapsed?: () => number;
   readonly log?: Logger;
 }
 
 export class TemplateReconciler implements Reconciler {
   public readonly name = 'sandboxtemplate';
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly log: Logger;
   /** Templates whose ownership conflict was reported, so the Warning is emitted once per conflict, not per pass. */
   private readonly reportedConflicts = new Set<string>();
@@ -53,6 +60,7 @@ export class TemplateReconciler implements Reconciler {
 
   public constructor(private readonly opts: TemplateReconcilerOptions) {
     this.now = opts.now ?? Date.now;
+    this.elapsed = opts.elapsed ?? this.now;
     this.log = opts.log ?? SILENT_LOGGER;
   }
 
@@ -77,7 +85,7 @@ export class TemplateReconciler implements Reconciler {
     const write = { fieldManager: TEMPLATE_FIELD_MANAGER };
     const { client } = this.opts;
     const cachedPolicy = this.opts.networkPolicies.get(namespace, policyName);
-    const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, now), now);
+    const existing = decideOn(cachedPolicy, this.policyWrites.pending(policyKey, cachedPolicy, this.elapsed()), now);
     try {
       if (!cached) {
         this.reportedConflicts.delete(key);
@@ -96,7 +104,7 @@ export class TemplateReconciler implements Reconciler {
             return { requeueAfterMs: LIVE_CHECK_RETRY_MS };
           }
           await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
-          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.now());
+          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.elapsed());
           this.log.info({ template: key, policy: action.name }, 'NetworkPolicy of a deleted template removed: no Sandbox built from it is left');
         } else if (existing === undefined) {
           this.policyWrites.forget(policyKey);
@@ -104,11 +112,11 @@ export class TemplateReconciler implements Reconciler {
         return;
       }
       if (cached.metadata.deletionTimestamp) return;
-      const template = this.templateWrites.current(key, cached, now);
+      const template = this.templateWrites.current(key, cached, this.elapsed());
       const labelPatch = templateRefHashLabelPatch(template);
       if (labelPatch) {
         const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', labelPatch, write);
-        this.templateWrites.wrote(key, cached, patched, this.now());
+        this.templateWrites.wrote(key, cached, patched, this.elapsed());
       }
 
       const action = networkPolicyAction(template, existing, this.opts);
@@ -116,17 +124,17 @@ export class TemplateReconciler implements Reconciler {
       switch (action.type) {
         case 'create': {
           const result = await client.create<NetworkPolicy>(RESOURCES.networkPolicies, namespace, action.object, write);
-          this.policyWrites.expect(policyKey, { result }, this.now());
+          this.policyWrites.expect(policyKey, { result }, this.elapsed());
           break;
         }
         case 'update': {
           const result = await client.update<NetworkPolicy>(RESOURCES.networkPolicies, namespace, action.object, write);
-          this.policyWrites.expect(policyKey, { result, replacedVersion: cachedPolicy?.metadata.resourceVersion }, this.now());
+          this.policyWrites.expect(policyKey, { result, replacedVersion: cachedPolicy?.metadata.resourceVersion }, this.elapsed());
           break;
         }
         case 'delete':
           await client.delete(RESOURCES.networkPolicies, namespace, action.name, { uid: action.uid });
-          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.now());
+          this.policyWrites.expect(policyKey, { deletedUid: action.uid }, this.elapsed());
           break;
         case 'conflict':
           // Retrying cannot fix this (upstream backs off forever); the policy's events bring the template back.
@@ -145,7 +153,7 @@ export class TemplateReconciler implements Reconciler {
       const conditions = templateConditions(template, shown, action, this.opts.routerPodLabels, this.now());
       if (!sameConditions(conditions, template.status?.conditions)) {
         const patched = await client.patch<SandboxTemplate>(RESOURCES.templates, namespace, name, 'merge', { status: { conditions } }, { ...write, subresource: 'status' });
-        this.templateWrites.wrote(key, cached, patched, this.now());
+        this.templateWrites.wrote(key, cached, patched, this.elapsed());
       }
     } catch (error) {
       if (error instanceof ApiError && (error.notFound || error.conflict || error.alreadyExists)) {

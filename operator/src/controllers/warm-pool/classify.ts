@@ -38,6 +38,12 @@ export interface PoolMembers {
   readonly nextStuckCheckAtMs?: number;
 }
 
+/**
+ * How long this process has itself watched a member stay not Ready (on its monotonic clock), or
+ * undefined when it has not seen it so.
+ */
+export type ObservedNotReady = (sandbox: Sandbox) => number | undefined;
+
 /** Whether the pool replaces stale members at once; unknown values mean OnReplenish, as upstream. */
 export function isRecreate(pool: SandboxWarmPool): boolean {
   return pool.spec.updateStrategy?.type === WarmPoolUpdateStrategyType.RECREATE;
@@ -71,6 +77,12 @@ export function notReadySinceMs(sandbox: Sandbox): number {
  * - `pendingDeletes` are UIDs whose delete we issued (member-writes.ts): counted as terminating even
  *   before the cache shows it, so they are neither counted as members nor deleted twice. Orphans
  *   being deleted by someone else are not ours and are not counted.
+ * - A member is stuck when it has been not Ready for the readiness grace period by its timestamps
+ *   (written by the API server's clock, read on this process's wall clock) and, with
+ *   `observedNotReady`, also for that long as this process watched it. Timestamps alone would turn
+ *   a wall clock ahead of the API server's (a step, skew) into members stuck at birth, and the pool
+ *   would replace every new member as soon as it is made, in a loop; the cost is that after a
+ *   restart a member already stuck is replaced one grace period later.
  */
 export function classifyMembers(
   pool: SandboxWarmPool,
@@ -79,6 +91,7 @@ export function classifyMembers(
   now: number,
   flags: PoolFlags,
   pendingDeletes: ReadonlySet<string> = new Set(),
+  observedNotReady?: ObservedNotReady,
 ): PoolMembers {
   const out = {
     active: [] as Sandbox[],
@@ -125,7 +138,9 @@ export function classifyMembers(
     }
 
     if (!isReady(sandbox)) {
-      const graceEndsAt = notReadySinceMs(sandbox) + flags.readinessGraceMs;
+      // When the grace ends, on the wall clock: by the timestamps, and by this process's own watch.
+      const observed = observedNotReady ? observedNotReady(sandbox) ?? 0 : Infinity;
+      const graceEndsAt = Math.max(notReadySinceMs(sandbox) + flags.readinessGraceMs, now + flags.readinessGraceMs - observed);
       if (now < graceEndsAt) {
         nextStuckCheckAtMs = Math.min(nextStuckCheckAtMs ?? graceEndsAt, graceEndsAt);
       } else if (isUnschedulable(sandbox)) {

@@ -91,6 +91,7 @@ export function createWarmPoolController(ctx: ControllerContext, claimsFirst?: C
     claims,
     flags: poolFlagsOf(ctx.flags),
     now: () => ctx.clock.now(),
+    elapsed: () => (ctx.intervalClock ?? ctx.clock).now(),
     log: ctx.log.child({ controller: 'sandboxwarmpool' }),
     creations: poolCreationsCounter(ctx.metrics.registry),
     ...(claimsFirst ? { claimPressure: claimsFirst.pressure } : {}),

@@ -13,7 +13,7 @@ import { buildPoolSandbox, launchTypeLabelPatch, memberName, orphanAdoptionPatch
 import { forgetMemberWrites, memberWrites, memberWritesExpireAtMs, pendingMemberWrites, restartMemberWrite, type MemberWrites } from './member-writes';
 import { INITIAL_POOL_STATE, planPool, type MemberDelete, type PoolState } from './plan';
 import { desiredReplicas, type PoolFlags } from './types';
-import { type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
+import { isReady, type NetworkPolicy, RESOURCES, type Sandbox, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { templateGate } from '../../model/template-gate';
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import { OwnWrites } from '../../runtime/expectations';
@@ -29,6 +29,8 @@ const MAX_NAME_ATTEMPTS = 3;
 interface PoolMemory {
   readonly uid: string;
   state: PoolState;
+  /** Members this process has seen not Ready, by UID: since when, on the elapsed clock (the last pass's members only). */
+  notReadySince?: Map<string, number>;
 }
 
 export interface PoolReconcilerOptions {
@@ -48,6 +50,12 @@ export interface PoolReconcilerOptions {
   readonly claims?: Pick<Store<SandboxClaim>, 'byIndex'>;
   readonly flags: PoolFlags;
   readonly now?: () => number;
+  /**
+   * The clock of intervals this controller measures itself (how long a write may wait for the cache):
+   * monotonic in the process, so a wall-clock step neither ends them at once nor stretches them by
+   * the step. @default now
+   */
+  readonly elapsed?: () => number;
   readonly log?: Logger;
   /** Counts members created, by namespace and pool. @default - not counted */
   readonly creations?: { inc(labels: { namespace: string; warmpool: string }): void };
@@ -66,12 +74,14 @@ export class WarmPoolReconciler implements Reconciler {
   /** Our status writes the pool cache has not shown yet: decided on, so the same status is not written twice. */
   private readonly statusWrites = new OwnWrites<SandboxWarmPool>();
   private readonly now: () => number;
+  private readonly elapsed: () => number;
   private readonly log: Logger;
   /** Pools whose creates gave way to waiting claims in their last pass. */
   private readonly heldForClaims = new Set<string>();
 
   public constructor(private readonly opts: PoolReconcilerOptions) {
     this.now = opts.now ?? Date.now;
+    this.elapsed = opts.elapsed ?? this.now;
     this.log = opts.log ?? SILENT_LOGGER;
     this.writes = memberWrites(opts.memberWriteTtlMs);
   }
@@ -113,14 +123,20 @@ export class WarmPoolReconciler implements Reconciler {
     this.memory.set(key, memory);
     const { sandboxes, flags } = this.opts;
     const now = this.now();
-    const pool = this.statusWrites.current(key, cached, now);
+    const at = this.elapsed();
+    const pool = this.statusWrites.current(key, cached, at);
     const templateName = pool.spec.sandboxTemplateRef.name;
     const template = this.opts.templates.get(namespace, templateName);
     const policy = this.opts.networkPolicies.get(namespace, networkPolicyNameFor(templateName));
     const gate = templateGate(namespace, templateName, template, policy, this.opts.routerPodLabels);
     const candidates = sandboxes.byIndex(POOL_LABEL_INDEX, `${namespace}/${NameHash.of(name)}`);
-    const pending = pendingMemberWrites(this.writes, uid, sandboxes, now);
-    const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes);
+    const pending = pendingMemberWrites(this.writes, uid, sandboxes, at);
+    memory.notReadySince = notReadySeen(candidates, memory.notReadySince, at);
+    const seen = memory.notReadySince;
+    const members = classifyMembers(pool, template, candidates, now, flags, pending.deletes, (sandbox) => {
+      const since = seen.get(sandbox.metadata.uid ?? '');
+      return since === undefined ? undefined : at - since;
+    });
     // Short: at the low-water mark, or more claims wait than Ready members are left (the refill's hold ends then too).
     const waiting = this.opts.claimPressure?.waitingFor(key) ?? 0;
     this.opts.claimPressure?.poolShort(key, members.ready.length <= lowWaterMark(desiredReplicas(pool)) || members.ready.length < waiting);
@@ -182,7 +198,7 @@ export class WarmPoolReconciler implements Reconciler {
       try {
         // No resourceVersion: the status is this controller's alone, and recomputed every pass.
         const result = await client.patch<SandboxWarmPool>(RESOURCES.warmPools, namespace, name, 'merge', { status: plan.status }, { ...write, subresource: 'status' });
-        this.statusWrites.wrote(key, cached, result, this.now());
+        this.statusWrites.wrote(key, cached, result, this.elapsed());
       } catch (error) {
         if (!(error instanceof ApiError && error.notFound)) throw error;
       }
@@ -190,7 +206,7 @@ export class WarmPoolReconciler implements Reconciler {
     // Also when a member write (this pass's too) expires, in case its event was lost: a quiet pool
     // may see no other event to bring it back. At least 1 ms: a requeue of 0 means none.
     const expireAtMs = memberWritesExpireAtMs(this.writes, uid);
-    const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(1, expireAtMs - this.now())];
+    const requeues = [plan.requeueAfterMs, expireAtMs === undefined ? undefined : Math.max(1, expireAtMs - this.elapsed())];
     const requeueAfterMs = Math.min(...requeues.filter((ms): ms is number => ms !== undefined));
     return Number.isFinite(requeueAfterMs) ? { requeueAfterMs } : undefined;
   }
@@ -213,7 +229,7 @@ export class WarmPoolReconciler implements Reconciler {
     const memory = this.memory.get(key);
     if (!memory) return;
     this.memory.delete(key);
-    forgetMemberWrites(this.writes, memory.uid, this.opts.sandboxes, this.now());
+    forgetMemberWrites(this.writes, memory.uid, this.opts.sandboxes, this.elapsed());
   }
 
   /** A conditional write whose 409/404 only means the cache was behind; anything else fails the pass. */
@@ -231,7 +247,7 @@ export class WarmPoolReconciler implements Reconciler {
     const namespace = d.sandbox.metadata.namespace;
     const key = keyOf(d.sandbox);
     // Recorded first: the delete's watch event can arrive before the response.
-    this.writes.expect(key, { pool: poolUid, deletedUid: d.uid }, this.now());
+    this.writes.expect(key, { pool: poolUid, deletedUid: d.uid }, this.elapsed());
     try {
       const preconditions = { uid: d.uid, resourceVersion: d.resourceVersion, priority: 'background' } as const;
       await this.opts.client.delete(RESOURCES.sandboxes, namespace, d.sandbox.metadata.name, preconditions);
@@ -255,18 +271,18 @@ export class WarmPoolReconciler implements Reconciler {
       const member = withMemberName(body, memberName(pool));
       const key = keyOf(member);
       // Recorded first, like a delete: the member's watch event can arrive before the response.
-      this.writes.expect(key, { pool: pool.metadata.uid ?? '' }, this.now());
+      this.writes.expect(key, { pool: pool.metadata.uid ?? '' }, this.elapsed());
       try {
         await this.opts.client.create<Sandbox>(RESOURCES.sandboxes, namespace, member,
           { fieldManager: POOL_FIELD_MANAGER, priority: this.refillPriority(keyOf(pool)) });
-        restartMemberWrite(this.writes, key, sandboxes, this.now());
+        restartMemberWrite(this.writes, key, sandboxes, this.elapsed());
         this.opts.creations?.inc({ namespace: namespace ?? '', warmpool: pool.metadata.name });
         return true;
       } catch (error) {
         // A 4xx means the object was not created; anything else (timeout, 5xx) may have created it.
         const definite = error instanceof ApiError && error.statusCode >= 400 && error.statusCode < 500;
         if (definite) this.writes.forget(key);
-        else restartMemberWrite(this.writes, key, sandboxes, this.now());
+        else restartMemberWrite(this.writes, key, sandboxes, this.elapsed());
         // A name collision created nothing: pick another name (as generateName callers do).
         if (error instanceof ApiError && error.alreadyExists && attempt < MAX_NAME_ATTEMPTS) continue;
         if (error instanceof ApiError && error.namespaceTerminating) this.log.debug({ namespace }, 'namespace is being deleted; no pool member created');
@@ -275,4 +291,18 @@ export class WarmPoolReconciler implements Reconciler {
       }
     }
   }
+}
+
+/**
+ * Since when (on the elapsed clock) this process has seen each of `sandboxes` not Ready: the time
+ * already noted in `before` for those still not Ready, `at` for those newly so; Ready ones and
+ * those gone drop out.
+ */
+function notReadySeen(sandboxes: readonly Sandbox[], before: ReadonlyMap<string, number> | undefined, at: number): Map<string, number> {
+  const seen = new Map<string, number>();
+  for (const sandbox of sandboxes) {
+    const uid = sandbox.metadata.uid ?? '';
+    if (!isReady(sandbox)) seen.set(uid, before?.get(uid) ?? at);
+  }
+  return seen;
 }

@@ -81,6 +81,22 @@ describe('classifyMembers', () => {
     expect(classifyMembers(pool(), TEMPLATE, [member()], NOW, FLAGS).nextStuckCheckAtMs).toBeUndefined();
   });
 
+  test('with what this process watched: stuck only when not Ready for the grace period by both the timestamps and the watch', () => {
+    // Born an hour ago by this process's wall clock (a clock ahead of the API server's): not stuck while watched for less than the grace.
+    const skewed = member({ conditions: [], age: 3_600_000 });
+    const watched = (ms: number | undefined) => () => ms;
+    expect(groupsOf(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS, new Set(), watched(0)), skewed)).toEqual(['active']);
+    expect(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS, new Set(), watched(1000)).nextStuckCheckAtMs).toBe(NOW + GRACE - 1000);
+    expect(groupsOf(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS, new Set(), watched(GRACE)), skewed)).toEqual(['stuck']);
+    // Not seen by this process at all counts as seen just now.
+    expect(groupsOf(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS, new Set(), watched(undefined)), skewed)).toEqual(['active']);
+    // The timestamps still bound it: watched long, but born a moment ago, is not stuck.
+    const young = member({ conditions: [], age: 1000 });
+    expect(classifyMembers(pool(), TEMPLATE, [young], NOW, FLAGS, new Set(), watched(10 * GRACE)).nextStuckCheckAtMs).toBe(NOW - 1000 + GRACE);
+    // The negative control: by the timestamps alone (no watch given), the skewed member is stuck at once.
+    expect(groupsOf(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS), skewed)).toEqual(['stuck']);
+  });
+
   test('notReadySinceMs is the later of creation and the last Ready transition', () => {
     expect(notReadySinceMs(member({ age: 10_000, conditions: [notReady(iso(NOW - 2000))] }))).toBe(NOW - 2000);
     expect(notReadySinceMs(member({ age: 10_000, conditions: [] }))).toBe(NOW - 10_000);

@@ -3,7 +3,7 @@
  * what a lagging cache, a lost event, a 409, an unknown outcome or a crash between writes does.
  */
 import { SandboxAnnotations } from '#api/labels';
-import { FLAGS, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
+import { FLAGS, GRACE, NOW, NS, TEMPLATE, member, pool, template } from './fixtures';
 import { RESOURCE_OF, policyOf, poolStores } from './harness';
 import { ClaimPressure } from '../../../src/controllers/claims-first';
 import { POOL_FIELD_MANAGER, WarmPoolReconciler } from '../../../src/controllers/warm-pool/reconcile';
@@ -30,7 +30,7 @@ class FlakyServer extends FakeClient {
   }
 }
 
-function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[]; claimPressure?: ClaimPressure } = {}) {
+function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[]; claimPressure?: ClaimPressure; elapsed?: { now: number } } = {}) {
   const clock = { now: NOW };
   const p = o.pool ?? pool();
   const members = o.members ?? [];
@@ -45,6 +45,7 @@ function setup(o: { pool?: SandboxWarmPool; members?: Sandbox[]; live?: Sandbox[
     ...stores,
     flags: { ...FLAGS, statusWindowMs: 0 },
     now: () => clock.now,
+    ...(o.elapsed ? { elapsed: () => o.elapsed!.now } : {}),
     memberWriteTtlMs: TTL,
     ...(o.claimPressure ? { claimPressure: o.claimPressure } : {}),
   });
@@ -264,6 +265,40 @@ describe('WarmPoolReconciler', () => {
     expect(await pass()).toEqual({ writes: [], result: { requeueAfterMs: 1 } });
     clock.now += 1;
     expect((await pass()).writes).toEqual([CREATE]);
+  });
+
+  test('a wall-clock step changes no write\'s TTL: measured on the elapsed clock, an hour forward creates nothing twice, an hour back waits no hour', async () => {
+    const HOUR = 3_600_000;
+    const elapsed = { now: 0 };
+    const { clock, pass } = setup({ pool: pool({ replicas: 1 }), elapsed });
+    expect((await pass()).writes).toEqual([CREATE, STATUS]);
+    // The member's event has not arrived; the wall clock jumps an hour ahead.
+    clock.now += HOUR;
+    expect(await pass()).toEqual({ writes: [], result: { requeueAfterMs: TTL } });
+    // And back, with the TTL run out on the elapsed clock: the slot is freed then, not an hour later.
+    clock.now -= HOUR;
+    elapsed.now += TTL;
+    expect((await pass()).writes).toEqual([CREATE]);
+
+    // The negative control: TTLs on the wall clock (no elapsed clock) end at the step and create again.
+    const wall = setup({ pool: pool({ replicas: 1 }) });
+    expect((await wall.pass()).writes).toEqual([CREATE, STATUS]);
+    wall.clock.now += HOUR;
+    expect((await wall.pass()).writes).toEqual([CREATE]);
+  });
+
+  test('a wall clock ahead of the API server\'s makes no member stuck at birth: it is replaced after the grace period this process watched it', async () => {
+    const HOUR = 3_600_000;
+    const fresh = () => member({ name: 'py-pool-new', conditions: [] });
+    const elapsed = { now: 0 };
+    const { clock, pass } = setup({ pool: pool({ replicas: 1 }), members: [fresh()], elapsed });
+    clock.now += HOUR;
+    expect((await pass()).writes.filter((w) => w.startsWith('delete'))).toEqual([]);
+    elapsed.now += GRACE - 1;
+    expect((await pass()).writes.filter((w) => w.startsWith('delete'))).toEqual([]);
+    elapsed.now += 1;
+    expect((await pass()).writes).toContain('delete sandboxes py-pool-new');
+    // (By the timestamps alone it would have gone at the first pass: classify.test.ts.)
   });
 
   test('a refused create (4xx) frees its slot at once and skips the rest of the pass', async () => {
