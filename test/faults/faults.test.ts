@@ -292,6 +292,8 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
       const claims = (await w.snapshot()).claims.map((c) => c.metadata.name);
       return expiring.every((n) => !claims.includes(n));
     };
+    const created = async () => (await running.metrics()).sum('agent_sandbox_warmpool_sandboxes_created_total');
+    const createdBefore = await created();
     await steps.run('+1 h: expiring claims deleted', async () => {
       await w.createClaims(duringForward, 10);
       await retry(async () => {
@@ -300,6 +302,11 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
     });
     const expiredAfterMs = Date.now() - steppedAt;
     await steps.run('+1 h: claims served', () => w.waitServed([...kept, ...duringForward], 120_000));
+    // At least 15 s an hour ahead: long enough that members judged by their timestamps alone (every
+    // new one an hour old, stuck at birth) would be replaced over and over, well past this bound.
+    await sleep(Math.max(0, steppedAt + 15_000 - Date.now()));
+    const createdForward = (await created()) - createdBefore;
+    expect(createdForward).toBeLessThanOrEqual(duringForward.length + POOL);
 
     // And back (an hour's step backwards): claims keep being served, nothing waits out the hour.
     fs.writeFileSync(offsetFile, '0');
@@ -311,7 +318,8 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
     });
     const servedAfterBackMs = Date.now() - steppedBackAt;
     // eslint-disable-next-line no-console
-    console.log(`clock +1 h: expiring claims gone after ${expiredAfterMs} ms; clock -1 h: new claims served after ${servedAfterBackMs} ms`);
+    console.log(`clock +1 h: expiring claims gone after ${expiredAfterMs} ms, ${createdForward} pool members made meanwhile; `
+      + `clock -1 h: new claims served after ${servedAfterBackMs} ms`);
     expect(running.alive).toBe(true);
     expect(running.lines.some((l) => l.msg === 'lost the leader lease')).toBe(false);
     await steps.run('settled and recorded', () => checkAndRecord('wall clock stepped +1 h and back', 2, [expiredAfterMs, servedAfterBackMs],
