@@ -155,7 +155,7 @@ pause_image() {
 # The files operator/Dockerfile's build reads (its context minus the .dockerignore'd outputs).
 operator_inputs() {
   git ls-files -co --exclude-standard -- operator/Dockerfile operator/Dockerfile.dockerignore package.json \
-    package-lock.json tsconfig.operator.json .projen .projenrc.ts operator/src operator/test operator/package.json \
+    package-lock.json tsconfig.operator.json .projen .projenrc.ts operator/build.mjs operator/src operator/test operator/package.json \
     src/api bench/memory/probe.ts | grep -v -e '/dist/' -e '/node_modules/' | LC_ALL=C sort
 }
 

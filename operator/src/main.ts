@@ -4,19 +4,20 @@
  * to the sandboxes), `runtime` (the daemon inside a sandbox Pod), `install-runtime` (copy node and this
  * bundle into a volume, so the runtime runs in a user's own image). `--version` prints the version.
  */
-import { runController } from './commands/controller';
-import { runInstallRuntime } from './commands/install-runtime';
-import { runRouter } from './commands/router';
-import { runRuntime } from './commands/runtime';
 import { buildInfo } from './runtime/build-info';
+import { ConfigError } from './runtime/config-error';
 import { UsageError } from './runtime/flags';
-import { ConfigError } from './runtime/kubeconfig';
 
+/**
+ * Each command is imported when it runs: the bundle keeps each in a chunk of its own
+ * (operator/build.mjs), so the runtime in a sandbox never evaluates the controllers or the
+ * Kubernetes client, and the router never evaluates the controllers.
+ */
 const COMMANDS: { readonly [name: string]: (args: readonly string[]) => Promise<number> } = {
-  'controller': runController,
-  'router': runRouter,
-  'runtime': runRuntime,
-  'install-runtime': runInstallRuntime,
+  'controller': async (args) => (await import('./commands/controller')).runController(args),
+  'router': async (args) => (await import('./commands/router')).runRouter(args),
+  'runtime': async (args) => (await import('./commands/runtime')).runRuntime(args),
+  'install-runtime': async (args) => (await import('./commands/install-runtime')).runInstallRuntime(args),
 };
 
 async function main(argv: readonly string[]): Promise<number> {

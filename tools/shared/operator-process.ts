@@ -19,7 +19,7 @@ export const OPERATOR_BUNDLE = path.join(ROOT, 'operator', 'dist', 'agent-sandbo
  * unit test keeps the two equal), so local runs and benchmarks run what ships.
  */
 export const IMAGE_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=2', '--initial-old-space-size=64'];
-const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api')];
+const SOURCES = [path.join(ROOT, 'operator', 'src'), path.join(ROOT, 'src', 'api'), path.join(ROOT, 'operator', 'build.mjs')];
 
 /**
  * Every live operator child, so a crashed test run never leaves one reconciling. Kept on the global
@@ -33,6 +33,7 @@ process.on('exit', () => {
 });
 
 function newestMtime(dir: string): number {
+  if (!fs.statSync(dir).isDirectory()) return fs.statSync(dir).mtimeMs;
   let newest = 0;
   for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);

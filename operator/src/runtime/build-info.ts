@@ -3,7 +3,7 @@
  * sets it through environment variables (Dockerfile build args); a bundle built from a checkout
  * without them reports "dev".
  */
-import { BuildInfo } from './metrics';
+import type { BuildInfo } from './metrics';
 
 export function buildInfo(env: { readonly [name: string]: string | undefined } = process.env): BuildInfo {
   return {

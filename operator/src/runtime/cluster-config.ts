@@ -17,9 +17,7 @@
 import * as fs from 'node:fs';
 import type * as https from 'node:https';
 import * as path from 'node:path';
-import { KubeConfig, bufferFromFileOrString, findHomeDir } from '@kubernetes/client-node/dist/config.js';
 import type { Cluster, User } from '@kubernetes/client-node/dist/config_types.js';
-import { parse as parseYaml } from 'yaml';
 import {
   Credentials, ExecClusterInfo, ExecConfig, RefreshingCredentials, RequestAuth, StaticCredentials, TOKEN_FILE_RELOAD_MS, execConfigProblem,
   runExecPlugin, tokenFileCredentials,
@@ -28,6 +26,18 @@ import { ClusterConnection, ConfigError, SERVICE_ACCOUNT_DIR } from './kubeconfi
 import { Logger, SILENT_LOGGER } from './log';
 
 type Env = { readonly [name: string]: string | undefined };
+
+type KubeConfigModule = typeof import('@kubernetes/client-node/dist/config.js');
+let kubeConfigModule: Promise<KubeConfigModule> | undefined;
+
+/**
+ * client-node's KubeConfig (and the YAML parser), imported only when a kubeconfig is read: a Pod
+ * on its service account never loads them (the bundle keeps them in chunks of their own).
+ */
+function kubeConfigClasses(): Promise<KubeConfigModule> {
+  kubeConfigModule ??= import('@kubernetes/client-node/dist/config.js');
+  return kubeConfigModule;
+}
 
 export interface LoadConnectionOptions {
   /** The `--kubeconfig` flag; empty or undefined when not given. */
@@ -58,7 +68,7 @@ export async function loadClusterConnection(options: LoadConnectionOptions = {})
     if (options.context) throw new ConfigError(`--context=${options.context} needs a kubeconfig, but none was given (--kubeconfig or KUBECONFIG) and this runs in a pod`);
     return inCluster(env, options.serviceAccountDir ?? SERVICE_ACCOUNT_DIR, options.log ?? SILENT_LOGGER);
   }
-  const home = options.home === undefined ? findHomeDir() : options.home;
+  const home = options.home === undefined ? (await kubeConfigClasses()).findHomeDir() : options.home;
   const defaultFile = home ? path.join(home, '.kube', 'config') : undefined;
   if (defaultFile && fs.existsSync(defaultFile)) return fromKubeconfigFiles([defaultFile], true, options);
   throw new ConfigError('no API server configured: pass --kubeconfig=<file>, set KUBECONFIG, write ~/.kube/config, or run in a pod '
@@ -97,6 +107,7 @@ interface LoadedUser {
 
 async function fromKubeconfigFiles(files: string[], explicit: boolean, options: LoadConnectionOptions): Promise<ClusterConnection> {
   const where = `kubeconfig ${files.join(path.delimiter)}`;
+  const { KubeConfig, bufferFromFileOrString } = await kubeConfigClasses();
   const merged = new KubeConfig();
   const users = new Map<string, LoadedUser>();
   let current: string | undefined;
@@ -110,7 +121,7 @@ async function fromKubeconfigFiles(files: string[], explicit: boolean, options: 
       throw new ConfigError(`cannot read kubeconfig ${file}: ${(e as Error).message}`);
     }
     const dir = path.dirname(path.resolve(file));
-    const raw = rawUsers(file);
+    const raw = await rawUsers(file);
     // Merged like kubectl merges a KUBECONFIG list: the first file to define a name wins.
     for (const c of kc.getClusters()) if (!merged.getCluster(c.name)) merged.addCluster(c);
     for (const x of kc.getContexts()) if (!merged.getContextObject(x.name)) merged.addContext(x);
@@ -220,7 +231,7 @@ async function userCredentials(loaded: LoadedUser, cluster: Cluster, ca: Buffer 
  * this user and a placeholder cluster: TLS to the real server and its proxy are the HTTP client's.
  */
 async function staticAuth(user: User, where: string, field: string): Promise<RequestAuth> {
-  const kc = new KubeConfig();
+  const kc = new (await kubeConfigClasses()).KubeConfig();
   const placeholder: Cluster = { name: 'credentials', server: 'https://credentials.invalid', skipTLSVerify: false };
   kc.loadFromClusterAndUser(placeholder, user);
   const opts: https.RequestOptions = { headers: {} };
@@ -236,7 +247,8 @@ async function staticAuth(user: User, where: string, field: string): Promise<Req
 }
 
 /** `users[].user` as written, by name, for the fields client-node drops (tokenFile). */
-function rawUsers(file: string): Map<string, any> {
+async function rawUsers(file: string): Promise<Map<string, any>> {
+  const { parse: parseYaml } = await import('yaml');
   try {
     const doc = parseYaml(fs.readFileSync(file, 'utf8')) ?? {};
     return new Map((Array.isArray(doc.users) ? doc.users : []).filter((u: any) => u?.name).map((u: any) => [u.name, u.user ?? {}]));

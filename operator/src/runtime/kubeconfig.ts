@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { ConfigError } from './config-error';
 import type { Credentials } from './credentials';
 
 export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
@@ -41,13 +42,7 @@ export interface ClusterConnection {
   readonly source: string;
 }
 
-/** The cluster connection cannot be configured; main prints the message without a stack trace. */
-export class ConfigError extends Error {
-  public constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}
+export { ConfigError };
 
 /**
  * Reads kubeconfig files merged like kubectl does: the first file to define a cluster, user or
