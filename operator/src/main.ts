@@ -5,7 +5,7 @@
  * bundle into a volume, so the runtime runs in a user's own image). `--version` prints the version.
  */
 import { buildInfo } from './runtime/build-info';
-import { ConfigError } from './runtime/config-error';
+import { ConfigError } from './runtime/connection';
 import { UsageError } from './runtime/flags';
 
 /**

@@ -77,11 +77,12 @@ test('the runtime in a sandbox loads neither the Kubernetes client nor the contr
   expect(has(runtime, 'node_modules/@grpc/grpc-js/')).toBe(true);
 });
 
-test('the router and the controller load client-node only to read a kubeconfig, and not each other', () => {
+test('the router and the controller load client-node and the YAML parser only to read a kubeconfig, and not each other', () => {
   const router = command('router');
   const controller = command('controller');
   for (const inputs of [router, controller]) {
     expect(has(inputs, 'node_modules/@kubernetes/client-node/')).toBe(false);
+    expect(has(inputs, 'node_modules/yaml/')).toBe(false);
     expect(has(inputs, 'operator/src/runtime/cluster-config.ts')).toBe(true);
     expect(has(inputs, 'operator/src/sandboxd/')).toBe(false);
   }

@@ -21,11 +21,11 @@ import { OperatorFlags, parseControllerArgs, startupWarnings, totalWorkers, usag
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
+import { SERVICE_ACCOUNT_DIR } from '../runtime/connection';
 import { ControllerContext, RunnableController } from '../runtime/context';
 import { closeServer, listen, metricsHandler, probesHandler } from '../runtime/http';
 import { InformerFactory, resourceLabel } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
-import { SERVICE_ACCOUNT_DIR } from '../runtime/kubeconfig';
 import { DEFAULT_LEASE_NAME, LeaderElector } from '../runtime/leader-election';
 import { ProcessLifecycle } from '../runtime/lifecycle';
 import { Logger, createLogger } from '../runtime/log';

@@ -28,10 +28,10 @@ import { isRouterWorker, primaryStopRequest, runPrimary, serveMetricsToPrimary, 
 import { buildInfo, userAgent } from '../runtime/build-info';
 import { SYSTEM_CLOCK, sleep } from '../runtime/clock';
 import { loadClusterConnection } from '../runtime/cluster-config';
+import type { ClusterConnection } from '../runtime/connection';
 import { closeServer, listen, listenOn, type ListenAddress, metricsHandler, parseBindAddress, probesHandler } from '../runtime/http';
 import { InformerFactory } from '../runtime/informer-factory';
 import { HttpKubeClient } from '../runtime/kube-client';
-import type { ClusterConnection } from '../runtime/kubeconfig';
 import { ProcessLifecycle } from '../runtime/lifecycle';
 import { createLogger, type Logger } from '../runtime/log';
 import type { BuildInfo } from '../runtime/metrics';

@@ -18,11 +18,11 @@ import * as fs from 'node:fs';
 import type * as https from 'node:https';
 import * as path from 'node:path';
 import type { Cluster, User } from '@kubernetes/client-node/dist/config_types.js';
+import { ClusterConnection, ConfigError, SERVICE_ACCOUNT_DIR } from './connection';
 import {
   Credentials, ExecClusterInfo, ExecConfig, RefreshingCredentials, RequestAuth, StaticCredentials, TOKEN_FILE_RELOAD_MS, execConfigProblem,
   runExecPlugin, tokenFileCredentials,
 } from './credentials';
-import { ClusterConnection, ConfigError, SERVICE_ACCOUNT_DIR } from './kubeconfig';
 import { Logger, SILENT_LOGGER } from './log';
 
 type Env = { readonly [name: string]: string | undefined };

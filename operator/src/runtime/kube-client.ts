@@ -16,11 +16,11 @@ import * as https from 'node:https';
 import { HttpProxyAgent, HttpsProxyAgent } from 'hpagent';
 import { SocksProxyAgent } from 'socks-proxy-agent';
 import { Clock, MONOTONIC_CLOCK, SYSTEM_CLOCK, sleep } from './clock';
+import type { ClusterConnection } from './connection';
 import { Credentials, RequestAuth, StaticCredentials, tokenFileCredentials } from './credentials';
 import {
   PATCH_CONTENT_TYPES, apiErrorFrom, deleteBody, listQuery, requireNamespace, resourcePath, serverUrl, withQuery, writeQuery,
 } from './kube-request';
-import { ClusterConnection } from './kubeconfig';
 import { Logger, SILENT_LOGGER } from './log';
 import { formatMicroTime } from './micro-time';
 import { DEFAULT_MAX_IN_FLIGHT, PriorityGate } from './priority-gate';

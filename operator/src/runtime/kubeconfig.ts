@@ -8,41 +8,9 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError } from './config-error';
-import type { Credentials } from './credentials';
+import { ConfigError, type ClusterConnection } from './connection';
 
-export const SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-/** How to reach and authenticate to one API server. */
-export interface ClusterConnection {
-  /**
-   * `https://host:port` (or `http://` for a local proxy), possibly with a path that every request
-   * goes under (`https://rancher.example/k8s/clusters/c-abc`).
-   */
-  readonly server: string;
-  readonly ca?: Buffer;
-  readonly cert?: Buffer;
-  readonly key?: Buffer;
-  readonly token?: string;
-  /** Read the bearer token from this file, re-read periodically: projected tokens rotate. */
-  readonly tokenFile?: string;
-  readonly insecureSkipTlsVerify?: boolean;
-  /** TLS server name when it differs from the URL's host. */
-  readonly tlsServerName?: string;
-  /** An `http://`, `https://` or `socks5://` proxy to reach the server through (kubeconfig proxy-url). */
-  readonly proxyUrl?: string;
-  /**
-   * Where requests get their authentication from when it changes at run time (exec plugins, auth
-   * providers, token files); when set, token, tokenFile, cert and key are not used.
-   */
-  readonly credentials?: Credentials;
-  /** The context's namespace (kubeconfig) or the pod's namespace (in-cluster). */
-  readonly namespace?: string;
-  /** Where this came from, for the start-up log line. */
-  readonly source: string;
-}
-
-export { ConfigError };
+export { ConfigError, SERVICE_ACCOUNT_DIR, podNamespace, type ClusterConnection } from './connection';
 
 /**
  * Reads kubeconfig files merged like kubectl does: the first file to define a cluster, user or
@@ -109,11 +77,3 @@ function material(data: string | undefined, file: string | undefined, dir: strin
   return undefined;
 }
 
-/** The namespace this process runs in, from the service-account mount; undefined outside a pod. */
-export function podNamespace(dir = SERVICE_ACCOUNT_DIR): string | undefined {
-  try {
-    return fs.readFileSync(path.join(dir, 'namespace'), 'utf8').trim() || undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -11,9 +11,9 @@ import {
   CONTROLLER_UID_INDEX, controllerNameOfKind, controllerRefOf, controllerUidIndex, type PersistentVolumeClaim, type Pod, RESOURCES,
   SANDBOX_SPEC_SHARING, type Sandbox, type Service, slimPod,
 } from '../../model';
+import { podNamespace } from '../../runtime/connection';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
-import { podNamespace } from '../../runtime/kubeconfig';
 import type { KubeObject } from '../../runtime/types';
 import type { ClaimsFirst } from '../claims-first';
 import { routerLocation } from '../template-policy';

@@ -2,9 +2,9 @@
  * Wiring of the SandboxTemplate controller: templates and NetworkPolicies in, one key per template.
  */
 import { SandboxAnnotations, SandboxLabels } from '#api/labels';
+import { podNamespace } from '../../runtime/connection';
 import type { ControllerContext, RunnableController } from '../../runtime/context';
 import { Controller } from '../../runtime/controller';
-import { podNamespace } from '../../runtime/kubeconfig';
 import { extensionInformers, POLICIES_BY_TEMPLATE_HASH_INDEX } from '../extension-informers';
 import { routerLocation, templateKeysOfPolicy } from '../template-policy';
 import { TemplateReconciler } from './reconcile';
