@@ -11,7 +11,9 @@
  * - warm claim → first command result through the router (`POST /execute` of `echo ok` to the router
  *   Pod's address on the bridge, with an agent's token), one claim at a time from a full pool;
  * - overflow: `--overflow N` (6) claims on that pool of 3, the last N - 3 `--overflow-gap-ms` (300)
- *   after the first 3, each create → Ready and whether its Sandbox was a warm member or started cold.
+ *   after the first 3, each create → Ready and whether its Sandbox was a warm member or started cold;
+ * - idle members' memory: each Ready member's Pod of the runc pool and of a gVisor pool of 3, after
+ *   10 s idle, from its cgroup's memory.stat (anonymous memory, and page cache apart).
  * Then the same warm measurement on the KWOK control plane with the pod runner
  * (tools/shared/local-system.ts: the same operator and router as local processes, the runtime as a
  * local process on a loopback address). Each claim is timed from its create request until the
@@ -27,6 +29,7 @@ import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
 import { SandboxWarmPool } from '../src/warm-pool';
 import { ApiClient, connectionFromKubeconfig } from '../tools/control-plane/api';
 import { sleep } from '../tools/control-plane/processes';
+import { podMemory } from '../tools/control-plane/real-node';
 import { NAMESPACE, startLocalSystem } from '../tools/shared/local-system';
 import { agentServiceAccount } from '../tools/shared/real-pool';
 import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/shared/real-system';
@@ -151,6 +154,23 @@ async function poolReady(api: ApiClient, ns: string, name: string, replicas: num
     if (performance.now() - started > 300_000) throw new Error(`pool ${name}: ${ready} of ${replicas} members Ready after 300 s`);
     await sleep(50);
   }
+}
+
+/** The Pod memory (cgroup) of each Ready, unclaimed member of pool `name`. */
+async function memberMemory(api: ApiClient, ns: string, name: string): Promise<{ rssMiB: number[]; cacheMiB: number[] }> {
+  const sandboxes = ((await api.request('GET', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`)).body as any).items as any[];
+  const pods = ((await api.request('GET', `/api/v1/namespaces/${ns}/pods`)).body as any).items as any[];
+  const out = { rssMiB: [] as number[], cacheMiB: [] as number[] };
+  for (const sandbox of sandboxes) {
+    const controller = sandbox.metadata.ownerReferences?.find((r: any) => r.controller);
+    if (controller?.kind !== 'SandboxWarmPool' || controller.name !== name || !isReady(sandbox)) continue;
+    const pod = pods.find((p) => p.metadata.ownerReferences?.some((r: any) => r.uid === sandbox.metadata.uid));
+    const memory = pod ? podMemory(pod.metadata.uid) : undefined;
+    if (!memory) throw new Error(`no cgroup on this node for the Pod of ${sandbox.metadata.name}`);
+    out.rssMiB.push(memory.rssBytes / 2 ** 20);
+    out.cacheMiB.push(memory.cacheBytes / 2 ** 20);
+  }
+  return out;
 }
 
 /**
@@ -287,6 +307,16 @@ async function main(): Promise<void> {
       // The claims beyond the pool: the ones the rule is about (the first wave takes Ready members).
       result.realOverflowReadyMs = stats(overflowRun.filter((r) => r.wave === 2).map((r) => r.readyMs));
     }
+    log('idle members\' memory: the runc pool of 3 and a gVisor pool scaled to 3, after 10 s idle');
+    await api.call('PATCH', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/cold-gvisor`, { spec: { replicas: 3 } });
+    await poolReady(api, ns, 'warm', 3);
+    await poolReady(api, ns, 'cold-gvisor', 3);
+    await sleep(10_000);
+    for (const [key, poolName] of [['idleRunc', 'warm'], ['idleGvisor', 'cold-gvisor']] as const) {
+      const memory = await memberMemory(api, ns, poolName);
+      result[`${key}RssMiB`] = stats(memory.rssMiB);
+      result[`${key}CacheMiB`] = stats(memory.cacheMiB);
+    }
   } finally {
     await stopReal();
   }
@@ -330,6 +360,15 @@ async function main(): Promise<void> {
     row('warm claim → Ready, KWOK + pod runner', result.kwokWarmReadyMs),
     row('warm claim → first result via router, KWOK + pod runner', result.kwokWarmFirstResultMs),
     '',
+    ...(result.idleRuncRssMiB ? [
+      '| an idle member\'s Pod (MiB, its cgroup) | n | p50 | p90 | max |',
+      '|---|---|---|---|---|',
+      row('runc: anonymous memory (total_rss)', result.idleRuncRssMiB),
+      row('runc: page cache (total_cache: node and the bundle copied into the emptyDir, logs)', result.idleRuncCacheMiB),
+      row('gVisor: anonymous memory (total_rss, the sandbox\'s kernel included)', result.idleGvisorRssMiB),
+      row('gVisor: page cache (total_cache)', result.idleGvisorCacheMiB),
+      '',
+    ] : []),
     `gVisor / runc cold p50: ${ratios.gvisorOverRuncColdP50}×; runtime injection at Pod start (runc, p50): ${ratios.injectionCostColdP50Ms} ms; `
       + `real / KWOK warm first result p50: ${ratios.realOverKwokWarmFirstResultP50}×`,
     '',

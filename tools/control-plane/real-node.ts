@@ -412,6 +412,30 @@ function podCgroupDirs(): string[] {
     .map((h) => path.join(h, POD_CGROUP_ROOT));
 }
 
+/** A Pod's memory on the real node, from its cgroup v1 memory.stat (the kubelet's cgroupfs layout). */
+export interface PodMemory {
+  /** Anonymous memory (heaps, stacks) of every process in the Pod: total_rss. */
+  readonly rssBytes: number;
+  /** Page cache charged to the Pod (files it wrote or read, the emptyDir's included): total_cache. */
+  readonly cacheBytes: number;
+}
+
+/**
+ * The memory of the Pod with UID `uid`: `memory.stat` of `<cgroupRoot>/kubepods[/<qos class>]/pod<uid>`
+ * in the memory hierarchy; undefined when no such cgroup exists (not on this node, or gone).
+ */
+export function podMemory(uid: string): PodMemory | undefined {
+  const kubepods = path.join('/sys/fs/cgroup/memory', POD_CGROUP_ROOT, 'kubepods');
+  const dir = [path.join(kubepods, `pod${uid}`), ...['burstable', 'besteffort'].map((qos) => path.join(kubepods, qos, `pod${uid}`))]
+    .find((d) => fs.existsSync(path.join(d, 'memory.stat')));
+  if (!dir) return undefined;
+  const stat = new Map(fs.readFileSync(path.join(dir, 'memory.stat'), 'utf8').trim().split('\n').map((line) => {
+    const [key, value] = line.split(' ');
+    return [key, Number(value)] as const;
+  }));
+  return { rssBytes: stat.get('total_rss') ?? 0, cacheBytes: stat.get('total_cache') ?? 0 };
+}
+
 function makePodCgroupRoot(): void {
   for (const dir of podCgroupDirs()) fs.mkdirSync(dir, { recursive: true });
 }
