@@ -67,14 +67,16 @@ test('the entry point loads no dependency: each command is imported when it runs
   expect(has(entry, 'operator/src/main.ts')).toBe(true);
 });
 
-test('the runtime in a sandbox loads neither the Kubernetes client nor the controllers, the router or the YAML parser', () => {
+test('the runtime in a sandbox loads neither the Kubernetes client nor the controllers, the router, the YAML parser, nor gRPC until --grpc-port', () => {
   const runtime = command('runtime');
   for (const absent of ['node_modules/@kubernetes/client-node/', 'operator/src/controllers/', 'operator/src/router/', 'node_modules/undici/',
-    'node_modules/yaml/', 'node_modules/prom-client/']) {
+    'node_modules/yaml/', 'node_modules/prom-client/', 'node_modules/@grpc/grpc-js/', 'operator/src/sandboxd/process-service.ts']) {
     expect([absent, has(runtime, absent)]).toEqual([absent, false]);
   }
-  expect(has(runtime, 'operator/src/sandboxd/')).toBe(true);
-  expect(has(runtime, 'node_modules/@grpc/grpc-js/')).toBe(true);
+  expect(has(runtime, 'operator/src/sandboxd/server.ts')).toBe(true);
+  // The gRPC service and grpc-js: a chunk the runtime's server imports when it starts gRPC.
+  const grpc = loadedInputs(outputOf('operator/src/sandboxd/process-service.ts'));
+  expect([...grpc].some((i) => i.startsWith('node_modules/@grpc/grpc-js/'))).toBe(true);
 });
 
 test('the router and the controller load client-node and the YAML parser only to read a kubeconfig, and not each other', () => {

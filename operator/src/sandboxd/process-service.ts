@@ -27,8 +27,8 @@ import { Capture, type CommandSlots, type ProcessGroups } from './exec';
 import { confine } from './paths';
 import { ptyArgv, ptyChildPid, resizePty } from './pty';
 import {
-  type ExecuteRequest, type ExecuteResponse, type Empty, type ProcessConfig, type ResizeTtyRequest, type SendSignalRequest, Signal,
-  type StartRequest, type StartResponse, type WriteStdinRequest,
+  type ExecuteRequest, type ExecuteResponse, type Empty, PROCESS_SERVICE_DEFINITION, type ProcessConfig, type ResizeTtyRequest,
+  type SendSignalRequest, Signal, type StartRequest, type StartResponse, type WriteStdinRequest,
 } from '../../../sdk/src/process-proto';
 
 export interface ProcessServiceOptions {
@@ -355,4 +355,14 @@ function exited(child: ChildProcess, drainMs: number): Promise<number> {
       resolve(code ?? -1);
     });
   });
+}
+
+/** Serves `service` as plaintext gRPC on `address` (`host:port`, port 0 for any); resolves with the server and its bound port. */
+export async function serveProcessService(service: ProcessService, address: string): Promise<{ server: grpc.Server; port: number }> {
+  const server = new grpc.Server();
+  server.addService(PROCESS_SERVICE_DEFINITION, service.implementation());
+  const port = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
+  });
+  return { server, port };
 }

@@ -30,7 +30,7 @@ import { AddressInfo } from 'node:net';
 import * as path from 'node:path';
 import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import { CommandCgroups } from './cgroup';
 import { parseCommandRequest } from './command-request';
 import {
@@ -43,8 +43,6 @@ import { MultipartError, PartSink, isMultipart, readFilePart } from './multipart
 import { confine, confineEntry, decodePathParam } from './paths';
 import { DEFAULT_PING_MS, ProcessApi, RETRY_AFTER_SECONDS, acceptsNdjson } from './process-api';
 import { DEFAULT_MAX_BACKGROUND_PROCESSES, DEFAULT_RETENTION, ProcessRegistry, RetentionLimits } from './process-registry';
-import { ProcessService } from './process-service';
-import { PROCESS_SERVICE_DEFINITION } from '../../../sdk/src/process-proto';
 
 type FileHandle = fsp.FileHandle;
 
@@ -150,7 +148,12 @@ export class SandboxdServer {
     return server.address() as AddressInfo;
   }
 
+  /**
+   * The gRPC service (and grpc-js, the largest part of the runtime's code) is imported here: a
+   * runtime without `--grpc-port`, the default, never evaluates it.
+   */
   private async startGrpc(port: number): Promise<void> {
+    const { ProcessService, serveProcessService } = await import('./process-service');
     const service = new ProcessService({
       root: this.root,
       streamChunkSize: this.options.streamChunkSize ?? 4096,
@@ -161,13 +164,10 @@ export class SandboxdServer {
       cgroups: this.cgroups,
       authorized: (authorization) => this.bearerMatches(authorization),
     });
-    const server = new grpc.Server();
-    server.addService(PROCESS_SERVICE_DEFINITION, service.implementation());
     const host = this.options.listenAddress.includes(':') ? `[${this.options.listenAddress}]` : this.options.listenAddress;
-    this.grpcPort = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err, bound) => (err ? reject(err) : resolve(bound)));
-    });
-    this.grpcServer = server;
+    const served = await serveProcessService(service, `${host}:${port}`);
+    this.grpcPort = served.port;
+    this.grpcServer = served.server;
   }
 
   /** The gRPC ProcessService's port, when it listens. */
