@@ -81,8 +81,9 @@ export function notReadySinceMs(sandbox: Sandbox): number {
  *   (written by the API server's clock, read on this process's wall clock) and, with
  *   `observedNotReady`, also for that long as this process watched it. Timestamps alone would turn
  *   a wall clock ahead of the API server's (a step, skew) into members stuck at birth, and the pool
- *   would replace every new member as soon as it is made, in a loop; the cost is that after a
- *   restart a member already stuck is replaced one grace period later.
+ *   would replace every new member as soon as it is made, in a loop; a timestamp ahead of the wall
+ *   clock counts for nothing. The cost: after a restart or a change of leader, a member already
+ *   stuck is replaced one grace period later.
  */
 export function classifyMembers(
   pool: SandboxWarmPool,
@@ -139,8 +140,12 @@ export function classifyMembers(
 
     if (!isReady(sandbox)) {
       // When the grace ends, on the wall clock: by the timestamps, and by this process's own watch.
-      const observed = observedNotReady ? observedNotReady(sandbox) ?? 0 : Infinity;
-      const graceEndsAt = Math.max(notReadySinceMs(sandbox) + flags.readinessGraceMs, now + flags.readinessGraceMs - observed);
+      // A timestamp ahead of this clock (its writer's clock ahead, or this one stepped back) says
+      // nothing, and the watch alone decides.
+      const since = notReadySinceMs(sandbox);
+      const byTimestamps = since + flags.readinessGraceMs;
+      const byWatch = observedNotReady ? now + flags.readinessGraceMs - (observedNotReady(sandbox) ?? 0) : undefined;
+      const graceEndsAt = byWatch === undefined ? byTimestamps : since > now ? byWatch : Math.max(byTimestamps, byWatch);
       if (now < graceEndsAt) {
         nextStuckCheckAtMs = Math.min(nextStuckCheckAtMs ?? graceEndsAt, graceEndsAt);
       } else if (isUnschedulable(sandbox)) {

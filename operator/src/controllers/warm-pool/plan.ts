@@ -78,7 +78,14 @@ export interface PoolPlanInput {
   readonly newestClaimMs?: number;
   readonly state: PoolState;
   readonly flags: PoolFlags;
+  /** The wall clock: what object timestamps are compared with and conditions are written with. */
   readonly now: number;
+  /**
+   * The clock of the pool's own intervals, kept in `state` (the replenish and claims-first holds,
+   * the refill bucket, the status window): monotonic in the process, so a wall-clock step neither
+   * ends them nor stretches them by the step. @default now
+   */
+  readonly elapsed?: number;
 }
 
 export interface PoolPlan {
@@ -147,6 +154,7 @@ export function templateReadyCondition(gate: TemplateGate, observedGeneration: n
  */
 export function planPool(input: PoolPlanInput): PoolPlan {
   const { pool, members, flags, now } = input;
+  const at = input.elapsed ?? now;
   // A pool with scaleToZeroAfterSeconds keeps no members while idle; spec.replicas stays as set.
   const idleness = scaleToZero({ pool, now, ...(input.newestClaimMs !== undefined ? { newestClaimMs: input.newestClaimMs } : {}) });
   const desired = idleness?.desired ?? desiredReplicas(pool);
@@ -173,23 +181,23 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   // Creates: none while the template is missing, its NetworkPolicy is not in the cache, or its
   // Pods would pass for the router (fail closed: a member made now would run unisolated).
   const deficit = input.template && input.gate.ok ? Math.max(0, desired - active - goingAway - input.pendingCreates) : 0;
-  const hold = replenishHold(input.state.hold, active, desired, flags.replenishDelayMs, now);
+  const hold = replenishHold(input.state.hold, active, desired, flags.replenishDelayMs, at);
   const claimsFirst = claimsFirstHold({
     sinceMs: input.state.claimsFirstSinceMs,
     claimsWaiting: input.claimsWaiting ?? 0,
     readyMembers: members.ready.length,
     maxDeferMs: flags.claimsFirstMaxDeferMs,
-    now,
+    now: at,
   });
   const holding = hold.holding || (claimsFirst.holding && deficit > 0);
   let creates = holding ? 0 : Math.min(deficit, flags.maxBatchSize);
-  if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - now);
+  if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - at);
   // The pool is also woken when a member is taken (its Sandbox's event), when a claim arrives and
   // when no claim waits any more (ClaimPressure's calm): controller.ts.
-  if (claimsFirst.holding && deficit > 0 && claimsFirst.untilMs !== undefined) requeues.push(claimsFirst.untilMs - now);
-  const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, now);
+  if (claimsFirst.holding && deficit > 0 && claimsFirst.untilMs !== undefined) requeues.push(claimsFirst.untilMs - at);
+  const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, at);
   creates = grant.granted;
-  if (grant.nextTokenAtMs !== undefined) requeues.push(grant.nextTokenAtMs - now);
+  if (grant.nextTokenAtMs !== undefined) requeues.push(grant.nextTokenAtMs - at);
   if (!holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
 
   // Status.
@@ -216,8 +224,8 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   // Replica counts alone change with every claim, refill and Ready member: written at once, a busy
   // pool's status is rewritten about three times per claim. Such a change waits for the window
   // after the previous write and goes out as one (`--sandbox-warm-pool-status-window`).
-  const coalesced = countsChanged && !meaningChanged && lastWriteMs !== undefined && now - lastWriteMs < flags.statusWindowMs;
-  if (coalesced) requeues.push(lastWriteMs + flags.statusWindowMs - now);
+  const coalesced = countsChanged && !meaningChanged && lastWriteMs !== undefined && at - lastWriteMs < flags.statusWindowMs;
+  if (coalesced) requeues.push(lastWriteMs + flags.statusWindowMs - at);
   const statusChanged = (countsChanged || meaningChanged) && !coalesced;
 
   const events: PoolEvent[] = [];
@@ -267,7 +275,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
       ...(grant.bucket ? { bucket: grant.bucket } : {}),
       notProgressing: held > 0,
       ...(claimsFirst.sinceMs !== undefined ? { claimsFirstSinceMs: claimsFirst.sinceMs } : {}),
-      ...(statusChanged ? { statusWrittenAtMs: now } : lastWriteMs !== undefined ? { statusWrittenAtMs: lastWriteMs } : {}),
+      ...(statusChanged ? { statusWrittenAtMs: at } : lastWriteMs !== undefined ? { statusWrittenAtMs: lastWriteMs } : {}),
     },
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
     heldForClaims: claimsFirst.holding && deficit > 0,

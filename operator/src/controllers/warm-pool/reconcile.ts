@@ -153,6 +153,7 @@ export class WarmPoolReconciler implements Reconciler {
       state: memory.state,
       flags,
       now,
+      elapsed: at,
     });
     memory.state = plan.state;
     if (plan.heldForClaims) this.heldForClaims.add(key);

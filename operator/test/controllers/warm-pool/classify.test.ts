@@ -93,6 +93,10 @@ describe('classifyMembers', () => {
     // The timestamps still bound it: watched long, but born a moment ago, is not stuck.
     const young = member({ conditions: [], age: 1000 });
     expect(classifyMembers(pool(), TEMPLATE, [young], NOW, FLAGS, new Set(), watched(10 * GRACE)).nextStuckCheckAtMs).toBe(NOW - 1000 + GRACE);
+    // A Ready transition stamped an hour ahead (the clock stepped back since): the watch alone decides.
+    const ahead = member({ conditions: [notReady(iso(NOW + 3_600_000))], age: 3_600_000 });
+    expect(groupsOf(classifyMembers(pool(), TEMPLATE, [ahead], NOW, FLAGS, new Set(), watched(GRACE)), ahead)).toEqual(['stuck']);
+    expect(classifyMembers(pool(), TEMPLATE, [ahead], NOW, FLAGS, new Set(), watched(0)).nextStuckCheckAtMs).toBe(NOW + GRACE);
     // The negative control: by the timestamps alone (no watch given), the skewed member is stuck at once.
     expect(groupsOf(classifyMembers(pool(), TEMPLATE, [skewed], NOW, FLAGS), skewed)).toEqual(['stuck']);
   });

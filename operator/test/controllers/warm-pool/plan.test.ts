@@ -16,6 +16,7 @@ interface Setup {
   readonly state?: PoolState;
   readonly flags?: PoolFlags;
   readonly now?: number;
+  readonly elapsed?: number;
   readonly gate?: TemplateGate;
 }
 
@@ -33,6 +34,7 @@ function plan(s: Setup): PoolPlan {
     state: s.state ?? INITIAL_POOL_STATE,
     flags,
     now,
+    ...(s.elapsed !== undefined ? { elapsed: s.elapsed } : {}),
   };
   return planPool(input);
 }
@@ -107,6 +109,23 @@ describe('planPool', () => {
       expect(later.statusChanged).toBe(true);
       expect(later.status.readyReplicas).toBe(2);
       expect(later.state.statusWrittenAtMs).toBe(NOW + FLAGS.statusWindowMs);
+    });
+
+    test('the window runs on the elapsed clock: a wall clock stepped an hour back holds the counts no hour', () => {
+      const HOUR = 3_600_000;
+      const first = plan({ sandboxes: readyMembers(3), now: NOW, elapsed: 5_000 });
+      expect(first.state.statusWrittenAtMs).toBe(5_000);
+      const fewer = readyMembers(2);
+      const back = plan({
+        pool: { ...pool(), status: first.status }, sandboxes: fewer, state: first.state, now: NOW - HOUR, elapsed: 5_000 + FLAGS.statusWindowMs,
+      });
+      expect(back.statusChanged).toBe(true);
+      expect(back.status.readyReplicas).toBe(2);
+      // The negative control: on the wall clock the step back holds them for the hour.
+      const wall = written(readyMembers(3), NOW);
+      const held = plan({ pool: { ...pool(), status: wall.status }, sandboxes: fewer, state: wall.state, now: NOW - HOUR });
+      expect(held.statusChanged).toBe(false);
+      expect(held.requeueAfterMs).toBe(HOUR + FLAGS.statusWindowMs);
     });
 
     test('a condition change is written at once, counts or not', () => {
