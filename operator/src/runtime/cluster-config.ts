@@ -35,7 +35,10 @@ let kubeConfigModule: Promise<KubeConfigModule> | undefined;
  * on its service account never loads them (the bundle keeps them in chunks of their own).
  */
 function kubeConfigClasses(): Promise<KubeConfigModule> {
-  kubeConfigModule ??= import('@kubernetes/client-node/dist/config.js');
+  kubeConfigModule ??= import('@kubernetes/client-node/dist/config.js').catch((err: Error) => {
+    kubeConfigModule = undefined;
+    throw new ConfigError(`cannot load the kubeconfig reader (is the bundle's chunks/ folder complete?): ${err.message}`);
+  });
   return kubeConfigModule;
 }
 

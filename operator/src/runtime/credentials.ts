@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import { Clock, SYSTEM_CLOCK } from './clock';
+import { Clock, MONOTONIC_CLOCK, SYSTEM_CLOCK } from './clock';
 
 /** The authentication of one request: headers and, for certificate users, the TLS client key pair. */
 export interface RequestAuth {
@@ -56,7 +56,10 @@ export interface RefreshingCredentialsOptions {
    * failing requests (a token file being rotated). Called with the error. @default fail the request
    */
   readonly onRefreshError?: (err: Error) => void;
+  /** The wall clock, which `Obtained.expiresAt` is read on. @default SYSTEM_CLOCK */
   readonly clock?: Clock;
+  /** The clock the cache's lifetime runs on. @default clock when given, else MONOTONIC_CLOCK */
+  readonly intervalClock?: Clock;
 }
 
 /**
@@ -64,17 +67,20 @@ export interface RefreshingCredentialsOptions {
  * with a 401. Concurrent requests share one refresh: an exec plugin runs once, not once per request.
  */
 export class RefreshingCredentials implements Credentials {
+  /** `validUntil` on the interval clock: an expiry (a wall-clock time) is turned into how long is left when obtained. */
   private cached?: { auth: RequestAuth; validUntil: number };
   private pending?: Promise<RequestAuth>;
   private readonly clock: Clock;
+  private readonly elapsed: Clock;
 
   public constructor(private readonly obtain: () => Promise<Obtained>, private readonly options: RefreshingCredentialsOptions = {}) {
     this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.elapsed = options.intervalClock ?? options.clock ?? MONOTONIC_CLOCK;
   }
 
   public current(): Promise<RequestAuth> {
     const cached = this.cached;
-    if (cached && this.clock.now() < cached.validUntil) return Promise.resolve(cached.auth);
+    if (cached && this.elapsed.now() < cached.validUntil) return Promise.resolve(cached.auth);
     this.pending ??= this.refresh().finally(() => {
       this.pending = undefined;
     });
@@ -95,10 +101,11 @@ export class RefreshingCredentials implements Credentials {
       const err = e as Error;
       if (!this.cached || !this.options.onRefreshError) throw err;
       this.options.onRefreshError(err);
-      this.cached.validUntil = this.clock.now() + maxAge;
+      this.cached.validUntil = this.elapsed.now() + maxAge;
       return this.cached.auth;
     }
-    this.cached = { auth: obtained.auth, validUntil: Math.min(obtained.expiresAt ?? Infinity, this.clock.now() + maxAge) };
+    const left = Math.min((obtained.expiresAt ?? Infinity) - this.clock.now(), maxAge);
+    this.cached = { auth: obtained.auth, validUntil: this.elapsed.now() + left };
     return obtained.auth;
   }
 }
@@ -111,7 +118,7 @@ export const TOKEN_FILE_RELOAD_MS = 60_000;
  * re-read every minute; a failed re-read keeps the last token.
  */
 export function tokenFileCredentials(file: string, onRereadError: (err: Error) => void, clock?: Clock,
-  base: RequestAuth = { headers: {} }): RefreshingCredentials {
+  base: RequestAuth = { headers: {} }, intervalClock?: Clock): RefreshingCredentials {
   return new RefreshingCredentials(async () => {
     let token: string;
     try {
@@ -120,7 +127,7 @@ export function tokenFileCredentials(file: string, onRereadError: (err: Error) =
       throw new Error(`cannot read the bearer token file ${file}: ${(err as Error).message}`);
     }
     return { auth: { ...base, headers: { ...base.headers, authorization: `Bearer ${token}` } } };
-  }, { maxAgeMs: TOKEN_FILE_RELOAD_MS, onRefreshError: onRereadError, clock });
+  }, { maxAgeMs: TOKEN_FILE_RELOAD_MS, onRefreshError: onRereadError, clock, intervalClock });
 }
 
 /** `users[].user.exec` of a kubeconfig (client.authentication.k8s.io ExecConfig), as written there. */

@@ -63,7 +63,10 @@ export interface KubeClientOptions {
   readonly eventSource?: { readonly controller: string; readonly instance: string };
   readonly metrics?: ClientMetrics;
   readonly log?: Logger;
+  /** The wall clock: Event timestamps and names, credential expiry. @default SYSTEM_CLOCK */
   readonly clock?: Clock;
+  /** The clock of durations: latencies, waits, credential re-reads. @default clock when given, else MONOTONIC_CLOCK */
+  readonly intervalClock?: Clock;
 }
 
 export interface RawRequestOptions {
@@ -111,6 +114,7 @@ export class HttpKubeClient implements KubeClient {
   private readonly requestTimeoutMs: number;
   private readonly log: Logger;
   private readonly clock: Clock;
+  private readonly elapsed: Clock;
   private readonly metrics: ClientMetrics;
   private readonly credentials: Credentials;
   private pendingEvents = 0;
@@ -120,15 +124,16 @@ export class HttpKubeClient implements KubeClient {
     const c = options.connection;
     this.base = new URL(c.server);
     this.clock = options.clock ?? SYSTEM_CLOCK;
+    this.elapsed = options.intervalClock ?? options.clock ?? MONOTONIC_CLOCK;
     this.log = options.log ?? SILENT_LOGGER;
     this.metrics = options.metrics ?? {};
     this.requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
     const qps = options.qps ?? -1;
-    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), options.clock ?? MONOTONIC_CLOCK);
+    if (qps > 0) this.bucket = new TokenBucket(qps, Math.max(1, options.burst ?? 10), this.elapsed);
     const maxInFlight = options.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
     if (maxInFlight > 0) this.gate = new PriorityGate(maxInFlight);
     const maxSockets = Math.max(4, options.maxSockets ?? 32);
-    this.credentials = c.credentials ?? staticCredentials(c, this.log, this.clock);
+    this.credentials = c.credentials ?? staticCredentials(c, this.log, options.clock, options.intervalClock);
     // The client key pair travels with each request (it may change: exec plugins can return one);
     // node's agents keep a separate socket pool per key pair.
     const tls: https.AgentOptions = { ca: c.ca, servername: c.tlsServerName, rejectUnauthorized: !c.insecureSkipTlsVerify };
@@ -266,10 +271,10 @@ export class HttpKubeClient implements KubeClient {
 
   /** send(), telling the gate how long a write took at the server (its background cap follows that). */
   private async sendSampled(req: Request): Promise<Response> {
-    const started = this.clock.now();
+    const started = this.elapsed.now();
     const response = await this.send(req);
     if (WRITES.has(req.method) && response.status < 500 && response.status !== 429) {
-      this.gate!.sample(this.clock.now() - started, this.clock.now());
+      this.gate!.sample(this.elapsed.now() - started, this.elapsed.now());
       this.metrics.backgroundLimit?.(this.gate!.backgroundCap.current);
     }
     return response;
@@ -289,18 +294,18 @@ export class HttpKubeClient implements KubeClient {
       // Wait out a credentials refresh (an exec plugin's run) before taking an in-flight slot, so
       // it holds none and does not count as request or write latency; send() reads them again, current then.
       if (this.gate) await this.credentials.current();
-      const started = this.clock.now();
+      const started = this.elapsed.now();
       let response: Response;
       try {
         response = this.gate ? await this.gate.run(req.priority ?? 'normal', () => this.sendSampled(req)) : await this.send(req);
       } catch (e) {
-        this.metrics.request?.(req.verb, '<error>', this.clock.now() - started, req.path);
+        this.metrics.request?.(req.verb, '<error>', this.elapsed.now() - started, req.path);
         // A keep-alive socket the server closed as we reused it: the request never arrived.
         if ((e as StaleSocketError).staleSocket && attempt === 0 && IDEMPOTENT.has(req.method)) continue;
         throw e;
       }
       const { status, text, retryAfter } = response;
-      this.metrics.request?.(req.verb, String(status), this.clock.now() - started, req.path);
+      this.metrics.request?.(req.verb, String(status), this.elapsed.now() - started, req.path);
       // 401: the credentials expired or were revoked, and the request was not processed. Once per
       // request, credentials that can change are obtained again (an exec plugin re-run) and it is retried.
       if (status === 401 && !retriedUnauthorized && this.credentials.rejected(response.auth)) {
@@ -312,7 +317,7 @@ export class HttpKubeClient implements KubeClient {
       if (status === 429 && retryThrottled && attempt < MAX_429_RETRIES) {
         const error = apiErrorFrom(status, text, `${req.method} ${req.path}`);
         const seconds = Number(retryAfter ?? (error.body as any)?.details?.retryAfterSeconds ?? 1);
-        await sleep(this.clock, Math.min(10, Number.isFinite(seconds) ? Math.max(0, seconds) : 1) * 1000);
+        await sleep(this.elapsed, Math.min(10, Number.isFinite(seconds) ? Math.max(0, seconds) : 1) * 1000);
         continue;
       }
       return { status, text };
@@ -352,7 +357,7 @@ export class HttpKubeClient implements KubeClient {
     if (signal.aborted) return;
     const auth = await this.credentials.current();
     if (signal.aborted) return;
-    const started = this.clock.now();
+    const started = this.elapsed.now();
     return new Promise<void>((resolve, reject) => {
       let settled = false;
       const finish = (err?: Error) => {
@@ -368,7 +373,7 @@ export class HttpKubeClient implements KubeClient {
       const options = { method: 'GET', headers: { ...this.headers(auth), accept: 'application/json' }, agent: this.watchAgent, cert: auth.cert, key: auth.key };
       const r = this.transport.request(serverUrl(this.base, path), options, (res) => {
         const status = res.statusCode ?? 0;
-        this.metrics.request?.('WATCH', String(status), this.clock.now() - started, path);
+        this.metrics.request?.('WATCH', String(status), this.elapsed.now() - started, path);
         if (status < 200 || status >= 300) {
           // The caller (an informer) retries; by then newer credentials are in place.
           if (status === 401) this.credentials.rejected(auth);
@@ -420,7 +425,7 @@ export class HttpKubeClient implements KubeClient {
     const wait = this.bucket.reserve();
     if (wait > 0) {
       this.metrics.throttled?.(wait);
-      await sleep(this.clock, wait);
+      await sleep(this.elapsed, wait);
     }
   }
 }
@@ -438,9 +443,10 @@ interface Response {
 }
 
 /** The connection's fixed token, token file or client certificate, when it has no Credentials of its own. */
-function staticCredentials(c: ClusterConnection, log: Logger, clock: Clock): Credentials {
+function staticCredentials(c: ClusterConnection, log: Logger, clock?: Clock, intervalClock?: Clock): Credentials {
   if (c.tokenFile) {
-    return tokenFileCredentials(c.tokenFile, (err) => log.warn({ err, file: c.tokenFile }, 'could not re-read the token file; using the previous token'), clock);
+    return tokenFileCredentials(c.tokenFile, (err) => log.warn({ err, file: c.tokenFile }, 'could not re-read the token file; using the previous token'), clock,
+      undefined, intervalClock);
   }
   return new StaticCredentials({ headers: c.token ? { authorization: `Bearer ${c.token}` } : {}, cert: c.cert, key: c.key });
 }
