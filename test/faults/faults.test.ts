@@ -292,7 +292,13 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
       const claims = (await w.snapshot()).claims.map((c) => c.metadata.name);
       return expiring.every((n) => !claims.includes(n));
     };
-    const created = async () => (await running.metrics()).sum('agent_sandbox_warmpool_sandboxes_created_total');
+    const CREATED = 'agent_sandbox_warmpool_sandboxes_created_total';
+    const created = async () => {
+      const metrics = await running.metrics();
+      // A renamed metric would read 0 and pass the bound below without testing anything.
+      if (!metrics.has(CREATED)) throw new Error(`the operator exports no ${CREATED}`);
+      return metrics.sum(CREATED);
+    };
     const createdBefore = await created();
     await steps.run('+1 h: expiring claims deleted', async () => {
       await w.createClaims(duringForward, 10);
@@ -307,6 +313,8 @@ test('f) the operator\'s wall clock steps an hour forward and back while claims 
     await sleep(Math.max(0, steppedAt + 15_000 - Date.now()));
     const createdForward = (await created()) - createdBefore;
     expect(createdForward).toBeLessThanOrEqual(duringForward.length + POOL);
+    // And the pool did refill what the claims took meanwhile: it was not just held.
+    expect(createdForward).toBeGreaterThan(0);
 
     // And back (an hour's step backwards): claims keep being served, nothing waits out the hour.
     fs.writeFileSync(offsetFile, '0');

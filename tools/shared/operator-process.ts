@@ -62,7 +62,9 @@ export async function ensureOperatorBundle(log?: (message: string) => void): Pro
     }
   }, 240_000, 'the operator bundle build lock');
   try {
-    const stale = !fs.existsSync(OPERATOR_BUNDLE) || fs.statSync(OPERATOR_BUNDLE).mtimeMs < Math.max(...SOURCES.map(newestMtime));
+    // The entry point imports its chunks (operator/build.mjs): a bundle without them is no bundle.
+    const stale = !fs.existsSync(OPERATOR_BUNDLE) || !fs.existsSync(path.join(path.dirname(OPERATOR_BUNDLE), 'chunks'))
+      || fs.statSync(OPERATOR_BUNDLE).mtimeMs < Math.max(...SOURCES.map(newestMtime));
     if (stale) {
       log?.('building the operator bundle (npx projen operator:build)');
       execFileSync('npx', ['projen', 'operator:build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });

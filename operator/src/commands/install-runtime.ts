@@ -7,7 +7,8 @@
  * a temp file beside its target, made executable and renamed over it, so a reader never sees half
  * a file; the chunks go first and the entry point last, so an entry point never names a chunk not
  * yet there; a target that already matches (size and modification time) is left alone, so a
- * restarted init container does no work; chunks of an earlier version are removed at the end.
+ * restarted init container does no work; chunks of an earlier version are removed at the end (no
+ * process may run from `<dir>` meanwhile: an init container runs before the sandbox container).
  */
 import { randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
