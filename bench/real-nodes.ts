@@ -157,10 +157,10 @@ async function poolReady(api: ApiClient, ns: string, name: string, replicas: num
 }
 
 /** The Pod memory (cgroup) of each Ready, unclaimed member of pool `name`. */
-async function memberMemory(api: ApiClient, ns: string, name: string): Promise<{ rssMiB: number[]; cacheMiB: number[] }> {
+async function memberMemory(api: ApiClient, ns: string, name: string): Promise<{ [K in 'rssMiB' | 'shmemMiB' | 'cacheMiB' | 'workingSetMiB']: number[] }> {
   const sandboxes = ((await api.request('GET', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`)).body as any).items as any[];
   const pods = ((await api.request('GET', `/api/v1/namespaces/${ns}/pods`)).body as any).items as any[];
-  const out = { rssMiB: [] as number[], cacheMiB: [] as number[] };
+  const out = { rssMiB: [] as number[], shmemMiB: [] as number[], cacheMiB: [] as number[], workingSetMiB: [] as number[] };
   for (const sandbox of sandboxes) {
     const controller = sandbox.metadata.ownerReferences?.find((r: any) => r.controller);
     if (controller?.kind !== 'SandboxWarmPool' || controller.name !== name || !isReady(sandbox)) continue;
@@ -168,7 +168,9 @@ async function memberMemory(api: ApiClient, ns: string, name: string): Promise<{
     const memory = pod ? podMemory(pod.metadata.uid) : undefined;
     if (!memory) throw new Error(`no cgroup on this node for the Pod of ${sandbox.metadata.name}`);
     out.rssMiB.push(memory.rssBytes / 2 ** 20);
+    out.shmemMiB.push(memory.shmemBytes / 2 ** 20);
     out.cacheMiB.push(memory.cacheBytes / 2 ** 20);
+    out.workingSetMiB.push(memory.workingSetBytes / 2 ** 20);
   }
   return out;
 }
@@ -315,7 +317,9 @@ async function main(): Promise<void> {
     for (const [key, poolName] of [['idleRunc', 'warm'], ['idleGvisor', 'cold-gvisor']] as const) {
       const memory = await memberMemory(api, ns, poolName);
       result[`${key}RssMiB`] = stats(memory.rssMiB);
+      result[`${key}ShmemMiB`] = stats(memory.shmemMiB);
       result[`${key}CacheMiB`] = stats(memory.cacheMiB);
+      result[`${key}WorkingSetMiB`] = stats(memory.workingSetMiB);
     }
   } finally {
     await stopReal();
@@ -363,10 +367,14 @@ async function main(): Promise<void> {
     ...(result.idleRuncRssMiB ? [
       '| an idle member\'s Pod (MiB, its cgroup) | n | p50 | p90 | max |',
       '|---|---|---|---|---|',
-      row('runc: anonymous memory (total_rss)', result.idleRuncRssMiB),
+      row('runc: anonymous memory (total_rss: the runtime\'s heap)', result.idleRuncRssMiB),
+      row('runc: shared memory (total_shmem)', result.idleRuncShmemMiB),
       row('runc: page cache (total_cache: node and the bundle copied into the emptyDir, logs)', result.idleRuncCacheMiB),
-      row('gVisor: anonymous memory (total_rss, the sandbox\'s kernel included)', result.idleGvisorRssMiB),
-      row('gVisor: page cache (total_cache)', result.idleGvisorCacheMiB),
+      row('runc: working set (usage less inactive file pages, as the kubelet counts it)', result.idleRuncWorkingSetMiB),
+      row('gVisor: anonymous memory (total_rss: the Sentry and Gofer themselves)', result.idleGvisorRssMiB),
+      row('gVisor: shared memory (total_shmem: the sandboxed processes\' memory, in the Sentry\'s memory file)', result.idleGvisorShmemMiB),
+      row('gVisor: page cache (total_cache, total_shmem included)', result.idleGvisorCacheMiB),
+      row('gVisor: working set', result.idleGvisorWorkingSetMiB),
       '',
     ] : []),
     `gVisor / runc cold p50: ${ratios.gvisorOverRuncColdP50}×; runtime injection at Pod start (runc, p50): ${ratios.injectionCostColdP50Ms} ms; `

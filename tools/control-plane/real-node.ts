@@ -416,8 +416,15 @@ function podCgroupDirs(): string[] {
 export interface PodMemory {
   /** Anonymous memory (heaps, stacks) of every process in the Pod: total_rss. */
   readonly rssBytes: number;
-  /** Page cache charged to the Pod (files it wrote or read, the emptyDir's included): total_cache. */
+  /**
+   * Shared memory charged to the Pod, part of its page cache: total_shmem. Under gVisor the
+   * sandboxed processes' memory lives here (the Sentry's memory file), not in total_rss.
+   */
+  readonly shmemBytes: number;
+  /** Page cache charged to the Pod (files it wrote or read, the emptyDir's included; shmem too): total_cache. */
   readonly cacheBytes: number;
+  /** What the kubelet calls the working set: memory.usage_in_bytes less total_inactive_file. */
+  readonly workingSetBytes: number;
 }
 
 /**
@@ -433,7 +440,13 @@ export function podMemory(uid: string): PodMemory | undefined {
     const [key, value] = line.split(' ');
     return [key, Number(value)] as const;
   }));
-  return { rssBytes: stat.get('total_rss') ?? 0, cacheBytes: stat.get('total_cache') ?? 0 };
+  const usage = Number(fs.readFileSync(path.join(dir, 'memory.usage_in_bytes'), 'utf8'));
+  return {
+    rssBytes: stat.get('total_rss') ?? 0,
+    shmemBytes: stat.get('total_shmem') ?? 0,
+    cacheBytes: stat.get('total_cache') ?? 0,
+    workingSetBytes: Math.max(0, usage - (stat.get('total_inactive_file') ?? 0)),
+  };
 }
 
 function makePodCgroupRoot(): void {
