@@ -58,7 +58,8 @@ test('what the build stage copies from the context exists and is not ignored', (
 
 test('the context keeps what `npx projen operator:build` reads, and drops build output', () => {
   // sdk/src/process-proto.ts: the runtime's gRPC codec, one module with the SDK's.
-  for (const needed of ['package.json', 'package-lock.json', '.projen/tasks.json', 'tsconfig.operator.json', 'operator/src/main.ts', 'src/api', 'sdk/src/process-proto.ts']) {
+  for (const needed of ['package.json', 'package-lock.json', '.projen/tasks.json', 'tsconfig.operator.json', 'operator/build.mjs', 'operator/src/main.ts', 'src/api',
+    'sdk/src/process-proto.ts']) {
     expect(fs.existsSync(path.join(root, needed))).toBe(true);
     expect([needed, ignored(needed)]).toEqual([needed, false]);
   }
@@ -69,17 +70,22 @@ test('the build stage runs a projen task that writes the files the runtime stage
   const run = instructions.find((i) => i.stage === 0 && i.op === 'RUN' && i.args.startsWith('npx projen '))!;
   const taskName = run.args.split(/\s+/)[2];
   expect(tasks[taskName]).toBeDefined();
-  const esbuild = tasks[taskName].steps.map((s: any) => s.exec ?? '').find((e: string) => e.startsWith('esbuild '));
-  const outfile = /--outfile=(\S+)/.exec(esbuild)![1];
-  expect(esbuild).toContain('--sourcemap');
+  // The task bundles with operator/build.mjs: the entry point and its chunks/ in operator/dist/, with source maps.
+  const build = tasks[taskName].steps.map((s: any) => s.exec ?? '').find((e: string) => e.startsWith('node ') && e.endsWith('build.mjs'));
+  const script = build.split(/\s+/)[1];
+  const source = fs.readFileSync(path.join(root, script), 'utf8');
+  expect(source).toContain("entryPoints: { 'agent-sandbox-operator':");
+  expect(source).toContain('sourcemap: true');
+  const outdir = /const outdir = path\.resolve\(args\.outdir \?\? path\.join\(here, '([^']+)'\)\)/.exec(source)![1];
+  const distDir = path.posix.join(path.posix.dirname(script), outdir);
   const workdir = instructions.find((i) => i.stage === 0 && i.op === 'WORKDIR')!.args;
   const copy = instructions.find((i) => i.stage === 1 && i.op === 'COPY' && i.args.startsWith('--from='))!;
-  const [from, ...rest] = copy.args.split(/\s+/);
+  const [from, sourceDir, dest] = copy.args.split(/\s+/);
   expect(from).toBe('--from=build');
-  expect(rest.slice(0, -1)).toEqual([path.posix.join(workdir, outfile), path.posix.join(workdir, `${outfile}.map`)]);
-  const dest = rest[rest.length - 1];
+  // The whole folder (a trailing slash: its contents), so the chunks go with the entry point.
+  expect(sourceDir).toBe(`${path.posix.join(workdir, distDir)}/`);
   const entrypoint = JSON.parse(instructions.find((i) => i.op === 'ENTRYPOINT')!.args);
-  expect(entrypoint[entrypoint.length - 1]).toBe(path.posix.join(dest, path.posix.basename(outfile)));
+  expect(entrypoint[entrypoint.length - 1]).toBe(path.posix.join(dest, 'agent-sandbox-operator.mjs'));
 });
 
 test('the version label and build info come from build arguments the release workflow passes', () => {
