@@ -148,8 +148,23 @@ beforeAll(async () => {
   ], FIELD_MANAGER);
   author = new ApiClient(connectionFromKubeconfig(await serviceAccountKubeconfig(kube, admin, ns, 'author', `admission-author-${ns}`)));
   trusted = new ApiClient(connectionFromKubeconfig(await serviceAccountKubeconfig(kube, admin, ns, 'trusted', `admission-trusted-${ns}`)));
-  // The API server loads a new policy asynchronously: wait until it refuses.
-  await waitFor(async () => (await create(author, objectOf('Sandbox', { hostNetwork: true }))).status === 403, 60_000, 'the policy to take effect');
+  // The API server loads each new policy and binding asynchronously: wait until each of the three refuses.
+  await waitFor(async () => (await create(author, objectOf('Sandbox', { hostNetwork: true }))).status === 403, 60_000, 'the pod-hardening policy to take effect');
+  await waitFor(async () => {
+    counter += 1;
+    const probe = {
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'SandboxClaim',
+      metadata: { name: `probe-${counter}` },
+      spec: { warmPoolRef: { name: 'any' }, additionalPodMetadata: { labels: { app: 'sandbox-router' } } },
+    };
+    return (await author.request<any>('POST', `/${TEMPLATES}/namespaces/${ns}/sandboxclaims`, probe)).status === 403;
+  }, 60_000, 'the claim pod-labels policy to take effect');
+  await waitFor(async () => {
+    const o = objectOf('Sandbox', {});
+    o.metadata.ownerReferences = [{ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', name: 'probe', uid: '00000000-0000-4000-8000-000000000000' }];
+    return (await create(author, o)).status === 403;
+  }, 60_000, 'the ownership policy to take effect');
 }, 120_000);
 
 afterAll(async () => {
