@@ -18,7 +18,7 @@ import { KINDS } from '#api/groups';
 import { SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
 import { PositionalHeap, type HeapItem } from './positional-heap';
-import { CandidateRanking, type Candidates, type SelectionContext, type Selection, madeAfter, NO_MEMBER, RECREATE_UNVERIFIABLE } from './select';
+import { CandidateRanking, type Candidates, type SelectionContext, type Selection, type StuckCheck, NO_MEMBER, RECREATE_UNVERIFIABLE } from './select';
 import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox } from '../../model';
 import { staleCheck, type BlueprintFingerprint } from '../../model/blueprint';
 import { keyOf, type Informer } from '../../runtime/types';
@@ -256,7 +256,7 @@ export class WarmCandidateIndex {
   public candidates(poolUpdateStrategy: string | undefined, context: SelectionContext): Candidates {
     return {
       best: (exclude) => this.best(poolUpdateStrategy, context, exclude),
-      oldestPending: (exclude, madeAfterMs) => this.oldestPending(poolUpdateStrategy, context, exclude, madeAfterMs),
+      oldestPending: (exclude, stuck) => this.oldestPending(poolUpdateStrategy, context, exclude, stuck),
     };
   }
 
@@ -284,17 +284,17 @@ export class WarmCandidateIndex {
   }
 
   private oldestPending(poolUpdateStrategy: string | undefined, context: SelectionContext,
-    exclude: ReadonlySet<string> = new Set(), madeAfterMs = -Infinity): Sandbox | undefined {
+    exclude: ReadonlySet<string> = new Set(), stuck?: StuckCheck): Sandbox | undefined {
     const found = this.poolFor(poolUpdateStrategy, context);
     if ('none' in found) return undefined;
-    if ('slow' in found) return found.slow.oldestPending(exclude, madeAfterMs);
+    if ('slow' in found) return found.slow.oldestPending(exclude, stuck);
     const recreate = poolUpdateStrategy === WarmPoolUpdateStrategyType.RECREATE;
     for (const [stale, bucket] of found.pool.pending.entries()) {
       if (recreate && stale) continue;
       let oldest: Member | undefined;
       for (const m of bucket.members) {
         this.counters.visited++;
-        if (exclude.has(m.uid) || !madeAfter(m.created, madeAfterMs)) continue;
+        if (exclude.has(m.uid) || stuck?.(m.sandbox)) continue;
         if (!oldest || found.pool.older(m, oldest)) oldest = m;
       }
       if (oldest) return oldest.sandbox;

@@ -28,7 +28,7 @@ import { SandboxLabels } from '#api/labels';
 import { adoptionPatch, validateAdditionalPodMetadata } from './adopt';
 import { coldSandbox } from './cold';
 import { coldStartNote as coldStartNoteOf } from './cold-note';
-import { ADOPTION_CONFLICT_RETRY_MS, type Candidates, claimPath, fingerprintOf, needsColdStart, type SelectionContext } from './select';
+import { ADOPTION_CONFLICT_RETRY_MS, type Candidates, claimPath, fingerprintOf, needsColdStart, type SelectionContext, type Watched } from './select';
 import { ClaimEvents, claimStatus, type ClaimEvent, type ClaimProblem, type StatusDecision } from './status';
 import {
   controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type MergePatch, refIsKind,
@@ -229,6 +229,9 @@ export interface ClaimState {
   /** Label domains additionalPodMetadata may use; undefined for the default. */
   readonly allowedLabelDomains?: readonly string[];
   readonly now: number;
+  /** How long this process has watched the claim, and each Sandbox (ms, elapsed clock): see claimPath's grace and pendingStuck. */
+  readonly watchedMs?: number;
+  readonly watchedMember?: Watched;
 }
 
 /** Where a pass stands on the claim's Sandbox. */
@@ -371,7 +374,9 @@ function warmStep(
   const excluded = conflicted.size === 0 ? beingClaimed : new Set([...beingClaimed, ...conflicted]);
   const path = claimPath(state.claim, ranking.best(excluded), now, {
     conflicts: conflicted.size,
-    oldestPending: (madeAfterMs) => ranking.oldestPending(excluded, madeAfterMs),
+    oldestPending: (stuck) => ranking.oldestPending(excluded, stuck),
+    watchedMs: state.watchedMs,
+    watchedMember: state.watchedMember,
   });
   if (path.kind === 'cold') return cold();
   if (path.kind === 'wait') {

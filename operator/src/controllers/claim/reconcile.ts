@@ -80,6 +80,13 @@ export class ClaimReconciler implements Reconciler {
   public readonly name = 'sandboxclaim';
   /** When this process first saw each claim: where the controller latency and controller-first-observed-at start. */
   public readonly sightings = new FirstSeen<SandboxClaim>();
+  /**
+   * The same on the elapsed clock, for claims and Sandboxes: how long this process has watched them
+   * (a claim's grace for members without an IP, a member's stuck rule), which a step of the wall
+   * clock does not move.
+   */
+  private readonly watchedClaims = new FirstSeen<SandboxClaim>();
+  private readonly watchedSandboxes = new FirstSeen<Sandbox>();
   /** By Sandbox UID. */
   public readonly claimed = new Expectations<ClaimedSandbox, Sandbox>({
     // A member gone from the cache was deleted (it was there when chosen); a created Sandbox not there yet is still to come.
@@ -113,6 +120,8 @@ export class ClaimReconciler implements Reconciler {
   /** Settle the expectations and note first sightings from the informers' events. */
   public follow(claims: Informer<SandboxClaim>, sandboxes: Informer<Sandbox>): void {
     this.sightings.follow(claims, this.now);
+    this.watchedClaims.follow(claims, this.elapsed);
+    this.watchedSandboxes.follow(sandboxes, this.elapsed);
     this.claimed.follow(sandboxes, (sb) => sb.metadata.uid);
     this.annotated.follow(claims, (claim) => claim.metadata.uid);
   }
@@ -161,9 +170,11 @@ export class ClaimReconciler implements Reconciler {
   /** The claim's state from the caches, with our writes they do not show yet. */
   private observe(key: string, cached: SandboxClaim): ClaimState {
     const now = this.now();
-    const claim = this.written.current(key, cached, this.elapsed());
+    const at = this.elapsed();
+    const claim = this.written.current(key, cached, at);
     const ns = claim.metadata.namespace;
     this.sightings.saw(claim, now);
+    const watchedMs = at - this.watchedClaims.saw(claim, at);
     const pool = this.opts.pools.get(ns, claim.spec.warmPoolRef.name);
     const claimed = this.stillClaimed();
     const pendingSandbox = claimed.find(([, c]) => c.claimUid === claim.metadata.uid)?.[1].sandboxName;
@@ -182,6 +193,8 @@ export class ClaimReconciler implements Reconciler {
       beingClaimed: new Set(claimed.map(([uid]) => uid)),
       allowedLabelDomains: this.opts.allowedLabelDomains,
       now,
+      watchedMs,
+      watchedMember: (sandbox) => at - this.watchedSandboxes.saw(sandbox, at),
     };
   }
 

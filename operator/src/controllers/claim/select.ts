@@ -121,10 +121,6 @@ function spreadPick(tier: readonly Aged[], exclude: ReadonlySet<string>): Sandbo
 
 const NOTHING_EXCLUDED: ReadonlySet<string> = new Set();
 
-/** Whether a member made at `created` (RFC 3339) was made after `afterMs`; an unreadable time counts as old. */
-export function madeAfter(created: string, afterMs: number): boolean {
-  return afterMs === -Infinity || (timeMs(created) ?? -Infinity) > afterMs;
-}
 export const RECREATE_UNVERIFIABLE = 'the pool uses Recreate and its template is unknown, so no member can be verified as current';
 export const NO_MEMBER = 'the pool has no unclaimed member to take';
 
@@ -132,11 +128,34 @@ export const NO_MEMBER = 'the pool has no unclaimed member to take';
 export interface Candidates {
   best(exclude?: ReadonlySet<string>): Selection;
   /**
-   * The oldest member without a Pod IP not excluded and made after `madeAfterMs` (up to date
-   * before stale, never stale under Recreate): the one nearest to Ready when none has an IP. Asked
-   * only once the grace is over.
+   * The oldest member without a Pod IP not excluded and not `stuck` (up to date before stale, never
+   * stale under Recreate): the one nearest to Ready when none has an IP. Asked only once the grace
+   * is over.
    */
-  oldestPending(exclude?: ReadonlySet<string>, madeAfterMs?: number): Sandbox | undefined;
+  oldestPending(exclude?: ReadonlySet<string>, stuck?: StuckCheck): Sandbox | undefined;
+}
+
+/** Whether a member without a Pod IP is stuck: passed over by oldestPending. */
+export type StuckCheck = (member: Sandbox) => boolean;
+
+/** How long this process has watched an object (ms on the elapsed clock), undefined when it has not seen it. */
+export type Watched = (obj: Sandbox) => number | undefined;
+
+/**
+ * A member without a Pod IP is stuck once it was made PENDING_MEMBER_STUCK_MS ago or earlier by its
+ * creation timestamp (the API server's clock, read on this process's wall clock; an unreadable one
+ * counts as old) and, with `watched`, this process has also seen it that long. Timestamps alone
+ * would make every member stuck at birth while the wall clock is ahead of the API server's (a step,
+ * skew), and every claim would start cold. A timestamp ahead of the wall clock says nothing: the
+ * watch alone decides (without one, not stuck).
+ */
+export function pendingStuck(now: number, watched?: Watched): StuckCheck {
+  return (member) => {
+    const created = timeMs(member.metadata.creationTimestamp) ?? -Infinity;
+    const byWatch = watched === undefined ? undefined : (watched(member) ?? 0) >= PENDING_MEMBER_STUCK_MS;
+    if (created > now) return byWatch ?? false;
+    return created <= now - PENDING_MEMBER_STUCK_MS && byWatch !== false;
+  };
 }
 
 /**
@@ -193,17 +212,25 @@ export class CandidateRanking implements Candidates {
     return { kind: 'none', reason: NO_MEMBER };
   }
 
-  public oldestPending(exclude: ReadonlySet<string> = NOTHING_EXCLUDED, madeAfterMs = -Infinity): Sandbox | undefined {
+  public oldestPending(exclude: ReadonlySet<string> = NOTHING_EXCLUDED, stuck?: StuckCheck): Sandbox | undefined {
     for (const members of this.awaitingIp) {
       let oldest: Aged | undefined;
       for (const c of members) {
-        if (exclude.has(c.sandbox.metadata.uid ?? '') || !madeAfter(c.created, madeAfterMs)) continue;
+        if (exclude.has(c.sandbox.metadata.uid ?? '') || stuck?.(c.sandbox)) continue;
         if (!oldest || older(c, oldest)) oldest = c;
       }
       if (oldest) return oldest.sandbox;
     }
     return undefined;
   }
+}
+
+/** What is left of a claim's grace (ms): by its creation timestamp and, with `watchedMs`, by this process's watch; the later end counts. */
+function graceLeft(claim: SandboxClaim, now: number, graceMs: number, watchedMs?: number): number {
+  const created = timeMs(claim.metadata.creationTimestamp) ?? now;
+  if (watchedMs === undefined) return created + graceMs - now;
+  const byWatch = graceMs - watchedMs;
+  return created > now ? byWatch : Math.max(created + graceMs - now, byWatch);
 }
 
 /** How soon a claim whose candidates all conflicted looks again: the cache is about to deliver the newer versions. */
@@ -220,9 +247,17 @@ export interface ClaimPathOptions {
   readonly graceMs?: number;
   /**
    * The member to take when the grace is over and still none has an IP: Candidates.oldestPending,
-   * given the creation time at or before which a member counts as stuck.
+   * given which members count as stuck.
    */
-  readonly oldestPending?: (madeAfterMs: number) => Sandbox | undefined;
+  readonly oldestPending?: (stuck: StuckCheck) => Sandbox | undefined;
+  /**
+   * How long this process has watched the claim (ms on the elapsed clock): its grace is over when
+   * both this and its creation timestamp say so, so a wall clock ahead of the API server's does not
+   * end every grace at once. A creation timestamp ahead of the wall clock says nothing.
+   */
+  readonly watchedMs?: number;
+  /** How long this process has watched each member: see pendingStuck. */
+  readonly watchedMember?: Watched;
   /** Adoption writes that failed with 409 in this pass (those members are excluded from `selection`). */
   readonly conflicts?: number;
 }
@@ -254,9 +289,9 @@ export function claimPath(claim: SandboxClaim, selection: Selection, now: number
     };
   }
   if (selection.kind === 'network-pending') {
-    const remaining = (timeMs(claim.metadata.creationTimestamp) ?? now) + graceMs - now;
+    const remaining = graceLeft(claim, now, graceMs, options.watchedMs);
     if (remaining > 0) return { kind: 'wait', afterMs: Math.min(NETWORK_PENDING_RECHECK_MS, remaining) };
-    const oldest = options.oldestPending?.(now - PENDING_MEMBER_STUCK_MS);
+    const oldest = options.oldestPending?.(pendingStuck(now, options.watchedMember));
     if (oldest) return { kind: 'adopt', sandbox: oldest };
     const stuck = options.oldestPending ? `, and those without one were made ${PENDING_MEMBER_STUCK_MS / 1000}s ago or earlier` : '';
     return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms${stuck}` };

@@ -33,7 +33,7 @@ function caches() {
   };
 }
 
-type SetupOptions = Pick<ClaimReconcilerOptions, 'disableAnnotations' | 'disableEvents' | 'annotationsHeld' | 'eventsHeld'>;
+type SetupOptions = Pick<ClaimReconcilerOptions, 'disableAnnotations' | 'disableEvents' | 'annotationsHeld' | 'eventsHeld' | 'elapsed'>;
 
 function setup(objects: KubeObject[], options: SetupOptions = {}) {
   const clock = { now: NOW };
@@ -189,6 +189,53 @@ describe('ClaimReconciler', () => {
     await Promise.all([reconciler.reconcile(KEY), reconciler.reconcile('team-a/other-claim')]);
     const adoptions = client.writes.filter((w) => w.startsWith('patch sandboxes'));
     expect(adoptions.sort()).toEqual(['patch sandboxes py-pool-a', 'patch sandboxes py-pool-b']);
+  });
+
+  describe('the wall clock stepped an hour from the API server\'s: members without an IP are waited for, then taken, as the process watched them', () => {
+    const HOUR = 3_600_000;
+    // Members made 5 s and 40 s ago by the API server's clock, no Pod IP yet; the claim 0.1 s ago.
+    const pendingMember = (name: string, age: number) => member({ name, age, nodeName: 'n1', conditions: [notReady()] });
+    const start = (wallMs: number) => {
+      const elapsed = { now: 0 };
+      const env = setup([claim({}, { creationTimestamp: iso(NOW - 100) }), pool(), TEMPLATE], { elapsed: () => elapsed.now });
+      env.reconciler.follow(env.stores.claims, env.stores.sandboxes);
+      // The members arrive on the watch while the process runs (noted at elapsed 0).
+      env.client.seed(resourceOf, pendingMember('starting', 5_000), pendingMember('long-pending', 40_000));
+      env.sync('sandboxes');
+      env.clock.now = wallMs;
+      return { ...env, elapsed };
+    };
+
+    test.each([['ahead', NOW + HOUR], ['behind', NOW - HOUR]])('clock %s: the grace runs its 2 s, then the oldest member not stuck is taken', async (_, wall) => {
+      const { client, elapsed, reconciler } = start(wall);
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 500 });
+      elapsed.now = 1_900;
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 100 });
+      expect(client.writes).toEqual([]);
+      // Grace over. 'long-pending' is 40 s old by its timestamp but watched 2 s: not stuck, and the oldest.
+      elapsed.now = 2_000;
+      await reconciler.reconcile(KEY);
+      expect(client.writes[0]).toBe('patch sandboxes long-pending');
+    });
+
+    test('negative control: watched 30 s without an IP, a member old by its timestamp is passed over as stuck', async () => {
+      const { client, elapsed, reconciler } = start(NOW + HOUR);
+      await reconciler.reconcile(KEY);
+      elapsed.now = 30_000;
+      await reconciler.reconcile(KEY);
+      // 'starting' is 5 s old by its timestamp: an hour by the stepped wall clock, watched 30 s, stuck too; so cold.
+      expect(client.writes[0]).toBe('create sandboxes my-claim');
+    });
+
+    test('negative control: with the clocks agreeing, the timestamps count as before', async () => {
+      const { client, clock, elapsed, reconciler } = start(NOW);
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 500 });
+      clock.now = NOW + 30_000;
+      elapsed.now = 30_000;
+      await reconciler.reconcile(KEY);
+      // Both made 35 s and 70 s ago by now and watched 30 s: stuck; cold.
+      expect(client.writes[0]).toBe('create sandboxes my-claim');
+    });
   });
 
   test('a cold start: the claim-named Sandbox created, the status says it is not ready, no annotations yet', async () => {

@@ -2,9 +2,12 @@ import * as fc from 'fast-check';
 import { SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
 import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
-import { CandidateRanking, claimPath, isAdoptable, needsColdStart, type Selection, type SelectionContext } from '../../../src/controllers/claim/select';
+import { CandidateRanking, claimPath, isAdoptable, needsColdStart, pendingStuck, type Selection, type SelectionContext, type StuckCheck } from '../../../src/controllers/claim/select';
 import { isReady, type Sandbox } from '../../../src/model';
 import { templateFingerprint } from '../../../src/model/blueprint';
+
+/** Members made at or before `cutoffMs` count as stuck (timestamps alone). */
+const madeBy = (cutoffMs: number): StuckCheck => (s: Sandbox) => Date.parse(s.metadata.creationTimestamp ?? '') <= cutoffMs;
 
 const NEW_IMAGE = template({ podTemplate: { spec: { containers: [{ name: 'main', image: 'python:3.13' }] } } });
 const CTX: SelectionContext = { claim: claim(), poolUid: 'pool-uid', templateName: 'python', fingerprint: templateFingerprint(TEMPLATE) };
@@ -102,10 +105,10 @@ describe('CandidateRanking', () => {
     expect(new CandidateRanking(members, 'Recreate', { ...CTX, fingerprint: undefined }).oldestPending()).toBeUndefined();
     // Made before the cutoff (stuck): passed over for a younger one, even a stale one; none left: undefined.
     const ranking = new CandidateRanking(members, undefined, CTX);
-    expect(ranking.oldestPending(undefined, NOW - 2000)?.metadata.name).toBe('young');
-    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), NOW - 9500)?.metadata.name).toBe('stale-older');
-    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), NOW - 8000)).toBeUndefined();
-    expect(ranking.oldestPending(undefined, NOW - 500)).toBeUndefined();
+    expect(ranking.oldestPending(undefined, madeBy(NOW - 2000))?.metadata.name).toBe('young');
+    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), madeBy(NOW - 9500))?.metadata.name).toBe('stale-older');
+    expect(ranking.oldestPending(new Set(['young-uid', 'old-uid']), madeBy(NOW - 8000))).toBeUndefined();
+    expect(ranking.oldestPending(undefined, madeBy(NOW - 500))).toBeUndefined();
   });
 
   test('scheduled candidates before ones without a node name', () => {
@@ -181,10 +184,12 @@ describe('claimPath', () => {
     const pendingSel: Selection = { kind: 'network-pending', count: 2 };
     const c = claim({}, { creationTimestamp: iso(NOW - 3000) });
     const starting = member({ name: 'starting', age: 4000 });
-    const cutoffs: number[] = [];
-    expect(claimPath(c, pendingSel, NOW, { oldestPending: (madeAfterMs) => (cutoffs.push(madeAfterMs), starting) })).toEqual({ kind: 'adopt', sandbox: starting });
-    // Members made 30 s ago or earlier count as stuck: the cutoff handed to oldestPending.
-    expect(cutoffs).toEqual([NOW - 30_000]);
+    const checks: StuckCheck[] = [];
+    expect(claimPath(c, pendingSel, NOW, { oldestPending: (stuck) => (checks.push(stuck), starting) })).toEqual({ kind: 'adopt', sandbox: starting });
+    // Members made 30 s ago or earlier count as stuck: the check handed to oldestPending.
+    expect(checks).toHaveLength(1);
+    expect(checks[0](member({ name: 'm30', age: 30_000 }))).toBe(true);
+    expect(checks[0](member({ name: 'm29', age: 29_000 }))).toBe(false);
     // Only stuck ones: cold, saying why.
     expect(claimPath(c, pendingSel, NOW, { oldestPending: () => undefined }))
       .toEqual({ kind: 'cold', why: expect.stringContaining('those without one were made 30s ago or earlier') });
@@ -193,6 +198,51 @@ describe('claimPath', () => {
     expect(claimPath(young, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'wait', afterMs: 500 });
     // env still forces cold.
     expect(claimPath(claim({ env: [{ name: 'A', value: '1' }] }, { creationTimestamp: iso(NOW - 3000) }), pendingSel, NOW, { oldestPending: () => starting }).kind).toBe('cold');
+  });
+
+  test('pendingStuck: old by its timestamp and, when watched, watched that long; a timestamp ahead of the clock says nothing', () => {
+    const at = (age: number) => member({ name: `aged-${age}`, age });
+    // Timestamps alone (no watch): 30 s or more is stuck; a future or unreadable timestamp as before.
+    expect(pendingStuck(NOW)(at(30_000))).toBe(true);
+    expect(pendingStuck(NOW)(at(29_999))).toBe(false);
+    expect(pendingStuck(NOW)(at(-5_000))).toBe(false);
+    const unreadable = at(1_000);
+    unreadable.metadata.creationTimestamp = 'not a time';
+    expect(pendingStuck(NOW)(unreadable)).toBe(true);
+    // The wall clock an hour ahead of the API server's: an hour old by the timestamp, watched 2 s: not stuck;
+    // watched 30 s: stuck (the control).
+    const ahead = NOW + 3_600_000;
+    expect(pendingStuck(ahead, () => 2_000)(at(1_000))).toBe(false);
+    expect(pendingStuck(ahead, () => 30_000)(at(1_000))).toBe(true);
+    expect(pendingStuck(ahead, () => undefined)(at(1_000))).toBe(false);
+    // The wall clock an hour behind: the timestamp is in the future, so the watch alone decides.
+    const behind = NOW - 3_600_000;
+    expect(pendingStuck(behind, () => 30_000)(at(1_000))).toBe(true);
+    expect(pendingStuck(behind, () => 29_000)(at(1_000))).toBe(false);
+    // Both must say so: watched long but young by its timestamp is not stuck.
+    expect(pendingStuck(NOW, () => 60_000)(at(1_000))).toBe(false);
+  });
+
+  test('the grace for members without an IP ends when both the claim\'s timestamp and the watch of it say so', () => {
+    const pendingSel: Selection = { kind: 'network-pending', count: 1 };
+    const starting = member({ name: 'starting', age: 4000 });
+    const c = claim({}, { creationTimestamp: iso(NOW - 100) });
+    const take = { oldestPending: () => starting };
+    // Wall clock an hour ahead: the claim looks an hour old; watched 0.1 s it still waits, watched 2 s it takes the member.
+    const ahead = NOW + 3_600_000;
+    expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 100 })).toEqual({ kind: 'wait', afterMs: 500 });
+    expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 1_800 })).toEqual({ kind: 'wait', afterMs: 200 });
+    expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
+    // Negative control, timestamps alone: the grace is over at once.
+    expect(claimPath(c, pendingSel, ahead, take)).toEqual({ kind: 'adopt', sandbox: starting });
+    // Wall clock an hour behind: the claim's timestamp is in the future; the watch alone ends the grace
+    // (timestamps alone would wait an hour).
+    const behind = NOW - 3_600_000;
+    expect(claimPath(c, pendingSel, behind, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
+    expect(claimPath(c, pendingSel, behind, take)).toEqual({ kind: 'wait', afterMs: 500 });
+    // Clocks agreeing, the timestamp is the later end (the claim existed before this process saw it).
+    expect(claimPath(claim({}, { creationTimestamp: iso(NOW - 1_000) }), pendingSel, NOW, { ...take, watchedMs: 1_500 })).toEqual({ kind: 'wait', afterMs: 500 });
+    expect(claimPath(claim({}, { creationTimestamp: iso(NOW - 2_500) }), pendingSel, NOW, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
   });
 
   test('the grace period is configurable', () => {
