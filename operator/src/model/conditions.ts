@@ -27,6 +27,12 @@ export function isReady(obj: { status?: { conditions?: Condition[] } }): boolean
   return isConditionTrue(obj.status?.conditions, ConditionType.READY);
 }
 
+/** Whether a Sandbox's Pod is reported unschedulable (the Sandbox controller mirrors PodScheduled=False, reason Unschedulable). */
+export function isUnschedulable(sandbox: { status?: { conditions?: Condition[] } }): boolean {
+  const scheduled = findCondition(sandbox.status?.conditions, ConditionType.POD_SCHEDULED);
+  return scheduled?.status === 'False' && scheduled.reason === 'Unschedulable';
+}
+
 /**
  * A copy of `conditions` with `input` set: replaced in place when its type exists (keeping
  * lastTransitionTime unless the status changed), appended otherwise.

@@ -13,7 +13,7 @@ import { KINDS } from '#api/groups';
 import { SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
 import { type ClaimProblem } from './status';
-import { controllerRefOf, isDeleting, isReady, refIsKind, type Sandbox, type SandboxClaim, type SandboxTemplate, timeMs } from '../../model';
+import { controllerRefOf, isDeleting, isReady, isUnschedulable, refIsKind, type Sandbox, type SandboxClaim, type SandboxTemplate, timeMs } from '../../model';
 import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
 /**
@@ -142,19 +142,21 @@ export type StuckCheck = (member: Sandbox) => boolean;
 export type Watched = (obj: Sandbox) => number | undefined;
 
 /**
- * A member without a Pod IP is stuck once it was made PENDING_MEMBER_STUCK_MS ago or earlier by its
- * creation timestamp (the API server's clock, read on this process's wall clock; an unreadable one
- * counts as old) and, with `watched`, this process has also seen it that long. Timestamps alone
- * would make every member stuck at birth while the wall clock is ahead of the API server's (a step,
- * skew), and every claim would start cold. A timestamp ahead of the wall clock says nothing: the
- * watch alone decides (without one, not stuck).
+ * A member without a Pod IP is stuck when its Pod is reported unschedulable, or once it has gone
+ * PENDING_MEMBER_STUCK_MS without one: as this process watched it (`watched`, on the monotonic
+ * clock), else by its creation timestamp (an unreadable one counts as old, a future one as new).
+ * The watch, when there is one, decides alone: this process cannot have watched a member for longer
+ * than it has existed, so with the clocks agreeing the timestamp adds nothing, and with them apart
+ * (the wall clock stepped or skewed from the API server's) the timestamp is what is wrong; read
+ * alone it made every member stuck at birth with the wall clock ahead, and every claim start cold.
+ * The cost: after a restart or a change of leader a member stuck all along is taken again for up to
+ * that long, unless it is unschedulable.
  */
 export function pendingStuck(now: number, watched?: Watched): StuckCheck {
   return (member) => {
-    const created = timeMs(member.metadata.creationTimestamp) ?? -Infinity;
-    const byWatch = watched === undefined ? undefined : (watched(member) ?? 0) >= PENDING_MEMBER_STUCK_MS;
-    if (created > now) return byWatch ?? false;
-    return created <= now - PENDING_MEMBER_STUCK_MS && byWatch !== false;
+    if (isUnschedulable(member)) return true;
+    if (watched) return (watched(member) ?? 0) >= PENDING_MEMBER_STUCK_MS;
+    return (timeMs(member.metadata.creationTimestamp) ?? -Infinity) <= now - PENDING_MEMBER_STUCK_MS;
   };
 }
 
@@ -225,12 +227,10 @@ export class CandidateRanking implements Candidates {
   }
 }
 
-/** What is left of a claim's grace (ms): by its creation timestamp and, with `watchedMs`, by this process's watch; the later end counts. */
+/** What is left of a claim's grace (ms): by this process's watch of it when known (see pendingStuck for why alone), else by its creation timestamp. */
 function graceLeft(claim: SandboxClaim, now: number, graceMs: number, watchedMs?: number): number {
-  const created = timeMs(claim.metadata.creationTimestamp) ?? now;
-  if (watchedMs === undefined) return created + graceMs - now;
-  const byWatch = graceMs - watchedMs;
-  return created > now ? byWatch : Math.max(created + graceMs - now, byWatch);
+  if (watchedMs !== undefined) return graceMs - watchedMs;
+  return (timeMs(claim.metadata.creationTimestamp) ?? now) + graceMs - now;
 }
 
 /** How soon a claim whose candidates all conflicted looks again: the cache is about to deliver the newer versions. */
@@ -251,9 +251,9 @@ export interface ClaimPathOptions {
    */
   readonly oldestPending?: (stuck: StuckCheck) => Sandbox | undefined;
   /**
-   * How long this process has watched the claim (ms on the elapsed clock): its grace is over when
-   * both this and its creation timestamp say so, so a wall clock ahead of the API server's does not
-   * end every grace at once. A creation timestamp ahead of the wall clock says nothing.
+   * How long this process has watched the claim (ms on the elapsed clock): when given, its grace
+   * runs on this instead of its creation timestamp, so a wall clock ahead of the API server's does
+   * not end every grace at once, nor one behind make it last an hour (see pendingStuck).
    */
   readonly watchedMs?: number;
   /** How long this process has watched each member: see pendingStuck. */

@@ -7,7 +7,7 @@ import { WarmPoolUpdateStrategyType } from '#api/enums';
 import { SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
 import { type PoolFlags } from './types';
-import { controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, LaunchType, type Sandbox, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
+import { controllerRefOf, findCondition, isControlledBy, isDeleting, isReady, isUnschedulable, LaunchType, type Sandbox, type SandboxTemplate, type SandboxWarmPool, timeMs } from '../../model';
 import { staleCheck, templateFingerprint, type BlueprintFingerprint } from '../../model/blueprint';
 
 export interface PoolMembers {
@@ -47,13 +47,6 @@ export type ObservedNotReady = (sandbox: Sandbox) => number | undefined;
 /** Whether the pool replaces stale members at once; unknown values mean OnReplenish, as upstream. */
 export function isRecreate(pool: SandboxWarmPool): boolean {
   return pool.spec.updateStrategy?.type === WarmPoolUpdateStrategyType.RECREATE;
-}
-
-
-/** Whether the Sandbox's Pod is reported unschedulable (the Sandbox controller mirrors PodScheduled). */
-export function isUnschedulable(sandbox: Sandbox): boolean {
-  const scheduled = findCondition(sandbox.status?.conditions, ConditionType.POD_SCHEDULED);
-  return scheduled?.status === 'False' && scheduled.reason === 'Unschedulable';
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { Registry } from 'prom-client';
 import { SandboxAnnotations, SandboxLabels } from '#api/labels';
-import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready } from './fixtures';
+import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, ready, unschedulable } from './fixtures';
 import { ClaimMetrics } from '../../../src/controllers/claim/metrics';
 import { ClaimReconciler, CLAIM_FIELD_MANAGER, type ClaimReconcilerOptions } from '../../../src/controllers/claim/reconcile';
 import { ClaimPressure, Deferral, DeferredSends, HeldAnnotations, PRESSURE_LINGER_MS } from '../../../src/controllers/claims-first';
@@ -218,22 +218,47 @@ describe('ClaimReconciler', () => {
       expect(client.writes[0]).toBe('patch sandboxes long-pending');
     });
 
-    test('negative control: watched 30 s without an IP, a member old by its timestamp is passed over as stuck', async () => {
+    test('watched 30 s without an IP, members are passed over as stuck (29.999 s: still taken)', async () => {
+      const { client, elapsed, reconciler } = start(NOW + HOUR);
+      await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 500 });
+      expect(client.writes).toEqual([]);
+      elapsed.now = 29_999;
+      await reconciler.reconcile(KEY);
+      expect(client.writes[0]).toBe('patch sandboxes long-pending');
+    });
+
+    test('negative control of the one above: at 30 s both members count as stuck, and the claim starts cold', async () => {
       const { client, elapsed, reconciler } = start(NOW + HOUR);
       await reconciler.reconcile(KEY);
       elapsed.now = 30_000;
       await reconciler.reconcile(KEY);
-      // 'starting' is 5 s old by its timestamp: an hour by the stepped wall clock, watched 30 s, stuck too; so cold.
       expect(client.writes[0]).toBe('create sandboxes my-claim');
     });
 
-    test('negative control: with the clocks agreeing, the timestamps count as before', async () => {
+    test('after a restart the watch starts afresh, but an unschedulable member is passed over at once', async () => {
+      const { client, clock, elapsed, sync, fresh } = start(NOW);
+      // The old process: 'long-pending' is 40 s old, and its Pod cannot be scheduled.
+      const unplaceable = member({ name: 'long-pending', age: 40_000, nodeName: 'n1', conditions: unschedulable() });
+      client.seed(resourceOf, { ...unplaceable, metadata: { ...unplaceable.metadata, resourceVersion: '101' } });
+      sync('sandboxes');
+      // A new process (a restart, a new leader): nothing watched yet; the claim waits its grace again.
+      const restarted = fresh();
+      elapsed.now = 100_000;
+      clock.now = NOW + 60_000;
+      await expect(restarted.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 500 });
+      elapsed.now = 102_000;
+      await restarted.reconcile(KEY);
+      // 'starting' (watched 0 s by the new process) is taken; 'long-pending', older, is unschedulable.
+      expect(client.writes[0]).toBe('patch sandboxes starting');
+    });
+
+    test('with the clocks agreeing: the same 30 s as before, since a member watched 30 s is at least that old', async () => {
       const { client, clock, elapsed, reconciler } = start(NOW);
       await expect(reconciler.reconcile(KEY)).resolves.toEqual({ requeueAfterMs: 500 });
       clock.now = NOW + 30_000;
       elapsed.now = 30_000;
       await reconciler.reconcile(KEY);
-      // Both made 35 s and 70 s ago by now and watched 30 s: stuck; cold.
+      // Made 35 s and 70 s ago by now, watched 30 s: stuck; cold.
       expect(client.writes[0]).toBe('create sandboxes my-claim');
     });
   });

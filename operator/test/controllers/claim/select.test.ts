@@ -1,7 +1,7 @@
 import * as fc from 'fast-check';
 import { SandboxLabels } from '#api/labels';
 import { NameHash } from '#api/name-hash';
-import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template } from './fixtures';
+import { NOW, TEMPLATE, claim, iso, member, notReady, ownerRef, pool, template, unschedulable } from './fixtures';
 import { CandidateRanking, claimPath, isAdoptable, needsColdStart, pendingStuck, type Selection, type SelectionContext, type StuckCheck } from '../../../src/controllers/claim/select';
 import { isReady, type Sandbox } from '../../../src/model';
 import { templateFingerprint } from '../../../src/model/blueprint';
@@ -200,7 +200,7 @@ describe('claimPath', () => {
     expect(claimPath(claim({ env: [{ name: 'A', value: '1' }] }, { creationTimestamp: iso(NOW - 3000) }), pendingSel, NOW, { oldestPending: () => starting }).kind).toBe('cold');
   });
 
-  test('pendingStuck: old by its timestamp and, when watched, watched that long; a timestamp ahead of the clock says nothing', () => {
+  test('pendingStuck: unschedulable, or 30 s without an IP as this process watched it, else by its timestamp', () => {
     const at = (age: number) => member({ name: `aged-${age}`, age });
     // Timestamps alone (no watch): 30 s or more is stuck; a future or unreadable timestamp as before.
     expect(pendingStuck(NOW)(at(30_000))).toBe(true);
@@ -219,11 +219,17 @@ describe('claimPath', () => {
     const behind = NOW - 3_600_000;
     expect(pendingStuck(behind, () => 30_000)(at(1_000))).toBe(true);
     expect(pendingStuck(behind, () => 29_000)(at(1_000))).toBe(false);
-    // Both must say so: watched long but young by its timestamp is not stuck.
-    expect(pendingStuck(NOW, () => 60_000)(at(1_000))).toBe(false);
+    // With a watch the timestamp is not read at all: watched 30 s, stuck whatever it says.
+    expect(pendingStuck(NOW, () => 30_000)(at(1_000))).toBe(true);
+    expect(pendingStuck(NOW, () => 29_999)(at(3_600_000))).toBe(false);
+    // Unschedulable: stuck at once, by either rule (the control: the same member schedulable is not).
+    const unplaceable = member({ name: 'unplaceable', age: 1_000, conditions: unschedulable() });
+    expect(pendingStuck(NOW, () => 0)(unplaceable)).toBe(true);
+    expect(pendingStuck(NOW)(unplaceable)).toBe(true);
+    expect(pendingStuck(NOW, () => 0)(at(1_000))).toBe(false);
   });
 
-  test('the grace for members without an IP ends when both the claim\'s timestamp and the watch of it say so', () => {
+  test('the grace for members without an IP runs on the watch of the claim when there is one, else on its timestamp', () => {
     const pendingSel: Selection = { kind: 'network-pending', count: 1 };
     const starting = member({ name: 'starting', age: 4000 });
     const c = claim({}, { creationTimestamp: iso(NOW - 100) });
@@ -233,16 +239,17 @@ describe('claimPath', () => {
     expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 100 })).toEqual({ kind: 'wait', afterMs: 500 });
     expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 1_800 })).toEqual({ kind: 'wait', afterMs: 200 });
     expect(claimPath(c, pendingSel, ahead, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
-    // Negative control, timestamps alone: the grace is over at once.
+    // Negative control, timestamps alone (no watch): the grace is over at once.
     expect(claimPath(c, pendingSel, ahead, take)).toEqual({ kind: 'adopt', sandbox: starting });
     // Wall clock an hour behind: the claim's timestamp is in the future; the watch alone ends the grace
     // (timestamps alone would wait an hour).
     const behind = NOW - 3_600_000;
     expect(claimPath(c, pendingSel, behind, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
     expect(claimPath(c, pendingSel, behind, take)).toEqual({ kind: 'wait', afterMs: 500 });
-    // Clocks agreeing, the timestamp is the later end (the claim existed before this process saw it).
-    expect(claimPath(claim({}, { creationTimestamp: iso(NOW - 1_000) }), pendingSel, NOW, { ...take, watchedMs: 1_500 })).toEqual({ kind: 'wait', afterMs: 500 });
-    expect(claimPath(claim({}, { creationTimestamp: iso(NOW - 2_500) }), pendingSel, NOW, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
+    // First seen after a restart: made 10 s ago, watched 1.5 s, it waits 0.5 s more; watched 2 s, it takes the member.
+    const older = claim({}, { creationTimestamp: iso(NOW - 10_000) });
+    expect(claimPath(older, pendingSel, NOW, { ...take, watchedMs: 1_500 })).toEqual({ kind: 'wait', afterMs: 500 });
+    expect(claimPath(older, pendingSel, NOW, { ...take, watchedMs: 2_000 })).toEqual({ kind: 'adopt', sandbox: starting });
   });
 
   test('the grace period is configurable', () => {
