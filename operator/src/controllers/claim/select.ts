@@ -269,8 +269,9 @@ export interface ClaimPathOptions {
  * them: it started before any Sandbox the claim could create now, so it is nearer to Ready, and no
  * second Pod starts for the same claim on a node that is already slow
  * (a busy real node can take more than 2 s to give a new Pod its IP). Upstream starts cold here.
- * Members made PENDING_MEMBER_STUCK_MS ago or earlier and still without an IP are passed over as
- * stuck; with only those, the claim starts cold, as upstream.
+ * Members this process has watched start for PENDING_MEMBER_STUCK_MS or more (or, with no watch,
+ * made that long ago) and still without an IP, and those whose Pods cannot be scheduled, are passed
+ * over as stuck; with only those, the claim starts cold, as upstream.
  *
  * A 409 on the adoption write means the member changed since the cache saw it: another claim took
  * it, or only its status moved on. When conflicts emptied the candidate list, the claim looks again
@@ -293,7 +294,8 @@ export function claimPath(claim: SandboxClaim, selection: Selection, now: number
     if (remaining > 0) return { kind: 'wait', afterMs: Math.min(NETWORK_PENDING_RECHECK_MS, remaining) };
     const oldest = options.oldestPending?.(pendingStuck(now, options.watchedMember));
     if (oldest) return { kind: 'adopt', sandbox: oldest };
-    const stuck = options.oldestPending ? `, and those without one were made ${PENDING_MEMBER_STUCK_MS / 1000}s ago or earlier` : '';
+    const stuck = options.oldestPending
+      ? `, and those without one have been starting for ${PENDING_MEMBER_STUCK_MS / 1000}s or more or cannot be scheduled` : '';
     return { kind: 'cold', why: `no pool member got a Pod IP within ${graceMs}ms${stuck}` };
   }
   return { kind: 'cold', why: selection.reason };

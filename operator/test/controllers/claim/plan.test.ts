@@ -84,7 +84,7 @@ describe('planClaim', () => {
     ['members without an IP and a young claim: wait for them', state({}, [member({ name: 'py-pool-a' })]), 'wait 500'],
     ['members without an IP past the grace period: take the oldest (further along than a cold start)',
       state({ now: NOW + 10_000 }, [member({ name: 'py-pool-a', age: 1000 }), member({ name: 'py-pool-b', age: 3000 })]), 'adopt py-pool-b'],
-    ['past the grace period, members made 30 s ago or earlier without an IP: cold', state({ now: NOW + 10_000 }, [member({ name: 'py-pool-a', age: 20_000 })]), 'create my-claim'],
+    ['past the grace period, members starting for 30 s or more without an IP: cold', state({ now: NOW + 10_000 }, [member({ name: 'py-pool-a', age: 20_000 })]), 'create my-claim'],
     ['past the grace period, a stuck oldest member is passed over for a younger one',
       state({ now: NOW + 10_000 }, [member({ name: 'py-pool-a', age: 20_000 }), member({ name: 'py-pool-b', age: 3000 })]), 'adopt py-pool-b'],
     ['a member another claim of this process is adopting is not a candidate',

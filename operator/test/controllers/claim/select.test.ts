@@ -186,13 +186,13 @@ describe('claimPath', () => {
     const starting = member({ name: 'starting', age: 4000 });
     const checks: StuckCheck[] = [];
     expect(claimPath(c, pendingSel, NOW, { oldestPending: (stuck) => (checks.push(stuck), starting) })).toEqual({ kind: 'adopt', sandbox: starting });
-    // Members made 30 s ago or earlier count as stuck: the check handed to oldestPending.
+    // Members starting for 30 s or more count as stuck: the check handed to oldestPending.
     expect(checks).toHaveLength(1);
     expect(checks[0](member({ name: 'm30', age: 30_000 }))).toBe(true);
     expect(checks[0](member({ name: 'm29', age: 29_000 }))).toBe(false);
     // Only stuck ones: cold, saying why.
     expect(claimPath(c, pendingSel, NOW, { oldestPending: () => undefined }))
-      .toEqual({ kind: 'cold', why: expect.stringContaining('those without one were made 30s ago or earlier') });
+      .toEqual({ kind: 'cold', why: expect.stringContaining('those without one have been starting for 30s or more or cannot be scheduled') });
     // Negative control: within the grace the claim still waits for the first member to get an IP.
     const young = claim({}, { creationTimestamp: iso(NOW - 100) });
     expect(claimPath(young, pendingSel, NOW, { oldestPending: () => starting })).toEqual({ kind: 'wait', afterMs: 500 });
