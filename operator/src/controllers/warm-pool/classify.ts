@@ -76,7 +76,10 @@ export function notReadySinceMs(sandbox: Sandbox): number {
  *   a wall clock ahead of the API server's (a step, skew) into members stuck at birth, and the pool
  *   would replace every new member as soon as it is made, in a loop; a timestamp ahead of the wall
  *   clock counts for nothing. The cost: after a restart or a change of leader, a member already
- *   stuck is replaced one grace period later.
+ *   stuck is replaced one grace period later. Unlike the claim's (which follows its members on the
+ *   informer), the pool's watch is sampled at its own passes: a member that was Ready again between
+ *   two passes and lost it once more keeps its first sighting, and only its transition timestamp
+ *   gives it a fresh grace period, so here the timestamps still count beside the watch.
  */
 export function classifyMembers(
   pool: SandboxWarmPool,
