@@ -9,7 +9,7 @@
 import { WarmPoolConditionType, WarmPoolTemplateReason } from '#api/conditions';
 import { formatGoDuration } from '#api/controller-flags';
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
-import { claimsFirstHold } from '../claims-first';
+import { catchUpGrant, type CatchUp, claimsFirstHold, lowWaterMark } from '../claims-first';
 import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
@@ -29,6 +29,8 @@ export interface PoolState {
   readonly notProgressing: boolean;
   /** When the current stretch of waiting claims began holding refill back (controllers/claims-first/refill.ts). */
   readonly claimsFirstSinceMs?: number;
+  /** The pacing of the refill a hold let go by its bound while claims still arrive (claims-first/refill.ts). */
+  readonly catchUp?: CatchUp;
   /** When this process last wrote the pool's status (replica counts coalesce after it). */
   readonly statusWrittenAtMs?: number;
 }
@@ -191,6 +193,17 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   });
   const holding = hold.holding || (claimsFirst.holding && deficit > 0);
   let creates = holding ? 0 : Math.min(deficit, flags.maxBatchSize);
+  const catchUp = catchUpGrant({
+    state: input.state.catchUp,
+    pastBound: claimsFirst.pastBound === true,
+    short: members.ready.length <= lowWaterMark(desired) || members.ready.length < (input.claimsWaiting ?? 0),
+    deficit,
+    want: creates,
+    maxDeferMs: flags.claimsFirstMaxDeferMs,
+    now: at,
+  });
+  creates = catchUp.granted;
+  if (catchUp.nextAtMs !== undefined) requeues.push(catchUp.nextAtMs - at);
   if (hold.holding && deficit > 0 && hold.untilMs !== undefined) requeues.push(hold.untilMs - at);
   // The pool is also woken when a member is taken (its Sandbox's event), when a claim arrives and
   // when no claim waits any more (ClaimPressure's calm): controller.ts.
@@ -275,6 +288,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
       ...(grant.bucket ? { bucket: grant.bucket } : {}),
       notProgressing: held > 0,
       ...(claimsFirst.sinceMs !== undefined ? { claimsFirstSinceMs: claimsFirst.sinceMs } : {}),
+      ...(catchUp.state ? { catchUp: catchUp.state } : {}),
       ...(statusChanged ? { statusWrittenAtMs: at } : lastWriteMs !== undefined ? { statusWrittenAtMs: lastWriteMs } : {}),
     },
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
