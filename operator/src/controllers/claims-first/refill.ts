@@ -14,10 +14,10 @@
  * this each pass.
  *
  * When the bound ends a hold, claims are still arriving: the load is steady, not a burst. The
- * refill held back meanwhile (at 20 claims/s, a hundred members) then goes out paced, not in one
- * lump (catchUpGrant below): a hundred creates at once, each followed by its Pod, binding and
- * status writes, held the API server for a second or more and gave the claims in it their worst
- * latencies (bench/README.md, "paced").
+ * refill held back meanwhile (at 20 claims/s, a hundred members) then goes out spread over one more
+ * bound, not in one lump (catchUpGrant below): a hundred creates at once, each followed by its Pod,
+ * binding and status writes, held the API server for a second or more and gave the claims in it
+ * some of the run's worst latencies (bench/README.md, "paced").
  *
  * The rule replaced an earlier one that held while more than a quarter of the pool was Ready: with
  * it, sequential claims met the whole held-back refill in their path once the pool fell to that
@@ -58,28 +58,27 @@ export function claimsFirstHold(input: ClaimsFirstInput): ClaimsFirstHold {
   const { claimsWaiting, now, maxDeferMs } = input;
   if (maxDeferMs <= 0 || claimsWaiting === 0) return { holding: false };
   const sinceMs = input.sinceMs ?? now;
-  if (input.readyMembers < claimsWaiting) return { holding: false, sinceMs };
   if (now - sinceMs >= maxDeferMs) return { holding: false, sinceMs, pastBound: true };
+  if (input.readyMembers < claimsWaiting) return { holding: false, sinceMs };
   return { holding: true, sinceMs, untilMs: sinceMs + maxDeferMs };
 }
 
-/** The pacing of a catch-up: its rate and the tokens it had at `atMs`. */
+/** A catch-up under way: the backlog the bound left (members the pool lacked then) and when. */
 export interface CatchUp {
-  readonly ratePerSecond: number;
-  readonly tokens: number;
-  readonly atMs: number;
+  readonly backlog: number;
+  readonly startMs: number;
 }
 
 export interface CatchUpInput {
-  /** The previous pass's pacing; undefined when none was under way. */
+  /** The catch-up under way, from the previous pass; undefined when none is. */
   readonly state?: CatchUp;
   /** Whether the stretch of waiting claims has outlasted the hold's bound (ClaimsFirstHold.pastBound). */
   readonly pastBound: boolean;
-  /** Whether the pool is at its low-water mark, or has fewer Ready members than waiting claims: its claims need the refill now. */
+  /** Whether the pool's claims need members now (at its low-water mark, or fewer Ready members than waiting claims). */
   readonly short: boolean;
   /** Members the pool lacks, not counting creates already under way. */
   readonly deficit: number;
-  /** Creates the pass would make without pacing. */
+  /** Creates the pass would make without pacing (the deficit, capped by the batch size). */
   readonly want: number;
   readonly maxDeferMs: number;
   readonly now: number;
@@ -87,36 +86,34 @@ export interface CatchUpInput {
 
 export interface CatchUpGrant {
   readonly granted: number;
-  /** Keep for the next pass; undefined when no pacing is under way. */
+  /** Keep for the next pass; undefined when no catch-up is under way. */
   readonly state?: CatchUp;
   /** When the next create may go, if this pass granted fewer than it wanted. */
   readonly nextAtMs?: number;
 }
 
-/** A catch-up's bucket holds this much of its rate at most: 100 ms of creates, so no lump forms between passes. */
-const CATCH_UP_BURST_S = 0.1;
-
 /**
- * How many of `want` creates go now while a steady claim load outlasts the hold. The rate is twice
- * the deficit spread over the bound (the deficit built up over about one bound, so the backlog
- * drains in about one bound while claims keep coming at the rate that built it), never lower than
- * a rate it already had (as creates land the deficit shrinks, and a falling rate would stall at the
- * claims' own rate with the backlog still there), and at least one create per second. It starts
- * with one token. No pacing when the stretch has not outlasted the bound (the hold decides), when
- * the pool is short (its claims need members now) or with the flag at 0s.
+ * How many of `want` creates go now once a steady claim load has outlasted the hold. The backlog
+ * the bound left (the deficit at the first pass past it) goes out evenly over one more bound: at
+ * time t into it, `backlog × (1 − t / bound)` members may still be missing and the rest of the
+ * deficit goes now. So members that claims take meanwhile are replaced at once (the load that built
+ * the backlog is not made to wait behind it), the backlog shrinks by `backlog / bound` per second
+ * whatever the claim rate, and after one bound nothing is paced. Nothing is paced when the stretch
+ * has not outlasted the bound (the hold decides), while the pool is short (its claims need members
+ * now; the catch-up goes on after) or with the flag at 0s; a stretch that ends ends its catch-up.
  */
 export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
-  const { want, now } = input;
-  // The stretch ended (or never outlasted the bound): nothing to pace, nothing to remember.
-  if (!input.pastBound || input.maxDeferMs <= 0) return { granted: Math.max(0, want) };
-  // Short, or nothing wanted: no pacing this pass, and the rate so far is kept.
-  if (input.short || want <= 0) return { granted: Math.max(0, want), ...(input.state ? { state: input.state } : {}) };
-  const ratePerSecond = Math.max(1, input.state?.ratePerSecond ?? 0, (2 * input.deficit * 1000) / input.maxDeferMs);
-  const capacity = Math.max(1, ratePerSecond * CATCH_UP_BURST_S);
-  const accrued = input.state ? input.state.tokens + (Math.max(0, now - input.state.atMs) * ratePerSecond) / 1000 : 1;
-  const tokens = Math.min(capacity, accrued);
-  const granted = Math.min(Math.floor(want), Math.floor(tokens + 1e-9));
-  const state: CatchUp = { ratePerSecond, tokens: tokens - granted, atMs: now };
+  const want = Math.max(0, Math.floor(input.want));
+  const { now, maxDeferMs } = input;
+  if (!input.pastBound || maxDeferMs <= 0) return { granted: want };
+  const state = input.state ?? { backlog: Math.max(0, input.deficit), startMs: now };
+  const left = Math.max(0, 1 - (now - state.startMs) / maxDeferMs);
+  if (input.short || left === 0 || state.backlog === 0) return { granted: want, state };
+  // Members that may still be missing now, rounded up so the backlog is never let out early.
+  const stillMissing = Math.ceil(state.backlog * left - 1e-9);
+  const granted = Math.min(want, Math.max(0, input.deficit - stillMissing));
   if (granted >= want) return { granted, state };
-  return { granted, state, nextAtMs: now + Math.ceil(((1 - state.tokens) * 1000) / ratePerSecond) };
+  // The next member is let out when one fewer may be missing.
+  const nextAtMs = state.startMs + Math.ceil((maxDeferMs * (state.backlog - stillMissing + 1)) / state.backlog);
+  return { granted, state, nextAtMs: Math.max(now + 1, nextAtMs) };
 }

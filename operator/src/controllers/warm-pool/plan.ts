@@ -29,7 +29,7 @@ export interface PoolState {
   readonly notProgressing: boolean;
   /** When the current stretch of waiting claims began holding refill back (controllers/claims-first/refill.ts). */
   readonly claimsFirstSinceMs?: number;
-  /** The pacing of the refill a hold let go by its bound while claims still arrive (claims-first/refill.ts). */
+  /** The backlog a hold's bound left while claims still arrive, going out over one more bound (claims-first/refill.ts). */
   readonly catchUp?: CatchUp;
   /** When this process last wrote the pool's status (replica counts coalesce after it). */
   readonly statusWrittenAtMs?: number;
@@ -178,7 +178,8 @@ export function planPool(input: PoolPlanInput): PoolPlan {
     wanted.push(...candidates.slice(0, excess).map((s) => toDelete(s, 'scale-down')));
   }
   const deletes = wanted.slice(0, flags.maxBatchSize);
-  if (deletes.length < wanted.length) requeues.push(0);
+  // 1, not 0: a requeue of 0 means none.
+  if (deletes.length < wanted.length) requeues.push(1);
 
   // Creates: none while the template is missing, its NetworkPolicy is not in the cache, or its
   // Pods would pass for the router (fail closed: a member made now would run unisolated).
@@ -211,7 +212,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   const grant = takeTokens(input.state.bucket, creates, flags.maxRefillRate, at);
   creates = grant.granted;
   if (grant.nextTokenAtMs !== undefined) requeues.push(grant.nextTokenAtMs - at);
-  if (!holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(0);
+  if (!holding && deficit > flags.maxBatchSize && creates === flags.maxBatchSize) requeues.push(1);
 
   // Status.
   const old = pool.status ?? {};

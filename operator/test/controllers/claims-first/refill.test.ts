@@ -51,50 +51,68 @@ describe('planPool with claims waiting', () => {
   test('Ready members cover the claims: creates wait (look again by the bound), then go, paced while claims still wait', () => {
     const held = planWith(5, 0, 4);
     expect([held.creates, held.heldForClaims, held.requeueAfterMs]).toEqual([0, true, MAX]);
-    // The bound is over and claims still wait: one create now, the next when its token is due.
+    // The bound is over and claims still wait: the backlog of 3 goes out over one more bound, one a third of it from now.
     const later = planWith(5, 0, 4, held.state, NOW + MAX);
-    expect([later.creates, later.heldForClaims]).toEqual([1, false]);
-    expect(later.requeueAfterMs).toBeGreaterThan(0);
-    expect(later.requeueAfterMs).toBeLessThanOrEqual(1000);
+    expect([later.creates, later.heldForClaims, later.requeueAfterMs]).toEqual([0, false, Math.ceil(MAX / 3)]);
+    expect(planWith(5, 0, 4, later.state, NOW + MAX + Math.ceil(MAX / 3)).creates).toBe(1);
     // The claims served (the stretch over): the rest at once.
     expect(planWith(5, 0, 0, later.state, NOW + MAX + 1).creates).toBe(3);
     expect(planWith(5, 0, 0, held.state).creates).toBe(3);
   });
 
-  test('a held-back refill goes out paced, not in one lump, while a steady load goes on past the bound', () => {
-    // A pool of 400 with 300 Ready: the hold's bound built a deficit of 100 (20 claims/s for 5 s).
+  test('a held-back refill goes out over one more bound, not in one lump, while claims keep taking members at 20/s', () => {
+    // A full pool of 400; a claim takes a member every 50 ms from NOW; a create becomes a Ready
+    // member 200 ms after it is made; the pool looks every 50 ms.
     const big = pool({ replicas: 400 });
-    const members = classifyMembers(big, TEMPLATE, Array.from({ length: 300 }, () => member({ pool: big })), NOW, FLAGS);
-    const planAt = (state: PoolState, now: number, pendingCreates: number, maxDeferMs = MAX) => planPool({
+    const all = Array.from({ length: 400 }, () => member({ pool: big }));
+    let active = 400;
+    let state = INITIAL_POOL_STATE;
+    const landing: number[] = [];
+    const perPass: Array<{ t: number; creates: number; deficit: number }> = [];
+    for (let t = NOW; t < NOW + 14_000; t += 50) {
+      active -= 1;
+      while (landing.length > 0 && landing[0] <= t) {
+        landing.shift();
+        active += 1;
+      }
+      const plan = planPool({
+        pool: big,
+        template: TEMPLATE,
+        gate: { ok: true },
+        members: classifyMembers(big, TEMPLATE, all.slice(0, active), t, FLAGS),
+        pendingCreates: landing.length,
+        claimsWaiting: 1,
+        state,
+        flags: { ...FLAGS, maxBatchSize: 300 },
+        now: t,
+      });
+      for (let i = 0; i < plan.creates; i++) landing.push(t + 200);
+      perPass.push({ t: t - NOW, creates: plan.creates, deficit: 400 - active - landing.length });
+      state = plan.state;
+    }
+    // Held for the bound: the deficit grows to about 100 (20/s for 5 s), nothing is made.
+    expect(perPass.filter((x) => x.t < MAX).every((x) => x.creates === 0)).toBe(true);
+    expect(perPass.find((x) => x.t === MAX - 50)!.deficit).toBeGreaterThanOrEqual(99);
+    // Then no lump: each pass replaces the member taken since the last and lets out two of the backlog at most.
+    expect(Math.max(...perPass.map((x) => x.creates))).toBeLessThanOrEqual(3);
+    // The backlog shrinks evenly and is gone one bound later, claims still coming; the pool then keeps up.
+    const at = (ms: number) => perPass.find((x) => x.t === ms)!.deficit;
+    expect(at(MAX + MAX / 2)).toBeGreaterThan(40);
+    expect(at(MAX + MAX / 2)).toBeLessThan(60);
+    expect(perPass.filter((x) => x.t >= 2 * MAX).every((x) => x.deficit === 0)).toBe(true);
+    // The negative control: with the flag at 0s nothing holds, and each pass replaces the member taken.
+    const unheld = planPool({
       pool: big,
       template: TEMPLATE,
       gate: { ok: true },
-      members,
-      pendingCreates,
+      members: classifyMembers(big, TEMPLATE, all.slice(0, 300), NOW, FLAGS),
+      pendingCreates: 0,
       claimsWaiting: 1,
-      state,
-      flags: { ...FLAGS, maxBatchSize: 300, claimsFirstMaxDeferMs: maxDeferMs },
-      now,
+      state: INITIAL_POOL_STATE,
+      flags: { ...FLAGS, maxBatchSize: 300, claimsFirstMaxDeferMs: 0 },
+      now: NOW,
     });
-    const held = planAt(INITIAL_POOL_STATE, NOW, 0);
-    expect([held.creates, held.heldForClaims]).toEqual([0, true]);
-    // Passes every 50 ms (a claim each) for 6 s after the bound: creates granted per pass and in all.
-    let state = held.state;
-    let pending = 0;
-    const perPass: number[] = [];
-    for (let t = NOW + MAX; t < NOW + MAX + 6_000; t += 50) {
-      const step = planAt(state, t, pending);
-      perPass.push(step.creates);
-      pending += step.creates;
-      state = step.state;
-    }
-    // No lump: never more than 100 ms of the catch-up's rate (2 x 100 / 5 s = 40/s: 4) in a pass.
-    expect(Math.max(...perPass)).toBeLessThanOrEqual(4);
-    // And the whole deficit goes within about one bound of the hold ending (40/s: 2.5 s).
-    expect(perPass.reduce((a, b) => a + b, 0)).toBe(100);
-    expect(perPass.findIndex((_, i) => perPass.slice(0, i + 1).reduce((a, b) => a + b, 0) === 100) * 50).toBeLessThanOrEqual(MAX);
-    // The negative control: with the flag at 0s nothing holds and nothing is paced (the deficit at once).
-    expect(planAt(INITIAL_POOL_STATE, NOW, 0, 0).creates).toBe(100);
+    expect(unheld.creates).toBe(100);
   });
 
   test('more claims than Ready members (not-Ready ones do not count): creates go at once', () => {
@@ -104,7 +122,7 @@ describe('planPool with claims waiting', () => {
     expect([planWith(1, 0, 1).creates, planWith(1, 0, 1).heldForClaims]).toEqual([0, true]);
   });
 
-  test('refill never starves: under claims that never stop, creates go within the bound of the hold starting (fast-check)', () => {
+  test('refill never starves: under claims that never stop, creates go within the bound of the hold starting, all of them one bound later (fast-check)', () => {
     const pass = fc.record({
       ms: fc.integer({ min: 0, max: 2_000 }), ready: fc.integer({ min: 0, max: 8 }), waiting: fc.integer({ min: 1, max: 12 }),
     });
@@ -112,22 +130,26 @@ describe('planPool with claims waiting', () => {
       let state = INITIAL_POOL_STATE;
       let now = NOW;
       let firstHeldAt: number | undefined;
+      let stretchStart: number | undefined;
       for (const step of passes) {
         now += step.ms;
+        stretchStart ??= now;
         const deficitPlan = planWith(step.ready, 0, step.waiting, state, now);
         const deficit = 8 - step.ready;
         if (deficit > 0 && deficitPlan.heldForClaims) firstHeldAt ??= now;
-        // Held only while the Ready members cover the claims, and never past the bound of the first hold.
+        const short = step.ready <= lowWaterMark(8) || step.ready < step.waiting;
         if (deficitPlan.heldForClaims) {
+          // Held only while the Ready members cover the claims, and never past the bound of the first hold.
           expect(step.ready).toBeGreaterThanOrEqual(step.waiting);
           expect(now - firstHeldAt!).toBeLessThan(MAX);
-        } else if (step.ready <= lowWaterMark(8) || step.ready < step.waiting || deficitPlan.creates === deficit) {
-          // Short, or not past the bound: the whole deficit at once.
+        } else if (short || now - stretchStart >= 2 * MAX + 2_000) {
+          // Short, or the catch-up after the bound is over (it starts at the first pass past the bound, at most 2 s late here).
           expect(deficitPlan.creates).toBe(deficit);
-        } else {
-          // Past the bound with claims still waiting: paced, and the pool looks again within a second.
-          expect(deficitPlan.creates).toBeLessThan(deficit);
-          expect(deficitPlan.requeueAfterMs).toBeLessThanOrEqual(1000);
+        } else if (deficitPlan.creates < deficit) {
+          // Past the bound, catching up: the pool looks again within the bound.
+          expect(now - stretchStart).toBeGreaterThanOrEqual(MAX);
+          expect(deficitPlan.requeueAfterMs).toBeGreaterThan(0);
+          expect(deficitPlan.requeueAfterMs).toBeLessThanOrEqual(MAX);
         }
         state = deficitPlan.state;
       }
@@ -137,29 +159,30 @@ describe('planPool with claims waiting', () => {
 
 describe('catchUpGrant', () => {
   const input = { pastBound: true, short: false, deficit: 100, want: 100, maxDeferMs: 5_000, now: NOW };
+  const started: CatchUp = { backlog: 100, startMs: NOW };
 
-  test('past the bound: twice the deficit over the bound (40/s here), starting with one create', () => {
-    expect(catchUpGrant(input)).toEqual({ granted: 1, state: { ratePerSecond: 40, tokens: 0, atMs: NOW }, nextAtMs: NOW + 25 });
+  test('the first pass past the bound: the backlog is noted, nothing goes yet, the next member in bound / backlog', () => {
+    expect(catchUpGrant(input)).toEqual({ granted: 0, state: started, nextAtMs: NOW + 50 });
   });
 
-  test.each<[string, CatchUp, Partial<typeof input>, number, number]>([
-    ['100 ms later: 4 tokens', { ratePerSecond: 40, tokens: 0, atMs: NOW }, { now: NOW + 100 }, 4, 40],
-    ['10 s later: still at most 100 ms of the rate (no lump from a quiet spell)', { ratePerSecond: 40, tokens: 0, atMs: NOW }, { now: NOW + 10_000 }, 4, 40],
-    ['the deficit shrank: the rate stays (a falling rate would stall at the claims\' own)', { ratePerSecond: 40, tokens: 0, atMs: NOW }, { deficit: 10, now: NOW + 100 }, 4, 40],
-    ['the deficit grew (claims came faster): the rate follows', { ratePerSecond: 40, tokens: 0, atMs: NOW }, { deficit: 200, now: NOW + 100 }, 8, 80],
-    ['a tiny deficit: at least one create a second', { ratePerSecond: 1, tokens: 0, atMs: NOW }, { deficit: 1, want: 1, now: NOW + 1_000 }, 1, 1],
-  ])('%s', (_, state, over, granted, rate) => {
-    const out = catchUpGrant({ ...input, ...over, state });
+  test.each<[string, Partial<typeof input>, number]>([
+    ['a fifth of the bound in: a fifth of the backlog', { now: NOW + 1_000 }, 20],
+    ['members taken meanwhile are replaced at once, beside the fifth', { now: NOW + 1_000, deficit: 110, want: 110 }, 30],
+    ['creates under way count: with 20 made, none more yet', { now: NOW + 1_000, deficit: 80, want: 80 }, 0],
+    ['half the bound in', { now: NOW + 2_500 }, 50],
+    ['the bound over: whatever is missing', { now: NOW + 5_000 }, 100],
+    ['the batch size caps it', { now: NOW + 2_500, want: 10 }, 10],
+  ])('%s', (_, over, granted) => {
+    const out = catchUpGrant({ ...input, ...over, state: started });
     expect(out.granted).toBe(granted);
-    expect(out.state?.ratePerSecond).toBe(rate);
+    expect(out.state).toEqual(started);
   });
 
-  test('no pacing when the stretch is within its bound, when the pool is short, or with the flag at 0s', () => {
-    const state: CatchUp = { ratePerSecond: 40, tokens: 0, atMs: NOW };
-    expect(catchUpGrant({ ...input, pastBound: false, state })).toEqual({ granted: 100 });
-    // Short: its claims need members now; the rate is kept for when it is not.
-    expect(catchUpGrant({ ...input, short: true, state })).toEqual({ granted: 100, state });
-    expect(catchUpGrant({ ...input, maxDeferMs: 0, state })).toEqual({ granted: 100 });
-    expect(catchUpGrant({ ...input, want: 0, state })).toEqual({ granted: 0, state });
+  test('no pacing when the stretch is within its bound or over, when the pool is short, or with the flag at 0s', () => {
+    expect(catchUpGrant({ ...input, pastBound: false, state: started })).toEqual({ granted: 100 });
+    // Short: its claims need members now; the catch-up goes on after.
+    expect(catchUpGrant({ ...input, short: true, state: started })).toEqual({ granted: 100, state: started });
+    expect(catchUpGrant({ ...input, maxDeferMs: 0, state: started })).toEqual({ granted: 100 });
+    expect(catchUpGrant({ ...input, want: 0, state: started })).toEqual({ granted: 0, state: started });
   });
 });

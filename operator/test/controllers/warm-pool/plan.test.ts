@@ -206,7 +206,7 @@ describe('planPool', () => {
   test('deletes beyond the batch size wait for the next pass', () => {
     const p = plan({ pool: pool({ replicas: 0 }), sandboxes: readyMembers(5), flags: poolFlags({ 'sandbox-warm-pool-max-batch-size': 2 }) });
     expect(p.deletes.length).toBe(2);
-    expect(p.requeueAfterMs).toBe(0);
+    expect(p.requeueAfterMs).toBe(1);
   });
 
   test('the replenish delay holds creates after a claim and says when to look again', () => {
