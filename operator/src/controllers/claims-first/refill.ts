@@ -63,10 +63,11 @@ export function claimsFirstHold(input: ClaimsFirstInput): ClaimsFirstHold {
   return { holding: true, sinceMs, untilMs: sinceMs + maxDeferMs };
 }
 
-/** A catch-up under way: the backlog the bound left (members the pool lacked then) and when. */
+/** A catch-up under way: `backlog` members may be missing at `startMs`, none by `endMs`. */
 export interface CatchUp {
   readonly backlog: number;
   readonly startMs: number;
+  readonly endMs: number;
 }
 
 export interface CatchUpInput {
@@ -93,27 +94,38 @@ export interface CatchUpGrant {
 }
 
 /**
+ * A backlog this small is not paced: the first slow-start waves of any refill (1, 2, 4) make that
+ * many creates in a row anyway.
+ */
+export const CATCH_UP_MIN_BACKLOG = 8;
+
+/**
  * How many of `want` creates go now once a steady claim load has outlasted the hold. The backlog
  * the bound left (the deficit at the first pass past it) goes out evenly over one more bound: at
  * time t into it, `backlog × (1 − t / bound)` members may still be missing and the rest of the
  * deficit goes now. So members that claims take meanwhile are replaced at once (the load that built
  * the backlog is not made to wait behind it), the backlog shrinks by `backlog / bound` per second
- * whatever the claim rate, and after one bound nothing is paced. Nothing is paced when the stretch
- * has not outlasted the bound (the hold decides), while the pool is short (its claims need members
- * now; the catch-up goes on after) or with the flag at 0s; a stretch that ends ends its catch-up.
+ * whatever the claim rate, and after one bound nothing is paced. When fewer are missing than the
+ * schedule allows (a short spell sent them, claims slowed), the schedule starts again from what is
+ * missing, with the same end, so it never holds back a member taken later. Nothing is paced when the
+ * stretch has not outlasted the bound (the hold decides), while the pool is short (its claims need
+ * members now; the catch-up goes on after), for a backlog under CATCH_UP_MIN_BACKLOG, or with the
+ * flag at 0s; a stretch that ends ends its catch-up.
  */
 export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
   const want = Math.max(0, Math.floor(input.want));
+  const deficit = Math.max(0, Math.floor(input.deficit));
   const { now, maxDeferMs } = input;
   if (!input.pastBound || maxDeferMs <= 0) return { granted: want };
-  const state = input.state ?? { backlog: Math.max(0, input.deficit), startMs: now };
-  const left = Math.max(0, 1 - (now - state.startMs) / maxDeferMs);
-  if (input.short || left === 0 || state.backlog === 0) return { granted: want, state };
+  const state = input.state ?? { backlog: deficit < CATCH_UP_MIN_BACKLOG ? 0 : deficit, startMs: now, endMs: now + maxDeferMs };
+  if (input.short || state.backlog === 0 || now >= state.endMs) return { granted: want, state };
   // Members that may still be missing now, rounded up so the backlog is never let out early.
-  const stillMissing = Math.ceil(state.backlog * left - 1e-9);
-  const granted = Math.min(want, Math.max(0, input.deficit - stillMissing));
-  if (granted >= want) return { granted, state };
-  // The next member is let out when one fewer may be missing.
-  const nextAtMs = state.startMs + Math.ceil((maxDeferMs * (state.backlog - stillMissing + 1)) / state.backlog);
-  return { granted, state, nextAtMs: Math.max(now + 1, nextAtMs) };
+  const stillMissing = Math.ceil((state.backlog * (state.endMs - now)) / (state.endMs - state.startMs) - 1e-9);
+  const granted = Math.min(want, Math.max(0, deficit - stillMissing));
+  const after = deficit - granted;
+  const next: CatchUp = after < stillMissing ? { backlog: after, startMs: now, endMs: state.endMs } : state;
+  if (granted >= want || after === 0) return { granted, state: next };
+  // The next member goes when the schedule lets one fewer than `after` be missing.
+  const nextAtMs = state.endMs - Math.floor(((after - 1) * (next.endMs - next.startMs)) / next.backlog + 1e-9);
+  return { granted, state: next, nextAtMs: Math.max(now + 1, nextAtMs) };
 }

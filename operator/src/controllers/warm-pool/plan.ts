@@ -194,6 +194,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   });
   const holding = hold.holding || (claimsFirst.holding && deficit > 0);
   let creates = holding ? 0 : Math.min(deficit, flags.maxBatchSize);
+  const unpaced = creates;
   const catchUp = catchUpGrant({
     state: input.state.catchUp,
     pastBound: claimsFirst.pastBound === true,
@@ -293,6 +294,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
       ...(statusChanged ? { statusWrittenAtMs: at } : lastWriteMs !== undefined ? { statusWrittenAtMs: lastWriteMs } : {}),
     },
     ...(requeueAfterMs !== undefined ? { requeueAfterMs } : {}),
-    heldForClaims: claimsFirst.holding && deficit > 0,
+    // Also while the catch-up holds creates back: when no claim waits any more, the rest goes at once.
+    heldForClaims: (claimsFirst.holding && deficit > 0) || catchUp.granted < unpaced,
   };
 }

@@ -1,6 +1,6 @@
 /** Refill giving way to waiting claims: the hold decision, and planPool's use of it ("refill never starves"). */
 import * as fc from 'fast-check';
-import { catchUpGrant, claimsFirstHold, lowWaterMark, type CatchUp } from '../../../src/controllers/claims-first';
+import { CATCH_UP_MIN_BACKLOG, catchUpGrant, claimsFirstHold, lowWaterMark, type CatchUp } from '../../../src/controllers/claims-first';
 import { classifyMembers } from '../../../src/controllers/warm-pool/classify';
 import { INITIAL_POOL_STATE, planPool, type PoolPlan, type PoolState } from '../../../src/controllers/warm-pool/plan';
 import { FLAGS, NOW, TEMPLATE, member, notReady, pool } from '../warm-pool/fixtures';
@@ -51,10 +51,9 @@ describe('planPool with claims waiting', () => {
   test('Ready members cover the claims: creates wait (look again by the bound), then go, paced while claims still wait', () => {
     const held = planWith(5, 0, 4);
     expect([held.creates, held.heldForClaims, held.requeueAfterMs]).toEqual([0, true, MAX]);
-    // The bound is over and claims still wait: the backlog of 3 goes out over one more bound, one a third of it from now.
+    // The bound is over and claims still wait: a backlog of 3 is no lump, so it goes at once.
     const later = planWith(5, 0, 4, held.state, NOW + MAX);
-    expect([later.creates, later.heldForClaims, later.requeueAfterMs]).toEqual([0, false, Math.ceil(MAX / 3)]);
-    expect(planWith(5, 0, 4, later.state, NOW + MAX + Math.ceil(MAX / 3)).creates).toBe(1);
+    expect([later.creates, later.heldForClaims]).toEqual([3, false]);
     // The claims served (the stretch over): the rest at once.
     expect(planWith(5, 0, 0, later.state, NOW + MAX + 1).creates).toBe(3);
     expect(planWith(5, 0, 0, held.state).creates).toBe(3);
@@ -68,7 +67,7 @@ describe('planPool with claims waiting', () => {
     let active = 400;
     let state = INITIAL_POOL_STATE;
     const landing: number[] = [];
-    const perPass: Array<{ t: number; creates: number; deficit: number }> = [];
+    const perPass: Array<{ t: number; creates: number; deficit: number; held: boolean }> = [];
     for (let t = NOW; t < NOW + 14_000; t += 50) {
       active -= 1;
       while (landing.length > 0 && landing[0] <= t) {
@@ -87,7 +86,7 @@ describe('planPool with claims waiting', () => {
         now: t,
       });
       for (let i = 0; i < plan.creates; i++) landing.push(t + 200);
-      perPass.push({ t: t - NOW, creates: plan.creates, deficit: 400 - active - landing.length });
+      perPass.push({ t: t - NOW, creates: plan.creates, deficit: 400 - active - landing.length, held: plan.heldForClaims });
       state = plan.state;
     }
     // Held for the bound: the deficit grows to about 100 (20/s for 5 s), nothing is made.
@@ -100,6 +99,9 @@ describe('planPool with claims waiting', () => {
     expect(at(MAX + MAX / 2)).toBeGreaterThan(40);
     expect(at(MAX + MAX / 2)).toBeLessThan(60);
     expect(perPass.filter((x) => x.t >= 2 * MAX).every((x) => x.deficit === 0)).toBe(true);
+    // While it drains the pool says it holds creates back (so it is woken when claims stop), and not after.
+    expect(perPass.filter((x) => x.t >= MAX && x.t < MAX + MAX / 2).every((x) => x.held)).toBe(true);
+    expect(perPass.filter((x) => x.t >= 2 * MAX).some((x) => x.held)).toBe(false);
     // The negative control: with the flag at 0s nothing holds, and each pass replaces the member taken.
     const unheld = planPool({
       pool: big,
@@ -113,6 +115,21 @@ describe('planPool with claims waiting', () => {
       now: NOW,
     });
     expect(unheld.creates).toBe(100);
+  });
+
+  test('past the bound with more claims than Ready members: short, so the whole deficit goes (the catch-up is kept for after)', () => {
+    const big = pool({ replicas: 40 });
+    const members = classifyMembers(big, TEMPLATE, Array.from({ length: 20 }, () => member({ pool: big })), NOW, FLAGS);
+    const planAt = (state: PoolState, now: number, claimsWaiting: number) => planPool({
+      pool: big, template: TEMPLATE, gate: { ok: true }, members, pendingCreates: 0, claimsWaiting, state, flags: FLAGS, now,
+    });
+    const held = planAt(INITIAL_POOL_STATE, NOW, 1);
+    expect(held.creates).toBe(0);
+    const paced = planAt(held.state, NOW + MAX, 1);
+    expect([paced.creates, paced.state.catchUp?.backlog]).toEqual([0, 20]);
+    // 25 claims wait on 20 Ready members: all 20 now, and the catch-up's schedule stays.
+    const short = planAt(paced.state, NOW + MAX + 10, 25);
+    expect([short.creates, short.state.catchUp]).toEqual([20, paced.state.catchUp]);
   });
 
   test('more claims than Ready members (not-Ready ones do not count): creates go at once', () => {
@@ -138,16 +155,17 @@ describe('planPool with claims waiting', () => {
         const deficit = 8 - step.ready;
         if (deficit > 0 && deficitPlan.heldForClaims) firstHeldAt ??= now;
         const short = step.ready <= lowWaterMark(8) || step.ready < step.waiting;
-        if (deficitPlan.heldForClaims) {
-          // Held only while the Ready members cover the claims, and never past the bound of the first hold.
-          expect(step.ready).toBeGreaterThanOrEqual(step.waiting);
-          expect(now - firstHeldAt!).toBeLessThan(MAX);
+        if (now - stretchStart < MAX) {
+          // Within the bound: held only while the Ready members cover the claims, else the whole deficit.
+          if (deficitPlan.heldForClaims) expect(step.ready).toBeGreaterThanOrEqual(step.waiting);
+          else expect(deficitPlan.creates).toBe(deficit);
+          if (deficitPlan.heldForClaims) expect(now - firstHeldAt!).toBeLessThan(MAX);
         } else if (short || now - stretchStart >= 2 * MAX + 2_000) {
           // Short, or the catch-up after the bound is over (it starts at the first pass past the bound, at most 2 s late here).
           expect(deficitPlan.creates).toBe(deficit);
         } else if (deficitPlan.creates < deficit) {
-          // Past the bound, catching up: the pool looks again within the bound.
-          expect(now - stretchStart).toBeGreaterThanOrEqual(MAX);
+          // Past the bound, catching up: said, and the pool looks again within the bound.
+          expect(deficitPlan.heldForClaims).toBe(true);
           expect(deficitPlan.requeueAfterMs).toBeGreaterThan(0);
           expect(deficitPlan.requeueAfterMs).toBeLessThanOrEqual(MAX);
         }
@@ -159,7 +177,7 @@ describe('planPool with claims waiting', () => {
 
 describe('catchUpGrant', () => {
   const input = { pastBound: true, short: false, deficit: 100, want: 100, maxDeferMs: 5_000, now: NOW };
-  const started: CatchUp = { backlog: 100, startMs: NOW };
+  const started: CatchUp = { backlog: 100, startMs: NOW, endMs: NOW + 5_000 };
 
   test('the first pass past the bound: the backlog is noted, nothing goes yet, the next member in bound / backlog', () => {
     expect(catchUpGrant(input)).toEqual({ granted: 0, state: started, nextAtMs: NOW + 50 });
@@ -168,7 +186,6 @@ describe('catchUpGrant', () => {
   test.each<[string, Partial<typeof input>, number]>([
     ['a fifth of the bound in: a fifth of the backlog', { now: NOW + 1_000 }, 20],
     ['members taken meanwhile are replaced at once, beside the fifth', { now: NOW + 1_000, deficit: 110, want: 110 }, 30],
-    ['creates under way count: with 20 made, none more yet', { now: NOW + 1_000, deficit: 80, want: 80 }, 0],
     ['half the bound in', { now: NOW + 2_500 }, 50],
     ['the bound over: whatever is missing', { now: NOW + 5_000 }, 100],
     ['the batch size caps it', { now: NOW + 2_500, want: 10 }, 10],
@@ -178,10 +195,27 @@ describe('catchUpGrant', () => {
     expect(out.state).toEqual(started);
   });
 
-  test('no pacing when the stretch is within its bound or over, when the pool is short, or with the flag at 0s', () => {
+  test('fewer missing than the schedule allows (creates under way, a short spell): the schedule restarts from what is missing, same end', () => {
+    // 1 s in, 80 may be missing; only 40 are (60 made meanwhile): none now, and the 40 drain by the same end.
+    const out = catchUpGrant({ ...input, now: NOW + 1_000, deficit: 40, want: 40, state: started });
+    expect(out).toEqual({ granted: 0, state: { backlog: 40, startMs: NOW + 1_000, endMs: NOW + 5_000 }, nextAtMs: NOW + 1_100 });
+    // A member taken next is replaced at once (the old schedule would hold it back until 2.5 s in).
+    expect(catchUpGrant({ ...input, now: NOW + 1_050, deficit: 41, want: 41, state: out.state }).granted).toBe(1);
+  });
+
+  test('the requeue lands on the first moment a create may go', () => {
+    const out = catchUpGrant({ ...input, now: NOW + 1_000, deficit: 80, want: 80, state: started });
+    expect(out.granted).toBe(0);
+    expect(catchUpGrant({ ...input, now: out.nextAtMs! - 1, deficit: 80, want: 80, state: out.state }).granted).toBe(0);
+    expect(catchUpGrant({ ...input, now: out.nextAtMs!, deficit: 80, want: 80, state: out.state }).granted).toBe(1);
+  });
+
+  test('no pacing when the stretch is within its bound or over, when the pool is short, for a small backlog, or with the flag at 0s', () => {
     expect(catchUpGrant({ ...input, pastBound: false, state: started })).toEqual({ granted: 100 });
     // Short: its claims need members now; the catch-up goes on after.
     expect(catchUpGrant({ ...input, short: true, state: started })).toEqual({ granted: 100, state: started });
+    expect(catchUpGrant({ ...input, deficit: CATCH_UP_MIN_BACKLOG - 1, want: CATCH_UP_MIN_BACKLOG - 1 }).granted).toBe(CATCH_UP_MIN_BACKLOG - 1);
+    expect(catchUpGrant({ ...input, deficit: CATCH_UP_MIN_BACKLOG, want: CATCH_UP_MIN_BACKLOG }).granted).toBe(0);
     expect(catchUpGrant({ ...input, maxDeferMs: 0, state: started })).toEqual({ granted: 100 });
     expect(catchUpGrant({ ...input, want: 0, state: started })).toEqual({ granted: 0, state: started });
   });

@@ -206,6 +206,7 @@ describe('planPool', () => {
   test('deletes beyond the batch size wait for the next pass', () => {
     const p = plan({ pool: pool({ replicas: 0 }), sandboxes: readyMembers(5), flags: poolFlags({ 'sandbox-warm-pool-max-batch-size': 2 }) });
     expect(p.deletes.length).toBe(2);
+    // 1 ms, not 0: a requeue of 0 means none to the controller runtime.
     expect(p.requeueAfterMs).toBe(1);
   });
 
