@@ -109,7 +109,7 @@ export const CATCH_UP_MIN_BACKLOG = 8;
  * schedule allows (a short spell sent them, claims slowed), the schedule starts again from what is
  * missing, with the same end, so it never holds back a member taken later. Nothing is paced when the
  * stretch has not outlasted the bound (the hold decides), while the pool is short (its claims need
- * members now; the catch-up goes on after), for a backlog under CATCH_UP_MIN_BACKLOG, or with the
+ * members now; what the schedule holds back after it is at most what is still missing), for a backlog under CATCH_UP_MIN_BACKLOG, or with the
  * flag at 0s; a stretch that ends ends its catch-up.
  */
 export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
@@ -118,10 +118,10 @@ export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
   const { now, maxDeferMs } = input;
   if (!input.pastBound || maxDeferMs <= 0) return { granted: want };
   const state = input.state ?? { backlog: deficit < CATCH_UP_MIN_BACKLOG ? 0 : deficit, startMs: now, endMs: now + maxDeferMs };
-  if (input.short || state.backlog === 0 || now >= state.endMs) return { granted: want, state };
+  if (state.backlog === 0 || now >= state.endMs) return { granted: want, state };
   // Members that may still be missing now, rounded up so the backlog is never let out early.
   const stillMissing = Math.ceil((state.backlog * (state.endMs - now)) / (state.endMs - state.startMs) - 1e-9);
-  const granted = Math.min(want, Math.max(0, deficit - stillMissing));
+  const granted = input.short ? want : Math.min(want, Math.max(0, deficit - stillMissing));
   const after = deficit - granted;
   const next: CatchUp = after < stillMissing ? { backlog: after, startMs: now, endMs: state.endMs } : state;
   if (granted >= want || after === 0) return { granted, state: next };

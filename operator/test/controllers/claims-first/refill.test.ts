@@ -127,9 +127,9 @@ describe('planPool with claims waiting', () => {
     expect(held.creates).toBe(0);
     const paced = planAt(held.state, NOW + MAX, 1);
     expect([paced.creates, paced.state.catchUp?.backlog]).toEqual([0, 20]);
-    // 25 claims wait on 20 Ready members: all 20 now, and the catch-up's schedule stays.
+    // 25 claims wait on 20 Ready members: all 20 now, and nothing is left to hold back.
     const short = planAt(paced.state, NOW + MAX + 10, 25);
-    expect([short.creates, short.state.catchUp]).toEqual([20, paced.state.catchUp]);
+    expect([short.creates, short.state.catchUp?.backlog]).toEqual([20, 0]);
   });
 
   test('more claims than Ready members (not-Ready ones do not count): creates go at once', () => {
@@ -212,8 +212,14 @@ describe('catchUpGrant', () => {
 
   test('no pacing when the stretch is within its bound or over, when the pool is short, for a small backlog, or with the flag at 0s', () => {
     expect(catchUpGrant({ ...input, pastBound: false, state: started })).toEqual({ granted: 100 });
-    // Short: its claims need members now; the catch-up goes on after.
-    expect(catchUpGrant({ ...input, short: true, state: started })).toEqual({ granted: 100, state: started });
+    // Short: its claims need members now, all go; what the schedule holds back shrinks to what is left missing.
+    expect(catchUpGrant({ ...input, short: true, state: started }))
+      .toEqual({ granted: 100, state: { backlog: 0, startMs: NOW, endMs: NOW + 5_000 } });
+    const capped = catchUpGrant({ ...input, short: true, want: 30, now: NOW + 1_000, state: started });
+    expect(capped).toEqual({ granted: 30, state: { backlog: 70, startMs: NOW + 1_000, endMs: NOW + 5_000 } });
+    // After a short spell a member taken next is replaced at once (the old schedule would hold it back).
+    const spell = catchUpGrant({ ...input, short: true, now: NOW + 1_000, state: started });
+    expect(catchUpGrant({ ...input, now: NOW + 1_050, deficit: 1, want: 1, state: spell.state }).granted).toBe(1);
     expect(catchUpGrant({ ...input, deficit: CATCH_UP_MIN_BACKLOG - 1, want: CATCH_UP_MIN_BACKLOG - 1 }).granted).toBe(CATCH_UP_MIN_BACKLOG - 1);
     expect(catchUpGrant({ ...input, deficit: CATCH_UP_MIN_BACKLOG, want: CATCH_UP_MIN_BACKLOG }).granted).toBe(0);
     expect(catchUpGrant({ ...input, maxDeferMs: 0, state: started })).toEqual({ granted: 100 });
