@@ -23,6 +23,10 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { Chart, Duration, Testing } from 'cdk8s';
+import { ROOT } from './controllers';
+import { flagValue } from './flags';
+import { Stats, round, stats } from './measure';
+import { environment } from './report';
 import { Probe } from '../src/probe';
 import { SandboxRuntimeClass } from '../src/runtime-class';
 import { SandboxTemplate, SandboxTemplateProps } from '../src/template';
@@ -33,10 +37,6 @@ import { podMemory } from '../tools/control-plane/real-node';
 import { NAMESPACE, startLocalSystem } from '../tools/shared/local-system';
 import { agentServiceAccount } from '../tools/shared/real-pool';
 import { SYSTEM_NAMESPACE, startRealSystem } from '../tools/shared/real-system';
-import { ROOT } from './controllers';
-import { flagValue } from './flags';
-import { Stats, round, stats } from './measure';
-import { environment } from './report';
 
 const log = (m: string) => process.stderr.write(`[bench real-nodes] ${m}\n`);
 const CLAIMS_PATH = (ns: string) => `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxclaims`;
@@ -65,15 +65,19 @@ interface PoolSnapshot {
 }
 
 async function poolSnapshot(api: ApiClient, ns: string, poolName: string): Promise<PoolSnapshot> {
-  const pool = (await api.request('GET', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/${poolName}`)).body as any;
+  const poolObject = (await api.request('GET', `/apis/extensions.agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxwarmpools/${poolName}`)).body as any;
   const list = (await api.request('GET', SANDBOXES_PATH(ns))).body as any;
   return {
-    readyReplicas: pool?.status?.readyReplicas,
+    readyReplicas: poolObject?.status?.readyReplicas,
     sandboxes: (list.items ?? []).map((sb: any) => {
       const owner = (sb.metadata.ownerReferences ?? []).find((o: any) => o.controller);
       return {
-        name: sb.metadata.name, controller: owner ? `${owner.kind}/${owner.name}` : undefined, ready: readySince(sb) !== undefined,
-        podIPs: sb.status?.podIPs?.length ?? 0, deleting: sb.metadata.deletionTimestamp !== undefined, created: sb.metadata.creationTimestamp,
+        name: sb.metadata.name,
+        controller: owner ? `${owner.kind}/${owner.name}` : undefined,
+        ready: readySince(sb) !== undefined,
+        podIPs: sb.status?.podIPs?.length ?? 0,
+        deleting: sb.metadata.deletionTimestamp !== undefined,
+        created: sb.metadata.creationTimestamp,
       };
     }),
   };
@@ -117,8 +121,15 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
     const pods = (await api.request('GET', `/api/v1/namespaces/${ns}/pods`)).body as any;
     const pod = (pods.items ?? []).find((p: any) => (p.metadata.ownerReferences ?? []).some((o: any) => o.kind === 'Sandbox' && o.name === sandbox));
     slow = {
-      claim: name, readyMs: Math.round(readyMs), sandbox, claimCreated: claim.metadata.creationTimestamp, claimReady: readySince(claim),
-      sandboxCreated: sb?.metadata?.creationTimestamp, sandboxReady: readySince(sb), podCreated: pod?.metadata?.creationTimestamp, podReady: readySince(pod),
+      claim: name,
+      readyMs: Math.round(readyMs),
+      sandbox,
+      claimCreated: claim.metadata.creationTimestamp,
+      claimReady: readySince(claim),
+      sandboxCreated: sb?.metadata?.creationTimestamp,
+      sandboxReady: readySince(sb),
+      podCreated: pod?.metadata?.creationTimestamp,
+      podReady: readySince(pod),
       before,
     };
   }
@@ -127,7 +138,9 @@ async function claimOnce(api: ApiClient, ns: string, poolName: string, i: number
     const res = await fetch(`${router.url}/execute`, {
       method: 'POST',
       headers: {
-        'content-type': 'application/json', 'x-sandbox-id': claim.status.sandbox.name, 'x-sandbox-namespace': ns,
+        'content-type': 'application/json',
+        'x-sandbox-id': claim.status.sandbox.name,
+        'x-sandbox-namespace': ns,
         ...(router.token ? { authorization: `Bearer ${router.token}` } : {}),
       },
       body: JSON.stringify({ command: 'echo ok' }),
@@ -264,9 +277,12 @@ async function main(): Promise<void> {
     // The runtime's own readiness probe, on a server that needs no injection.
     const plainServer: Partial<SandboxTemplateProps> = {
       containers: [{
-        image, command: ['python3', '-m', 'http.server', '8888'], ports: [{ number: 8888 }],
+        image,
+        command: ['python3', '-m', 'http.server', '8888'],
+        ports: [{ number: 8888 }],
         readinessProbe: Probe.httpGet('/', { port: 8888, period: Duration.seconds(2) }),
-        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '512Mi' } }, security: { runAsUser: 1000, runAsGroup: 1000 },
+        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '512Mi' } },
+        security: { runAsUser: 1000, runAsGroup: 1000 },
       }],
     };
     await real.kube.applyServerSide([
