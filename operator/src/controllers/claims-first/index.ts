@@ -31,7 +31,7 @@ import type { RequestPriority } from '../../runtime/types';
 export { ClaimPressure, PRESSURE_LINGER_MS, PRESSURE_WINDOW_MS } from './pressure';
 export { Deferral, DeferredSends, MAX_HELD_SENDS } from './deferral';
 export { HeldAnnotations, type AnnotationStep } from './held-annotations';
-export { CATCH_UP_MIN_BACKLOG, catchUpGrant, claimsFirstHold, lowWaterMark, type CatchUp, type ClaimsFirstHold, type ClaimsFirstInput } from './refill';
+export { CATCH_UP_MIN_BACKLOG, catchUpGrant, claimsFirstHold, isPoolShort, lowWaterMark, type CatchUp, type ClaimsFirstHold, type ClaimsFirstInput } from './refill';
 
 /** The client lane of the writes a waiting claim needs: the most urgent one. */
 export const CLAIM_PRIORITY: RequestPriority = 'urgent';

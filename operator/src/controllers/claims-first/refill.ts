@@ -32,6 +32,11 @@ export function lowWaterMark(desired: number): number {
   return Math.max(1, Math.ceil(desired / 4));
 }
 
+/** Whether a pool's waiting claims need its refill now: at its low-water mark, or fewer Ready members than claims waiting. */
+export function isPoolShort(readyMembers: number, desired: number, claimsWaiting: number): boolean {
+  return readyMembers <= lowWaterMark(desired) || readyMembers < claimsWaiting;
+}
+
 export interface ClaimsFirstInput {
   /** When the current stretch of waiting claims first held refill back; undefined when none. */
   readonly sinceMs?: number;
@@ -75,7 +80,7 @@ export interface CatchUpInput {
   readonly state?: CatchUp;
   /** Whether the stretch of waiting claims has outlasted the hold's bound (ClaimsFirstHold.pastBound). */
   readonly pastBound: boolean;
-  /** Whether the pool's claims need members now (at its low-water mark, or fewer Ready members than waiting claims). */
+  /** Whether the pool's claims need members now (isPoolShort). */
   readonly short: boolean;
   /** Members the pool lacks, not counting creates already under way. */
   readonly deficit: number;
@@ -108,9 +113,9 @@ export const CATCH_UP_MIN_BACKLOG = 8;
  * whatever the claim rate, and after one bound nothing is paced. When fewer are missing than the
  * schedule allows (a short spell sent them, claims slowed), the schedule starts again from what is
  * missing, with the same end, so it never holds back a member taken later. Nothing is paced when the
- * stretch has not outlasted the bound (the hold decides), while the pool is short (its claims need
- * members now; what the schedule holds back after it is at most what is still missing), for a backlog under CATCH_UP_MIN_BACKLOG, or with the
- * flag at 0s; a stretch that ends ends its catch-up.
+ * stretch has not outlasted the bound (the hold decides), while the pool is short (isPoolShort: its
+ * claims need members now; afterwards the schedule holds back at most what is still missing), for a
+ * backlog under CATCH_UP_MIN_BACKLOG, or with the flag at 0s; a stretch that ends ends its catch-up.
  */
 export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
   const want = Math.max(0, Math.floor(input.want));
@@ -126,6 +131,6 @@ export function catchUpGrant(input: CatchUpInput): CatchUpGrant {
   const next: CatchUp = after < stillMissing ? { backlog: after, startMs: now, endMs: state.endMs } : state;
   if (granted >= want || after === 0) return { granted, state: next };
   // The next member goes when the schedule lets one fewer than `after` be missing.
-  const nextAtMs = state.endMs - Math.floor(((after - 1) * (next.endMs - next.startMs)) / next.backlog + 1e-9);
+  const nextAtMs = next.endMs - Math.floor(((after - 1) * (next.endMs - next.startMs)) / next.backlog + 1e-9);
   return { granted, state: next, nextAtMs: Math.max(now + 1, nextAtMs) };
 }

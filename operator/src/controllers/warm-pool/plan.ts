@@ -9,7 +9,7 @@
 import { WarmPoolConditionType, WarmPoolTemplateReason } from '#api/conditions';
 import { formatGoDuration } from '#api/controller-flags';
 import { slowStartWaves, takeTokens, type TokenBucket } from './batching';
-import { catchUpGrant, type CatchUp, claimsFirstHold, lowWaterMark } from '../claims-first';
+import { catchUpGrant, type CatchUp, claimsFirstHold, isPoolShort } from '../claims-first';
 import { type PoolMembers } from './classify';
 import { poolSelector } from './desired';
 import { NO_HOLD, replenishHold, type ReplenishHold } from './replenish';
@@ -198,7 +198,7 @@ export function planPool(input: PoolPlanInput): PoolPlan {
   const catchUp = catchUpGrant({
     state: input.state.catchUp,
     pastBound: claimsFirst.pastBound === true,
-    short: members.ready.length <= lowWaterMark(desired) || members.ready.length < (input.claimsWaiting ?? 0),
+    short: isPoolShort(members.ready.length, desired, input.claimsWaiting ?? 0),
     deficit,
     want: creates,
     maxDeferMs: flags.claimsFirstMaxDeferMs,

@@ -18,7 +18,7 @@ import { templateGate } from '../../model/template-gate';
 import { scaleToZeroPeriodMs } from '../../model/warm-pool-scale';
 import { OwnWrites } from '../../runtime/expectations';
 import { SILENT_LOGGER, type Logger } from '../../runtime/log';
-import { lowWaterMark, type ClaimPressure } from '../claims-first';
+import { isPoolShort, type ClaimPressure } from '../claims-first';
 
 export const POOL_FIELD_MANAGER = 'sandboxwarmpool-controller';
 
@@ -139,7 +139,7 @@ export class WarmPoolReconciler implements Reconciler {
     });
     // Short: at the low-water mark, or more claims wait than Ready members are left (the refill's hold ends then too).
     const waiting = this.opts.claimPressure?.waitingFor(key) ?? 0;
-    this.opts.claimPressure?.poolShort(key, members.ready.length <= lowWaterMark(desiredReplicas(pool)) || members.ready.length < waiting);
+    this.opts.claimPressure?.poolShort(key, isPoolShort(members.ready.length, desiredReplicas(pool), waiting));
     const plan = planPool({
       pool,
       template,
